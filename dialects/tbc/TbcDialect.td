@@ -1,0 +1,41 @@
+//===- TbcDialect.td - the tbc dialect ---------------------*- tablegen -*-===//
+//
+// tbc describes *what* a transformer block computes, on tensors with value
+// semantics. Weights are named parameters, never constants, so the same IR
+// serves any checkpoint of a model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_DIALECT_TD
+#define TBC_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Tbc_Dialect : Dialect {
+  let name = "tbc";
+  let cppNamespace = "::tbc";
+  let summary = "Transformer blocks: norms, projections, RoPE, attention, GLU FFNs";
+  let description = [{
+    The tbc dialect models the building blocks of decoder-only transformers at
+    the level a model card describes them: RMSNorm/LayerNorm, linear
+    projections, rotary embeddings, multi-/grouped-query attention, gated and
+    plain feed-forward layers, soft-capping and residual adds. Activations are
+    ranked tensors whose last dimension is the feature dimension (typically
+    `[batch, seq, hidden]` with dynamic batch and sequence length). Fusion
+    passes rewrite these ops into fewer, fatter tbc ops; lowerings turn them
+    into linalg (CPU) or gpu/nvvm (CUDA).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+class Tbc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tbc_Dialect, mnemonic, traits>;
+
+// Activations and weights: f32, f16 or bf16 ranked tensors.
+def Tbc_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+// Token ids and positions.
+def Tbc_IndexTensor : RankedTensorOf<[I32, I64]>;
+
+#endif // TBC_DIALECT_TD

@@ -1,0 +1,349 @@
+//===- TbcOps.cpp - tbc op verifiers and shape inference ------------------===//
+//
+// Verifiers say exactly which operand or attribute is wrong and why; they
+// accept dynamic dimensions wherever the static ones would be consistent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace tbc;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Two dimensions agree unless both are static and different.
+static bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// The feature (last) dimension of an activation; activations have rank >= 1.
+static FailureOr<int64_t> featureDim(Operation *op, Value v, StringRef what) {
+  RankedTensorType t = tensorType(v);
+  if (t.getRank() < 1)
+    return op->emitOpError() << what << " must have rank >= 1";
+  return t.getShape().back();
+}
+
+/// Requires a rank-1 weight-like operand with static length.
+static FailureOr<int64_t> vectorLength(Operation *op, Value v, StringRef what) {
+  RankedTensorType t = tensorType(v);
+  if (t.getRank() != 1)
+    return op->emitOpError() << what << " must be rank 1, got rank "
+                             << t.getRank();
+  return t.getShape()[0];
+}
+
+static LogicalResult requirePositive(Operation *op, StringRef attr,
+                                     double value) {
+  if (!(value > 0))
+    return op->emitOpError() << "'" << attr << "' must be positive, got "
+                             << value;
+  return success();
+}
+
+static LogicalResult requirePositive(Operation *op, StringRef attr,
+                                     int64_t value) {
+  if (value <= 0)
+    return op->emitOpError() << "'" << attr << "' must be positive, got "
+                             << value;
+  return success();
+}
+
+/// All leading (non-feature) dimensions of two activations agree.
+static LogicalResult leadingDimsAgree(Operation *op, Value a, StringRef aName,
+                                      Value b, StringRef bName) {
+  ArrayRef<int64_t> as = tensorType(a).getShape(), bs = tensorType(b).getShape();
+  if (as.size() != bs.size())
+    return op->emitOpError() << aName << " and " << bName
+                             << " must have the same rank, got " << as.size()
+                             << " and " << bs.size();
+  for (size_t i = 0; i + 1 < as.size(); ++i)
+    if (!dimsAgree(as[i], bs[i]))
+      return op->emitOpError() << aName << " and " << bName
+                               << " disagree in dimension " << i << " ("
+                               << as[i] << " vs " << bs[i] << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("parameter name must not be empty");
+  if (!getResult().getType().hasStaticShape())
+    return emitOpError("parameter '")
+           << getName() << "' must have a static shape, got "
+           << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  auto table = cast<RankedTensorType>(operands[0].getType());
+  auto ids = cast<RankedTensorType>(operands[1].getType());
+  if (table.getRank() != 2)
+    return emitOptionalError(loc, "'tbc.embedding' table must be [vocab, "
+                                  "hidden], got rank ",
+                             table.getRank());
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getShape()[1]);
+  inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (getTable().getType().getRank() != 2)
+    return emitOpError("table must be [vocab, hidden], got rank ")
+           << getTable().getType().getRank();
+  if (auto scale = getScale())
+    if (failed(requirePositive(*this, "scale", scale->convertToDouble())))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("'eps' must be non-negative, got ")
+           << getEps().convertToDouble();
+  int64_t groups = getNumGroups();
+  if (failed(requirePositive(*this, "groups", groups)))
+    return failure();
+  FailureOr<int64_t> hidden = featureDim(*this, getInput(), "input");
+  FailureOr<int64_t> len = vectorLength(*this, getWeight(), "weight");
+  if (failed(hidden) || failed(len))
+    return failure();
+  if (ShapedType::isDynamic(*hidden))
+    return emitOpError("input feature dimension must be static");
+  if (*len * groups != *hidden) {
+    if (groups == 1)
+      return emitOpError("weight length ")
+             << *len << " does not match the hidden size " << *hidden;
+    return emitOpError("weight length ")
+           << *len << " times groups " << groups
+           << " does not match the hidden size " << *hidden;
+  }
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("'eps' must be non-negative, got ")
+           << getEps().convertToDouble();
+  FailureOr<int64_t> hidden = featureDim(*this, getInput(), "input");
+  FailureOr<int64_t> len = vectorLength(*this, getWeight(), "weight");
+  if (failed(hidden) || failed(len))
+    return failure();
+  if (*len != *hidden)
+    return emitOpError("weight length ")
+           << *len << " does not match the hidden size " << *hidden;
+  if (Value bias = getBias()) {
+    FailureOr<int64_t> blen = vectorLength(*this, bias, "bias");
+    if (failed(blen))
+      return failure();
+    if (*blen != *hidden)
+      return emitOpError("bias length ")
+             << *blen << " does not match the hidden size " << *hidden;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+int64_t LinearOp::getInFeatures() {
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  return getWeightInOut() ? w[0] : w[1];
+}
+
+int64_t LinearOp::getOutFeatures() {
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  return getWeightInOut() ? w[1] : w[0];
+}
+
+LogicalResult LinearOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(operands[0].getType());
+  auto weight = cast<RankedTensorType>(operands[1].getType());
+  if (input.getRank() < 1 || weight.getRank() != 2)
+    return emitOptionalError(loc, "'tbc.linear' needs an input of rank >= 1 "
+                                  "and a rank-2 weight, got ranks ",
+                             input.getRank(), " and ", weight.getRank());
+  // Builders may pass the attribute either as properties or in `attrs`.
+  bool inOut = attrs && attrs.get("weight_in_out");
+  if (auto *props = properties.as<Properties *>())
+    inOut |= props->weight_in_out != nullptr;
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = weight.getShape()[inOut ? 1 : 0];
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  if (getWeight().getType().getRank() != 2)
+    return emitOpError("weight must be rank 2, got rank ")
+           << getWeight().getType().getRank();
+  FailureOr<int64_t> in = featureDim(*this, getInput(), "input");
+  if (failed(in))
+    return failure();
+  if (!dimsAgree(*in, getInFeatures()))
+    return emitOpError("input has ")
+           << *in << " features but the weight expects " << getInFeatures()
+           << (getWeightInOut() ? " (weight is [in, out])"
+                                : " (weight is [out, in])");
+  if (Value bias = getBias()) {
+    FailureOr<int64_t> blen = vectorLength(*this, bias, "bias");
+    if (failed(blen))
+      return failure();
+    if (!dimsAgree(*blen, getOutFeatures()))
+      return emitOpError("bias length ")
+             << *blen << " does not match the " << getOutFeatures()
+             << " output features";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitOp::verify() {
+  if (getResults().empty())
+    return emitOpError("must produce at least one result");
+  int64_t groups = getNumGroups();
+  if (failed(requirePositive(*this, "groups", groups)))
+    return failure();
+  FailureOr<int64_t> in = featureDim(*this, getInput(), "input");
+  if (failed(in))
+    return failure();
+  int64_t total = 0;
+  for (auto [i, r] : llvm::enumerate(getResults())) {
+    if (tensorType(r).getElementType() != getInput().getType().getElementType())
+      return emitOpError("result #") << i << " must have the input's element type";
+    if (failed(leadingDimsAgree(*this, getInput(), "input", r, "result")))
+      return failure();
+    int64_t width = tensorType(r).getShape().back();
+    if (ShapedType::isDynamic(width) || width % groups != 0)
+      return emitOpError("result #")
+             << i << " width " << width
+             << " must be static and divisible by groups " << groups;
+    total += width;
+  }
+  if (!dimsAgree(*in, total))
+    return emitOpError("result widths sum to ")
+           << total << " but the input has " << *in << " features";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  int64_t headDim = getHeadDim(), rotary = getRotaryDim();
+  if (failed(requirePositive(*this, "head_dim", headDim)) ||
+      failed(requirePositive(*this, "rotary_dim", rotary)) ||
+      failed(requirePositive(*this, "theta", getTheta().convertToDouble())))
+    return failure();
+  if (rotary % 2 != 0)
+    return emitOpError("'rotary_dim' must be even, got ") << rotary;
+  if (rotary > headDim)
+    return emitOpError("'rotary_dim' ")
+           << rotary << " exceeds 'head_dim' " << headDim;
+  FailureOr<int64_t> width = featureDim(*this, getInput(), "input");
+  if (failed(width))
+    return failure();
+  if (!ShapedType::isDynamic(*width) && *width % headDim != 0)
+    return emitOpError("input width ")
+           << *width << " is not a multiple of 'head_dim' " << headDim;
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> pos = getPositions().getType().getShape();
+  if (pos.size() + 1 != in.size())
+    return emitOpError("positions must have rank ")
+           << in.size() - 1 << " (the input without its feature dimension)";
+  for (size_t i = 0; i < pos.size(); ++i)
+    if (!dimsAgree(pos[i], in[i]))
+      return emitOpError("positions disagree with the input in dimension ")
+             << i;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (failed(requirePositive(*this, "heads", heads)) ||
+      failed(requirePositive(*this, "kv_heads", kvHeads)) ||
+      failed(requirePositive(*this, "head_dim", headDim)) ||
+      failed(requirePositive(*this, "scale", getScale().convertToDouble())))
+    return failure();
+  if (heads % kvHeads != 0)
+    return emitOpError("heads (")
+           << heads << ") must be a multiple of kv_heads (" << kvHeads << ")";
+  if (auto window = getWindow())
+    if (failed(requirePositive(*this, "window", static_cast<int64_t>(*window))))
+      return failure();
+  if (auto cap = getSoftcap())
+    if (failed(requirePositive(*this, "softcap", cap->convertToDouble())))
+      return failure();
+  auto checkWidth = [&](Value v, StringRef name, int64_t n) -> LogicalResult {
+    FailureOr<int64_t> width = featureDim(*this, v, name);
+    if (failed(width))
+      return failure();
+    if (!dimsAgree(*width, n * headDim))
+      return emitOpError() << name << " width " << *width << " must be "
+                           << n << " heads x " << headDim << " = "
+                           << n * headDim;
+    return success();
+  };
+  if (failed(checkWidth(getQuery(), "query", heads)) ||
+      failed(checkWidth(getKey(), "key", kvHeads)) ||
+      failed(checkWidth(getValue(), "value", kvHeads)) ||
+      failed(leadingDimsAgree(*this, getQuery(), "query", getKey(), "key")) ||
+      failed(leadingDimsAgree(*this, getKey(), "key", getValue(), "value")))
+    return failure();
+  if (getKey().getType().getElementType() !=
+          getQuery().getType().getElementType() ||
+      getValue().getType().getElementType() !=
+          getQuery().getType().getElementType())
+    return emitOpError("query, key and value must share an element type");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SoftcapOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftcapOp::verify() {
+  return requirePositive(*this, "cap", getCap().convertToDouble());
+}
+
+#define GET_OP_CLASSES
+#include "tbc/TbcOps.cpp.inc"

@@ -1,0 +1,411 @@
+// RUN: tbc-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier message.
+
+func.func @param_empty_name() {
+  // expected-error @+1 {{parameter name must not be empty}}
+  %0 = tbc.param "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @param_dynamic_shape() {
+  // expected-error @+1 {{parameter 'w' must have a static shape}}
+  %0 = tbc.param "w" : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @param_integer(%x: tensor<4xi32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = tbc.param "w" : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @embedding_table_rank(%t: tensor<10xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'tbc.embedding' table must be [vocab, hidden], got rank 1}}
+  %0 = tbc.embedding %t[%ids] : tensor<10xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_ids(%t: tensor<10x4xf32>, %ids: tensor<?xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = tbc.embedding %t[%ids] : tensor<10x4xf32>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_scale(%t: tensor<10x4xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'scale' must be positive, got 0}}
+  %0 = tbc.embedding %t[%ids] scale = 0.0 : tensor<10x4xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_length(%x: tensor<?x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight length 8 does not match the hidden size 16}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 : tensor<?x16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_group_length(%x: tensor<?x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight length 8 times groups 4 does not match the hidden size 16}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 groups = 4 : tensor<?x16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_negative_eps(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'eps' must be non-negative, got -1.000000e-06}}
+  %0 = tbc.rms_norm %x, %w eps = -1.0e-6 : tensor<?x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_groups(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'groups' must be positive, got 0}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 groups = 0 : tensor<?x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_rank(%x: tensor<?x16xf32>, %w: tensor<4x4xf32>) {
+  // expected-error @+1 {{weight must be rank 1, got rank 2}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 : tensor<?x16xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_dynamic_hidden(%x: tensor<?x?xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{input feature dimension must be static}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 : tensor<?x?xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scalar(%x: tensor<f32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{input must have rank >= 1}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 : tensor<f32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_length(%x: tensor<?x16xf32>, %w: tensor<12xf32>) {
+  // expected-error @+1 {{weight length 12 does not match the hidden size 16}}
+  %0 = tbc.layer_norm %x, %w eps = 1.0e-5 : tensor<?x16xf32>, tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_length(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %b: tensor<15xf32>) {
+  // expected-error @+1 {{bias length 15 does not match the hidden size 16}}
+  %0 = tbc.layer_norm %x, %w, %b eps = 1.0e-5 : tensor<?x16xf32>, tensor<16xf32>, tensor<15xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_negative_eps(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'eps' must be non-negative}}
+  %0 = tbc.layer_norm %x, %w eps = -1.0 : tensor<?x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in_features(%x: tensor<?x16xf32>, %w: tensor<32x8xf32>) {
+  // expected-error @+1 {{input has 16 features but the weight expects 8 (weight is [out, in])}}
+  %0 = tbc.linear %x, %w : tensor<?x16xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in_out_features(%x: tensor<?x16xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+1 {{input has 16 features but the weight expects 32 (weight is [in, out])}}
+  %0 = tbc.linear %x, %w weight_in_out : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias_length(%x: tensor<?x16xf32>, %w: tensor<32x16xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{bias length 16 does not match the 32 output features}}
+  %0 = tbc.linear %x, %w, %b : tensor<?x16xf32>, tensor<32x16xf32>, tensor<16xf32> -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{weight must be rank 2, got rank 1}}
+  %0 = tbc.linear %x, %w : tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_wrong_result(%x: tensor<?x16xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x16xf32>'}}
+  %0 = tbc.linear %x, %w : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_widths(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{result widths sum to 32 but the input has 48 features}}
+  %0:2 = tbc.split %x : tensor<?x48xf32> -> tensor<?x16xf32>, tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_groups(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{result #0 width 18 must be static and divisible by groups 4}}
+  %0:2 = tbc.split %x groups = 4 : tensor<?x48xf32> -> tensor<?x18xf32>, tensor<?x30xf32>
+  return
+}
+
+// -----
+
+func.func @split_rank(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{input and result must have the same rank, got 2 and 3}}
+  %0:2 = tbc.split %x : tensor<?x48xf32> -> tensor<?x1x24xf32>, tensor<?x1x24xf32>
+  return
+}
+
+// -----
+
+func.func @split_element_type(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{result #1 must have the input's element type}}
+  %0:2 = tbc.split %x : tensor<?x48xf32> -> tensor<?x24xf32>, tensor<?x24xf16>
+  return
+}
+
+// -----
+
+func.func @split_no_results(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{must produce at least one result}}
+  "tbc.split"(%x) : (tensor<?x48xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @split_zero_groups(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{'groups' must be positive, got 0}}
+  %0 = tbc.split %x groups = 0 : tensor<?x48xf32> -> tensor<?x48xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_rotary(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'rotary_dim' must be even, got 15}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 15 theta = 10000.0 : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_too_big(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'rotary_dim' 32 exceeds 'head_dim' 16}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 32 theta = 10000.0 : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'theta' must be positive, got -1}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = -1.0 : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_head_dim(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'head_dim' must be positive, got 0}}
+  %0 = tbc.rope neox %x, %p head_dim = 0 rotary_dim = 16 theta = 1.0 : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_width(%x: tensor<?x?x60xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{input width 60 is not a multiple of 'head_dim' 16}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 : tensor<?x?x60xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_rank(%x: tensor<?x?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{positions must have rank 2 (the input without its feature dimension)}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 : tensor<?x?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_shape(%x: tensor<2x5x64xf32>, %p: tensor<2x4xi32>) {
+  // expected-error @+1 {{positions disagree with the input in dimension 1}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 : tensor<2x5x64xf32>, tensor<2x4xi32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling_factor(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{rope scaling factor must be positive, got 0}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = linear, factor = 0.0> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_factors(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor, got 4.000000e+00 and 1.000000e+00}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = llama3, factor = 8.0, low_freq_factor = 4.0, high_freq_factor = 1.0> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_max_position(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{llama3 rope scaling needs a positive original_max_position, got 0}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = llama3, factor = 8.0, original_max_position = 0> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa_divisible(%q: tensor<?x?x48xf32>, %kv: tensor<?x?x32xf32>) {
+  // expected-error @+1 {{heads (3) must be a multiple of kv_heads (2)}}
+  %0 = tbc.attention %q, %kv, %kv heads = 3 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x48xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_width(%q: tensor<?x?x48xf32>, %kv: tensor<?x?x32xf32>) {
+  // expected-error @+1 {{query width 48 must be 4 heads x 16 = 64}}
+  %0 = tbc.attention %q, %kv, %kv heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x48xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_width(%q: tensor<?x?x64xf32>, %k: tensor<?x?x16xf32>, %v: tensor<?x?x32xf32>) {
+  // expected-error @+1 {{key width 16 must be 2 heads x 16 = 32}}
+  %0 = tbc.attention %q, %k, %v heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_width(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{value width 16 must be 2 heads x 16 = 32}}
+  %0 = tbc.attention %q, %k, %v heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq_mismatch(%q: tensor<1x5x64xf32>, %kv: tensor<1x4x32xf32>) {
+  // expected-error @+1 {{query and key disagree in dimension 1 (5 vs 4)}}
+  %0 = tbc.attention %q, %kv, %kv heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<1x5x64xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_dtype(%q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf16>) {
+  // expected-error @+1 {{query, key and value must share an element type}}
+  %0 = tbc.attention %q, %kv, %kv heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x32xf16>, tensor<?x?x32xf16>
+  return
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'window' must be positive, got 0}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 causal window = 0 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'softcap' must be positive, got -5}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 softcap = -5.0 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'scale' must be positive, got 0}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.0 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'kv_heads' must be positive, got 0}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 0 head_dim = 16 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @glu_shape(%a: tensor<?x32xf32>, %b: tensor<?x16xf32>) {
+  // expected-note @-1 {{prior use here}}
+  // expected-error @+1 {{use of value '%b' expects different type than prior uses}}
+  %0 = tbc.glu silu %a, %b : tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @glu_unknown_act(%a: tensor<?x32xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'act' [silu, gelu, gelu_tanh, relu, sigmoid]}}
+  %0 = tbc.glu swish %a, %a : tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @softcap_negative(%x: tensor<?x32xf32>) {
+  // expected-error @+1 {{'cap' must be positive, got -3.000000e+01}}
+  %0 = tbc.softcap %x cap = -30.0 : tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @add_mismatch(%a: tensor<?x32xf32>, %b: tensor<?x32xf16>) {
+  // expected-error @+1 {{all of {lhs, rhs, result} have same type}}
+  %0 = "tbc.add"(%a, %b) : (tensor<?x32xf32>, tensor<?x32xf16>) -> tensor<?x32xf32>
+  return
+}

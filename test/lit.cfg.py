@@ -1,0 +1,17 @@
+# lit configuration for tbc: .mlir/.json/.toml tests under test/ plus the
+# GoogleTest binaries under test/unit (run through lit's googletest format).
+import os
+import lit.formats
+
+config.name = "tbc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tbc_obj_root, "test")
+
+tools_path = os.path.join(config.tbc_obj_root, "bin")
+config.environment["PATH"] = os.pathsep.join(
+    [tools_path, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%tbc_src", config.tbc_src_root))
+config.substitutions.append(("%examples", os.path.join(config.tbc_src_root, "examples")))
