@@ -58,6 +58,26 @@ def Tbc_EmbeddingOp : Tbc_Op<"embedding",
   let hasVerifier = 1;
 }
 
+def Tbc_SinusoidalPositionsOp : Tbc_Op<"sinusoidal_positions", [Pure]> {
+  let summary = "fixed sinusoidal position encodings (Vaswani et al.)";
+  let description = [{
+    `result[..., 2i] = sin(p / base^(2i/d))`, `result[..., 2i+1] = cos(p /
+    base^(2i/d))` for each position `p` of `positions`, where `d` is the
+    (even) width of the result. Added to the token embeddings by models
+    without learned or rotary positions.
+
+    ```mlir
+    %pe = tbc.sinusoidal_positions %pos base = 10000.0 : tensor<?x?xi32> -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_IndexTensor:$positions, F64Attr:$base);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $positions `base` `=` $base attr-dict `:` type($positions) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation
 //===----------------------------------------------------------------------===//

@@ -120,6 +120,27 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// SinusoidalPositionsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SinusoidalPositionsOp::verify() {
+  if (failed(requirePositive(*this, "base", getBase().convertToDouble())))
+    return failure();
+  ArrayRef<int64_t> pos = getPositions().getType().getShape();
+  ArrayRef<int64_t> out = getResult().getType().getShape();
+  if (out.size() != pos.size() + 1)
+    return emitOpError("result must have rank ")
+           << pos.size() + 1 << " (the positions' shape plus a width)";
+  for (size_t i = 0; i < pos.size(); ++i)
+    if (!dimsAgree(pos[i], out[i]))
+      return emitOpError("result disagrees with the positions in dimension ")
+             << i;
+  if (ShapedType::isDynamic(out.back()) || out.back() % 2 != 0)
+    return emitOpError("width must be static and even, got ") << out.back();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Norms
 //===----------------------------------------------------------------------===//
 

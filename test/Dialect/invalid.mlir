@@ -409,3 +409,35 @@ func.func @add_mismatch(%a: tensor<?x32xf32>, %b: tensor<?x32xf16>) {
   %0 = "tbc.add"(%a, %b) : (tensor<?x32xf32>, tensor<?x32xf16>) -> tensor<?x32xf32>
   return
 }
+
+// -----
+
+func.func @sinusoidal_odd(%pos: tensor<?x?xi32>) {
+  // expected-error @+1 {{width must be static and even, got 15}}
+  %0 = tbc.sinusoidal_positions %pos base = 10000.0 : tensor<?x?xi32> -> tensor<?x?x15xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_rank(%pos: tensor<?x?xi32>) {
+  // expected-error @+1 {{result must have rank 3 (the positions' shape plus a width)}}
+  %0 = tbc.sinusoidal_positions %pos base = 10000.0 : tensor<?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_shape(%pos: tensor<2x?xi32>) {
+  // expected-error @+1 {{result disagrees with the positions in dimension 0}}
+  %0 = tbc.sinusoidal_positions %pos base = 10000.0 : tensor<2x?xi32> -> tensor<3x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_base(%pos: tensor<?x?xi32>) {
+  // expected-error @+1 {{'base' must be positive, got 0}}
+  %0 = tbc.sinusoidal_positions %pos base = 0.0 : tensor<?x?xi32> -> tensor<?x?x16xf32>
+  return
+}

@@ -99,3 +99,10 @@ func.func @pointwise(%a: tensor<?x?x32xbf16>, %b: tensor<?x?x32xbf16>) -> tensor
   %6 = tbc.add %5, %a : tensor<?x?x32xbf16>
   return %6 : tensor<?x?x32xbf16>
 }
+
+// CHECK-LABEL: func.func @sinusoidal
+func.func @sinusoidal(%pos: tensor<?x?xi32>) -> tensor<?x?x16xf32> {
+  // CHECK: tbc.sinusoidal_positions %{{.*}} base = 1.000000e+04 : tensor<?x?xi32> -> tensor<?x?x16xf32>
+  %0 = tbc.sinusoidal_positions %pos base = 10000.0 : tensor<?x?xi32> -> tensor<?x?x16xf32>
+  return %0 : tensor<?x?x16xf32>
+}

@@ -1,0 +1,151 @@
+//===- ModelSpec.h - one description for every supported model -*- C++ -*-===//
+//
+// Hugging Face configs and native specs are both read into a ModelSpec; the
+// IR builder only ever sees a ModelSpec. Every design choice a supported
+// model makes is one field here, so new combinations need no new code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_FRONTEND_MODELSPEC_H
+#define TBC_FRONTEND_MODELSPEC_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tbc {
+
+enum class NormKind { RMSNorm, LayerNorm };
+
+/// Where a block's norms sit relative to its two sub-layers f (attention, FFN):
+///   Pre        x + f(n(x))                     Llama, GPT-2, GPT-NeoX
+///   Post       n(x + f(x))                     original Transformer, BERT
+///   BranchPost x + n(f(x))                     OLMo 2
+///   Sandwich   x + n_post(f(n_pre(x)))         Gemma 2/3
+enum class NormPlacement { Pre, Post, BranchPost, Sandwich };
+
+enum class PositionKind { Rope, Learned, Sinusoidal, None };
+enum class QKNormKind { None, PerHead, Full };
+enum class FfnKind { Mlp, Glu };
+
+/// How the checkpoint stores the q/k/v projections.
+enum class QkvLayout {
+  Separate,        // q_proj, k_proj, v_proj
+  FusedRows,       // one [q; k; v] weight (Phi-3 qkv_proj)
+  FusedPerHead,    // [heads, 3 * head_dim] interleaved (GPT-NeoX query_key_value)
+  FusedInOut,      // one [in, q|k|v] Conv1D weight (GPT-2 c_attn)
+};
+
+struct NormSpec {
+  NormKind kind = NormKind::RMSNorm;
+  double eps = 1e-5;
+  double gainOffset = 0.0; // 1 for Gemma's (1 + w)
+  bool bias = false;       // LayerNorm only
+};
+
+struct RopeScalingSpec {
+  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  double factor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0;
+  int64_t originalMaxPosition = 8192;
+  bool operator==(const RopeScalingSpec &o) const {
+    return kind == o.kind && factor == o.factor &&
+           lowFreqFactor == o.lowFreqFactor &&
+           highFreqFactor == o.highFreqFactor &&
+           originalMaxPosition == o.originalMaxPosition;
+  }
+};
+
+struct RopeSpec {
+  bool gptjStyle = false; // false: neox (rotate halves)
+  int64_t rotaryDim = 0;
+  double theta = 10000.0;
+  RopeScalingSpec scaling;
+  bool operator==(const RopeSpec &o) const {
+    return gptjStyle == o.gptjStyle && rotaryDim == o.rotaryDim &&
+           theta == o.theta && scaling == o.scaling;
+  }
+};
+
+/// What may differ from one layer to the next. Layers with equal variants
+/// share one function in the IR.
+struct LayerVariant {
+  int64_t window = 0; // sliding window in tokens, 0 = global attention
+  RopeSpec rope;      // only meaningful with RoPE positions
+  bool operator==(const LayerVariant &o) const {
+    return window == o.window && rope == o.rope;
+  }
+};
+
+/// Checkpoint tensor names. Layer names are relative to `layerPrefix` (which
+/// contains `{i}`) and carry no ".weight"/".bias" suffix; empty = absent.
+struct WeightNames {
+  std::string embed, positionEmbed, finalNorm, lmHead;
+  std::string layerPrefix;
+  std::string attnPreNorm, attnPostNorm, ffnPreNorm, ffnPostNorm;
+  std::string q, k, v, qkv, o, qNorm, kNorm;
+  std::string gate, up, gateUp, down;
+};
+
+struct ModelSpec {
+  std::string architecture; // e.g. "LlamaForCausalLM" or "native spec"
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0;
+  int64_t numHeads = 0, numKvHeads = 0, headDim = 0, ffnSize = 0;
+  int64_t maxPositions = 0;
+
+  NormSpec norm;
+  NormPlacement placement = NormPlacement::Pre;
+  bool parallelBlock = false; // x + attn(n1 x) + ffn(n2 x)
+
+  FfnKind ffnKind = FfnKind::Glu;
+  std::string activation = "silu"; // a tbc::Activation keyword
+  bool qkvBias = false, oBias = false, ffnBias = false, downBias = false;
+
+  PositionKind positions = PositionKind::Rope;
+  double sinusoidalBase = 10000.0;
+  QKNormKind qkNorm = QKNormKind::None;
+  bool causal = true;
+  double attnScale = 0; // 0: head_dim^-0.5
+  std::optional<double> attnSoftcap;
+  std::vector<LayerVariant> layers; // one per layer
+
+  double embeddingScale = 1.0;
+  bool finalNorm = true;
+  bool tiedEmbeddings = false;
+  std::optional<double> finalSoftcap;
+
+  QkvLayout qkvLayout = QkvLayout::Separate;
+  bool fusedGateUp = false;   // Phi-3 gate_up_proj: [gate; up] rows
+  bool weightsInOut = false;  // GPT-2 Conv1D: every projection is [in, out]
+  WeightNames names;
+};
+
+/// A rule a spec breaks: `key` is one of the canonical names below, which
+/// each reader maps to its own field name so the error points into the file.
+///   vocab_size hidden_size num_layers heads kv_heads head_dim ffn_size
+///   rotary_dim rope_theta rope_scaling window max_positions
+struct SpecViolation {
+  std::string key;
+  std::string message;
+};
+
+/// Checks the cross-field rules every spec must satisfy (divisibility,
+/// ranges, absurd sizes that would exhaust memory).
+std::optional<SpecViolation> validateModelSpec(const ModelSpec &spec);
+
+/// Upper bounds on sizes, so absurd configs are refused before allocating.
+struct SpecLimits {
+  static constexpr int64_t kMaxVocab = int64_t(1) << 24;       // 16.7M
+  static constexpr int64_t kMaxHidden = int64_t(1) << 17;      // 131072
+  static constexpr int64_t kMaxLayers = 4096;
+  static constexpr int64_t kMaxHeads = 4096;
+  static constexpr int64_t kMaxHeadDim = 4096;
+  static constexpr int64_t kMaxFfn = int64_t(1) << 20;
+  static constexpr int64_t kMaxPositions = int64_t(1) << 24;
+  /// Elements in any one weight tensor (2^36 = 256 GiB in f32).
+  static constexpr int64_t kMaxTensorElements = int64_t(1) << 36;
+};
+
+} // namespace tbc
+
+#endif // TBC_FRONTEND_MODELSPEC_H

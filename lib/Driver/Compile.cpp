@@ -1,0 +1,169 @@
+//===- Compile.cpp - `tbc compile` ----------------------------------------===//
+//
+// MODEL (Hugging Face folder or config.json, native spec, or tbc IR) -> tbc
+// IR -> the requested stage. Accepts the standard MLIR pass-manager flags
+// (--mlir-print-ir-after-all, --mlir-timing, ...). Errors name the file and
+// field or IR location, exit non-zero and leave no output file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Driver/Driver.h"
+
+#include "Options.h"
+
+#include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Frontend/BuildModel.h"
+#include "tbc/Frontend/ModelReaders.h"
+#include "tbc/Frontend/WeightCheck.h"
+#include "tbc/InitAll.h"
+#include "tbc/Support/FileIO.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+int fail(const std::string &message) {
+  llvm::errs() << "tbc compile: error: " << message << "\n";
+  return 1;
+}
+
+/// The stages `--emit` can stop at, in pipeline order.
+const char *const kStages[] = {"tbc"};
+} // namespace
+
+int tbc::compileMain(int argc, char **argv) {
+  static cl::OptionCategory cat("tbc compile options");
+  static cl::opt<std::string> model(
+      cl::Positional, cl::Required, cl::cat(cat),
+      cl::desc("<MODEL: Hugging Face folder | config.json | native spec .json "
+               "| tbc IR .mlir>"));
+  static cl::opt<std::string> output(
+      "o", cl::cat(cat), cl::init("-"), cl::value_desc("file"),
+      cl::desc("Output file ('-' for stdout); written atomically"));
+  static cl::opt<std::string> emit(
+      "emit", cl::cat(cat), cl::init("tbc"), cl::value_desc("stage"),
+      cl::desc("Stage to emit: tbc (the model as tbc dialect IR)"));
+  static cl::opt<std::string> dtype(
+      "dtype", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|f16"),
+      cl::desc("Element type of activations and parameters (model "
+               "descriptions; IR input keeps its own types)"));
+  static cl::opt<std::string> weights(
+      "weights", cl::cat(cat), cl::value_desc("dir|file.safetensors"),
+      cl::desc("Check every parameter against this checkpoint (a Hugging "
+               "Face folder's own weights are checked by default)"));
+
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  hideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tbc compile: compile a transformer model description\n\n"
+      "  tbc compile examples/models/llama-3-8b --emit tbc -o llama.mlir\n"
+      "  tbc compile spec.json --emit tbc --mlir-timing\n");
+
+  bool knownStage = false;
+  for (const char *s : kStages)
+    knownStage |= emit == s;
+  if (!knownStage)
+    return fail("unknown --emit stage '" + emit + "' (available: tbc)");
+  Type (*eltType)(MLIRContext *) = nullptr;
+  if (dtype == "f32")
+    eltType = [](MLIRContext *c) -> Type { return Float32Type::get(c); };
+  else if (dtype == "bf16")
+    eltType = [](MLIRContext *c) -> Type { return BFloat16Type::get(c); };
+  else if (dtype == "f16")
+    eltType = [](MLIRContext *c) -> Type { return Float16Type::get(c); };
+  else
+    return fail("unknown --dtype '" + dtype + "' (expected f32, bf16 or f16)");
+
+  DefaultTimingManager tm;
+  applyDefaultTimingManagerCLOptions(tm);
+  TimingScope timing = tm.getRootScope();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  OwningOpRef<ModuleOp> module;
+  std::string configPath;
+  SourceError error;
+  std::optional<DescriptionKind> kind;
+  {
+    TimingScope t = timing.nest("frontend");
+    kind = classifyModelPath(model, configPath, error);
+    if (!kind)
+      return fail(error.str());
+    if (*kind == DescriptionKind::TbcIR) {
+      llvm::SourceMgr sourceMgr;
+      SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+      module = parseSourceFile<ModuleOp>(model, sourceMgr, &context);
+      if (!module)
+        return 1; // the parser reported the location
+    } else {
+      std::optional<ModelSpec> spec =
+          readModelDescription(configPath, *kind, error);
+      if (!spec)
+        return fail(error.str());
+      module = buildModelIR(context, *spec, eltType(&context));
+    }
+  }
+  {
+    TimingScope t = timing.nest("verify");
+    if (failed(verify(*module)))
+      return fail(model + ": the IR does not verify");
+  }
+  std::string weightsPath = weights;
+  if (weightsPath.empty() && *kind == DescriptionKind::HFConfig &&
+      configPath != model && rt::WeightStore::folderHasWeights(model))
+    weightsPath = model;
+  if (!weightsPath.empty()) {
+    TimingScope t = timing.nest("check weights");
+    std::string why;
+    std::unique_ptr<rt::WeightStore> store =
+        rt::WeightStore::open(weightsPath, why);
+    if (!store)
+      return fail(why);
+    std::string problems = checkWeights(*module, *store);
+    if (!problems.empty())
+      return fail("the checkpoint does not match the model:\n" + problems);
+  }
+
+  // The pipeline up to the requested stage; the MLIR pass-manager flags
+  // (--mlir-print-ir-*, --mlir-timing) apply to it.
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return fail("invalid pass-manager options");
+  {
+    TimingScope passTiming = timing.nest("passes");
+    pm.enableTiming(passTiming);
+    if (failed(pm.run(*module)))
+      return fail("the pass pipeline failed");
+  }
+
+  TimingScope t = timing.nest("output");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  os.flush();
+  if (output == "-") {
+    llvm::outs() << text;
+    return 0;
+  }
+  std::string why = writeFileAtomically(output, text);
+  if (!why.empty())
+    return fail(why);
+  return 0;
+}

@@ -1,0 +1,92 @@
+//===- Inspect.cpp - `tbc inspect` ----------------------------------------===//
+//
+// Shows what tbc sees in a file: the tensors of a checkpoint, or the
+// normalised description of a model (layer kinds, attention, norms).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Driver/Driver.h"
+
+#include "Options.h"
+
+#include "tbc/Frontend/ModelReaders.h"
+#include "tbc/Runtime/Safetensors.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace tbc;
+
+static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
+  static const char *placements[] = {"pre", "post", "branch_post", "sandwich"};
+  static const char *positions[] = {"rope", "learned", "sinusoidal", "none"};
+  os << "architecture: " << s.architecture << "\n"
+     << "vocab " << s.vocabSize << ", hidden " << s.hiddenSize << ", layers "
+     << s.numLayers << ", ffn " << s.ffnSize << "\n"
+     << "attention: " << s.numHeads << " heads, " << s.numKvHeads
+     << " kv heads, head_dim " << s.headDim
+     << (s.attnSoftcap ? ", logit soft-cap" : "") << "\n"
+     << "norm: " << (s.norm.kind == NormKind::RMSNorm ? "rms" : "layer")
+     << ", " << placements[int(s.placement)]
+     << (s.parallelBlock ? ", parallel block" : ", serial block") << "\n"
+     << "ffn: " << (s.ffnKind == FfnKind::Glu ? "glu " : "mlp ")
+     << s.activation << "\n"
+     << "positions: " << positions[int(s.positions)] << "\n";
+  for (int64_t i = 0; i < s.numLayers; ++i) {
+    const LayerVariant &l = s.layers[i];
+    os << "  layer " << i << ": "
+       << (l.window ? "window " + std::to_string(l.window) : "global");
+    if (s.positions == PositionKind::Rope)
+      os << ", rope theta " << l.rope.theta << " dims " << l.rope.rotaryDim;
+    os << "\n";
+  }
+}
+
+int tbc::inspectMain(int argc, char **argv) {
+  static cl::OptionCategory cat("tbc inspect options");
+  static cl::opt<std::string> path(
+      cl::Positional, cl::Required, cl::cat(cat),
+      cl::desc("<checkpoint (.safetensors, index, folder) or model "
+               "description>"));
+  hideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tbc inspect: show a checkpoint's tensors or a "
+                              "model description as tbc reads it\n");
+  std::string p = path;
+  auto endsWith = [&](const std::string &suffix) {
+    return p.size() >= suffix.size() &&
+           p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (endsWith(".safetensors") || endsWith(".index.json")) {
+    std::string error;
+    auto store = rt::WeightStore::open(p, error);
+    if (!store) {
+      llvm::errs() << "tbc inspect: error: " << error << "\n";
+      return 1;
+    }
+    for (const auto &[name, t] : store->all()) {
+      llvm::outs() << name << "  " << rt::dtypeName(t->dtype) << "  [";
+      for (size_t i = 0; i < t->shape.size(); ++i)
+        llvm::outs() << (i ? ", " : "") << t->shape[i];
+      llvm::outs() << "]\n";
+    }
+    return 0;
+  }
+  SourceError error;
+  std::string configPath;
+  std::optional<DescriptionKind> kind = classifyModelPath(p, configPath, error);
+  if (kind == DescriptionKind::TbcIR) {
+    llvm::errs() << "tbc inspect: error: " << p
+                 << ": use tbc-opt to read tbc IR\n";
+    return 1;
+  }
+  std::optional<ModelSpec> spec =
+      kind ? readModelDescription(configPath, *kind, error) : std::nullopt;
+  if (!spec) {
+    llvm::errs() << "tbc inspect: error: " << error.str() << "\n";
+    return 1;
+  }
+  printSpec(*spec, llvm::outs());
+  return 0;
+}

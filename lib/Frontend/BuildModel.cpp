@@ -1,0 +1,397 @@
+//===- BuildModel.cpp - ModelSpec -> tbc IR -------------------------------===//
+//
+// Layers that compute the same thing share one function, so the IR (and
+// later the kernel count) does not grow with the number of layers: each
+// layer is a func.call passing that layer's parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Frontend/BuildModel.h"
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace tbc;
+
+namespace {
+
+/// One per-layer weight: its name relative to the layer prefix and shape.
+struct WeightSlot {
+  std::string name;
+  SmallVector<int64_t> shape;
+};
+
+/// Collects the per-layer weights of a spec, in the order the block
+/// functions take them.
+class SlotList {
+public:
+  explicit SlotList(const ModelSpec &s) : s(s) {
+    int64_t hidden = s.hiddenSize, qDim = s.numHeads * s.headDim,
+            kvDim = s.numKvHeads * s.headDim;
+    norm(s.names.attnPreNorm, hidden);
+    switch (s.qkvLayout) {
+    case QkvLayout::Separate:
+      linear(s.names.q, hidden, qDim, s.qkvBias);
+      linear(s.names.k, hidden, kvDim, s.qkvBias);
+      linear(s.names.v, hidden, kvDim, s.qkvBias);
+      break;
+    default:
+      linear(s.names.qkv, hidden, qDim + 2 * kvDim, s.qkvBias);
+      break;
+    }
+    if (s.qkNorm == QKNormKind::PerHead) {
+      vec(s.names.qNorm + ".weight", s.headDim);
+      vec(s.names.kNorm + ".weight", s.headDim);
+    } else if (s.qkNorm == QKNormKind::Full) {
+      vec(s.names.qNorm + ".weight", qDim);
+      vec(s.names.kNorm + ".weight", kvDim);
+    }
+    linear(s.names.o, qDim, hidden, s.oBias);
+    norm(s.names.attnPostNorm, hidden);
+    norm(s.names.ffnPreNorm, hidden);
+    if (s.ffnKind == FfnKind::Glu && s.fusedGateUp) {
+      linear(s.names.gateUp, hidden, 2 * s.ffnSize, s.ffnBias);
+    } else {
+      if (s.ffnKind == FfnKind::Glu)
+        linear(s.names.gate, hidden, s.ffnSize, s.ffnBias);
+      linear(s.names.up, hidden, s.ffnSize, s.ffnBias);
+    }
+    linear(s.names.down, s.ffnSize, hidden, s.downBias);
+    norm(s.names.ffnPostNorm, hidden);
+  }
+  const std::vector<WeightSlot> &slots() const { return list; }
+
+private:
+  const ModelSpec &s;
+  std::vector<WeightSlot> list;
+
+  void vec(const std::string &name, int64_t n) { list.push_back({name, {n}}); }
+  void norm(const std::string &name, int64_t n) {
+    if (name.empty())
+      return;
+    vec(name + ".weight", n);
+    if (s.norm.kind == NormKind::LayerNorm && s.norm.bias)
+      vec(name + ".bias", n);
+  }
+  void linear(const std::string &name, int64_t in, int64_t out, bool bias) {
+    list.push_back({name + ".weight", s.weightsInOut
+                                          ? SmallVector<int64_t>{in, out}
+                                          : SmallVector<int64_t>{out, in}});
+    if (bias)
+      vec(name + ".bias", out);
+  }
+};
+
+std::string layerPrefix(const ModelSpec &s, int64_t layer) {
+  std::string p = s.names.layerPrefix;
+  size_t at = p.find("{i}");
+  if (at != std::string::npos)
+    p.replace(at, 3, std::to_string(layer));
+  return p;
+}
+
+/// Emits tbc ops for one model; shared by the block functions and @forward.
+class ModelEmitter {
+public:
+  ModelEmitter(OpBuilder &b, const ModelSpec &s, Type elt)
+      : b(b), s(s), elt(elt), loc(b.getUnknownLoc()) {}
+
+  /// [batch, seq, width] activations.
+  RankedTensorType act(int64_t width) {
+    return RankedTensorType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, width}, elt);
+  }
+  RankedTensorType positionsType() {
+    return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                 b.getI32Type());
+  }
+
+  Value param(const std::string &name, ArrayRef<int64_t> shape) {
+    return ParamOp::create(b, loc, RankedTensorType::get(shape, elt), name);
+  }
+
+  /// Norm `slot` (weights looked up in `w`); identity when `slot` is empty.
+  Value norm(const std::map<std::string, Value> &w, const std::string &slot,
+             Value x) {
+    if (slot.empty())
+      return x;
+    Value weight = w.at(slot + ".weight");
+    if (s.norm.kind == NormKind::RMSNorm)
+      return rmsNorm(x, weight, 1);
+    Value bias = s.norm.bias ? w.at(slot + ".bias") : Value();
+    return LayerNormOp::create(b, loc, x.getType(), x, weight, bias,
+                               b.getF64FloatAttr(s.norm.eps));
+  }
+
+  Value rmsNorm(Value x, Value weight, int64_t groups) {
+    return RMSNormOp::create(
+        b, loc, x.getType(), x, weight, b.getF64FloatAttr(s.norm.eps),
+        s.norm.gainOffset != 0 ? b.getF64FloatAttr(s.norm.gainOffset)
+                               : FloatAttr(),
+        groups != 1 ? b.getI64IntegerAttr(groups) : IntegerAttr());
+  }
+
+  Value linear(const std::map<std::string, Value> &w, const std::string &slot,
+               Value x, bool bias) {
+    Value weight = w.at(slot + ".weight");
+    Value b_ = bias ? w.at(slot + ".bias") : Value();
+    return LinearOp::create(b, loc, x, weight, b_, s.weightsInOut);
+  }
+
+  SmallVector<Value> split(Value x, ArrayRef<int64_t> widths, int64_t groups) {
+    SmallVector<Type> types;
+    for (int64_t wd : widths)
+      types.push_back(act(wd));
+    auto op = SplitOp::create(b, loc, types, x,
+                              groups != 1 ? b.getI64IntegerAttr(groups)
+                                          : IntegerAttr());
+    return SmallVector<Value>(op.getResults());
+  }
+
+  Value rope(Value x, Value pos, const RopeSpec &r) {
+    RopeScalingAttr scaling;
+    if (r.scaling.kind != RopeScalingSpec::Kind::None)
+      scaling = RopeScalingAttr::get(
+          b.getContext(),
+          r.scaling.kind == RopeScalingSpec::Kind::Linear
+              ? RopeScalingKind::linear
+              : RopeScalingKind::llama3,
+          APFloat(r.scaling.factor), APFloat(r.scaling.lowFreqFactor),
+          APFloat(r.scaling.highFreqFactor), r.scaling.originalMaxPosition);
+    return RopeOp::create(
+        b, loc, x.getType(), x, pos,
+        r.gptjStyle ? RopeStyle::gptj : RopeStyle::neox, s.headDim,
+        r.rotaryDim, APFloat(r.theta), scaling);
+  }
+
+  Value attention(const std::map<std::string, Value> &w, Value x, Value pos,
+                  const LayerVariant &variant) {
+    int64_t qDim = s.numHeads * s.headDim, kvDim = s.numKvHeads * s.headDim;
+    Value q, k, v;
+    switch (s.qkvLayout) {
+    case QkvLayout::Separate:
+      q = linear(w, s.names.q, x, s.qkvBias);
+      k = linear(w, s.names.k, x, s.qkvBias);
+      v = linear(w, s.names.v, x, s.qkvBias);
+      break;
+    case QkvLayout::FusedRows:
+    case QkvLayout::FusedInOut:
+    case QkvLayout::FusedPerHead: {
+      Value qkv = linear(w, s.names.qkv, x, s.qkvBias);
+      bool perHead = s.qkvLayout == QkvLayout::FusedPerHead;
+      SmallVector<Value> parts =
+          split(qkv, {qDim, kvDim, kvDim}, perHead ? s.numHeads : 1);
+      q = parts[0], k = parts[1], v = parts[2];
+      break;
+    }
+    }
+    if (s.qkNorm != QKNormKind::None) {
+      bool perHead = s.qkNorm == QKNormKind::PerHead;
+      q = rmsNorm(q, w.at(s.names.qNorm + ".weight"),
+                  perHead ? s.numHeads : 1);
+      k = rmsNorm(k, w.at(s.names.kNorm + ".weight"),
+                  perHead ? s.numKvHeads : 1);
+    }
+    if (s.positions == PositionKind::Rope) {
+      q = rope(q, pos, variant.rope);
+      k = rope(k, pos, variant.rope);
+    }
+    double scale =
+        s.attnScale > 0 ? s.attnScale : 1.0 / std::sqrt(double(s.headDim));
+    Value a = AttentionOp::create(
+        b, loc, q.getType(), q, k, v, s.numHeads, s.numKvHeads, s.headDim,
+        APFloat(scale), s.causal,
+        variant.window > 0 ? b.getI64IntegerAttr(variant.window)
+                           : IntegerAttr(),
+        s.attnSoftcap ? b.getF64FloatAttr(*s.attnSoftcap) : FloatAttr());
+    return linear(w, s.names.o, a, s.oBias);
+  }
+
+  Value ffn(const std::map<std::string, Value> &w, Value x) {
+    Activation act = *symbolizeActivation(s.activation);
+    Value h;
+    if (s.ffnKind == FfnKind::Glu) {
+      Value gate, up;
+      if (s.fusedGateUp) {
+        Value gu = linear(w, s.names.gateUp, x, s.ffnBias);
+        SmallVector<Value> parts = split(gu, {s.ffnSize, s.ffnSize}, 1);
+        gate = parts[0], up = parts[1];
+      } else {
+        gate = linear(w, s.names.gate, x, s.ffnBias);
+        up = linear(w, s.names.up, x, s.ffnBias);
+      }
+      h = GluOp::create(b, loc, gate.getType(), act, gate, up);
+    } else {
+      Value up = linear(w, s.names.up, x, s.ffnBias);
+      h = ActivationOp::create(b, loc, up.getType(), act, up);
+    }
+    return linear(w, s.names.down, h, s.downBias);
+  }
+
+  Value add(Value a, Value c) { return AddOp::create(b, loc, a, c); }
+
+  /// One decoder layer in the spec's norm placement.
+  Value block(const std::map<std::string, Value> &w, Value x, Value pos,
+              const LayerVariant &v) {
+    const WeightNames &n = s.names;
+    if (s.parallelBlock) {
+      Value attnOut = attention(w, norm(w, n.attnPreNorm, x), pos, v);
+      Value ffnOut = ffn(w, norm(w, n.ffnPreNorm, x));
+      return add(add(x, attnOut), ffnOut);
+    }
+    switch (s.placement) {
+    case NormPlacement::Post: {
+      Value h = norm(w, n.attnPostNorm, add(x, attention(w, x, pos, v)));
+      return norm(w, n.ffnPostNorm, add(h, ffn(w, h)));
+    }
+    case NormPlacement::Pre:
+    case NormPlacement::BranchPost:
+    case NormPlacement::Sandwich: {
+      Value a = attention(w, norm(w, n.attnPreNorm, x), pos, v);
+      Value h = add(x, norm(w, n.attnPostNorm, a));
+      Value f = ffn(w, norm(w, n.ffnPreNorm, h));
+      return add(h, norm(w, n.ffnPostNorm, f));
+    }
+    }
+    return x;
+  }
+
+private:
+  OpBuilder &b;
+  const ModelSpec &s;
+  Type elt;
+  Location loc;
+};
+
+/// "block" when all layers agree, else names saying what differs
+/// ("block_window4096", "block_global"), numbered only if still ambiguous.
+std::vector<std::string> blockNames(const std::vector<LayerVariant> &variants) {
+  if (variants.size() == 1)
+    return {"block"};
+  std::vector<std::string> names;
+  for (const LayerVariant &v : variants)
+    names.push_back(v.window > 0 ? "block_window" + std::to_string(v.window)
+                                 : "block_global");
+  std::vector<std::string> unique = names;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (std::count(names.begin(), names.end(), names[i]) > 1)
+      unique[i] += "_" + std::to_string(i);
+  return unique;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
+                                        Type elt) {
+  ctx.getOrLoadDialect<TbcDialect>();
+  ctx.getOrLoadDialect<func::FuncDialect>();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  module->getOperation()->setAttr("tbc.architecture",
+                                  b.getStringAttr(s.architecture));
+  module->getOperation()->setAttr("tbc.vocab_size",
+                                  b.getI64IntegerAttr(s.vocabSize));
+  if (s.maxPositions > 0)
+    module->getOperation()->setAttr("tbc.max_positions",
+                                    b.getI64IntegerAttr(s.maxPositions));
+  b.setInsertionPointToEnd(module->getBody());
+  ModelEmitter em(b, s, elt);
+  SlotList slots(s);
+
+  // Distinct layer kinds, in order of first appearance.
+  std::vector<LayerVariant> variants;
+  std::vector<size_t> variantOf;
+  for (const LayerVariant &l : s.layers) {
+    size_t k = 0;
+    while (k < variants.size() && !(variants[k] == l))
+      ++k;
+    if (k == variants.size())
+      variants.push_back(l);
+    variantOf.push_back(k);
+  }
+
+  // @forward first, so it reads top-down; block functions follow.
+  RankedTensorType logitsType = em.act(s.vocabSize);
+  auto forward = func::FuncOp::create(
+      b, loc, "forward",
+      b.getFunctionType({em.positionsType(), em.positionsType()},
+                        {logitsType}));
+  forward.setArgAttr(0, "tbc.name", b.getStringAttr("token_ids"));
+  forward.setArgAttr(1, "tbc.name", b.getStringAttr("positions"));
+
+  std::vector<func::FuncOp> blocks;
+  SmallVector<Type> blockArgs{em.act(s.hiddenSize), em.positionsType()};
+  for (const WeightSlot &slot : slots.slots())
+    blockArgs.push_back(RankedTensorType::get(slot.shape, elt));
+  std::vector<std::string> names = blockNames(variants);
+  for (size_t k = 0; k < variants.size(); ++k) {
+    auto fn = func::FuncOp::create(
+        b, loc, names[k],
+        b.getFunctionType(blockArgs, {em.act(s.hiddenSize)}));
+    fn.setPrivate();
+    fn.setArgAttr(0, "tbc.name", b.getStringAttr("hidden"));
+    fn.setArgAttr(1, "tbc.name", b.getStringAttr("positions"));
+    for (size_t i = 0; i < slots.slots().size(); ++i)
+      fn.setArgAttr(i + 2, "tbc.name",
+                    b.getStringAttr(slots.slots()[i].name));
+    Block *body = fn.addEntryBlock();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    std::map<std::string, Value> w;
+    for (size_t i = 0; i < slots.slots().size(); ++i)
+      w[slots.slots()[i].name] = body->getArgument(i + 2);
+    Value out = em.block(w, body->getArgument(0), body->getArgument(1),
+                         variants[k]);
+    func::ReturnOp::create(b, loc, out);
+    blocks.push_back(fn);
+  }
+
+  Block *entry = forward.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  Value ids = entry->getArgument(0), pos = entry->getArgument(1);
+  Value table = em.param(s.names.embed, {s.vocabSize, s.hiddenSize});
+  Value h = EmbeddingOp::create(
+      b, loc, table, ids,
+      s.embeddingScale != 1.0 ? b.getF64FloatAttr(s.embeddingScale)
+                              : FloatAttr());
+  if (s.positions == PositionKind::Learned) {
+    Value wpe = em.param(s.names.positionEmbed, {s.maxPositions, s.hiddenSize});
+    h = em.add(h, EmbeddingOp::create(b, loc, wpe, pos, FloatAttr()));
+  } else if (s.positions == PositionKind::Sinusoidal) {
+    h = em.add(h, SinusoidalPositionsOp::create(
+                      b, loc, em.act(s.hiddenSize), pos,
+                      b.getF64FloatAttr(s.sinusoidalBase)));
+  }
+  for (int64_t i = 0; i < s.numLayers; ++i) {
+    SmallVector<Value> args{h, pos};
+    std::string prefix = layerPrefix(s, i);
+    for (const WeightSlot &slot : slots.slots())
+      args.push_back(em.param(prefix + slot.name, slot.shape));
+    h = func::CallOp::create(b, loc, blocks[variantOf[i]], args).getResult(0);
+  }
+  if (s.finalNorm) {
+    std::map<std::string, Value> w;
+    w[s.names.finalNorm + ".weight"] =
+        em.param(s.names.finalNorm + ".weight", {s.hiddenSize});
+    if (s.norm.kind == NormKind::LayerNorm && s.norm.bias)
+      w[s.names.finalNorm + ".bias"] =
+          em.param(s.names.finalNorm + ".bias", {s.hiddenSize});
+    h = em.norm(w, s.names.finalNorm, h);
+  }
+  Value head = s.tiedEmbeddings
+                   ? table
+                   : em.param(s.names.lmHead, {s.vocabSize, s.hiddenSize});
+  Value logits = LinearOp::create(b, loc, h, head, Value(), false);
+  if (s.finalSoftcap)
+    logits = SoftcapOp::create(b, loc, logits.getType(), logits,
+                               b.getF64FloatAttr(*s.finalSoftcap));
+  func::ReturnOp::create(b, loc, logits);
+  return module;
+}

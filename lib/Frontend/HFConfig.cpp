@@ -1,0 +1,483 @@
+//===- HFConfig.cpp - Hugging Face config.json -> ModelSpec ---------------===//
+//
+// One function per family of `architectures`; the quirks of each follow
+// transformers' modeling_<arch>.py (see ../shared/docs/ARCHITECTURES.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "JsonFields.h"
+#include "tbc/Frontend/ModelReaders.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+using namespace tbc;
+
+namespace {
+using L = SpecLimits;
+
+/// Maps transformers' activation names onto tbc::Activation keywords.
+std::string activationFromHF(JsonFields &f, const std::string &key,
+                             const std::string &dflt) {
+  std::string act = f.getString(key, dflt);
+  static const std::map<std::string, std::string> known = {
+      {"silu", "silu"},           {"swish", "silu"},
+      {"gelu", "gelu"},           {"gelu_new", "gelu_tanh"},
+      {"gelu_pytorch_tanh", "gelu_tanh"},
+      {"relu", "relu"},           {"sigmoid", "sigmoid"}};
+  auto it = known.find(act);
+  if (it != known.end())
+    return it->second;
+  f.fail(key, "unsupported activation '" + act +
+                  "' (supported: silu, swish, gelu, gelu_new, "
+                  "gelu_pytorch_tanh, relu, sigmoid)");
+  return dflt;
+}
+
+/// `rope_scaling`: null, linear or llama3 (`type` is the older spelling).
+RopeScalingSpec ropeScalingFromHF(JsonFields &f) {
+  RopeScalingSpec s;
+  const json::Value *obj = f.getObject("rope_scaling");
+  if (!obj)
+    return s;
+  JsonFields r = f.nested(*obj, "rope_scaling");
+  std::string kind = r.has("rope_type") ? r.getString("rope_type", "")
+                                        : r.getString("type", "");
+  std::string kindKey = r.has("rope_type") ? "rope_type" : "type";
+  if (kind == "default" || kind.empty())
+    return s;
+  if (kind == "linear") {
+    s.kind = RopeScalingSpec::Kind::Linear;
+  } else if (kind == "llama3") {
+    s.kind = RopeScalingSpec::Kind::Llama3;
+    s.lowFreqFactor = r.getNumber("low_freq_factor", 1.0);
+    s.highFreqFactor = r.getNumber("high_freq_factor", 4.0);
+    s.originalMaxPosition =
+        r.reqInt("original_max_position_embeddings", 1, L::kMaxPositions);
+  } else {
+    r.fail(kindKey, "rope scaling '" + kind +
+                        "' is not supported (supported: linear, llama3)");
+    return s;
+  }
+  if (!r.has("factor"))
+    r.fail("factor", "required field is missing");
+  s.factor = r.optPositive("factor").value_or(1.0);
+  return s;
+}
+
+/// Per-layer attention kinds from `layer_types` when present, else from
+/// `isSliding(i)`.
+void layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
+                  const std::function<bool(int64_t)> &isSliding) {
+  spec.layers.assign(spec.numLayers, LayerVariant{});
+  const json::Value *types = f.raw("layer_types");
+  if (types) {
+    if (!types->isArray() ||
+        int64_t(types->elements().size()) != spec.numLayers) {
+      f.fail("layer_types", "expected an array of " +
+                                std::to_string(spec.numLayers) +
+                                " strings (one per layer)");
+      return;
+    }
+  }
+  for (int64_t i = 0; i < spec.numLayers; ++i) {
+    bool sliding = isSliding(i);
+    if (types) {
+      const json::Value &t = types->elements()[i];
+      if (!t.isString() || (t.asString() != "sliding_attention" &&
+                            t.asString() != "full_attention")) {
+        f.fail("layer_types", "entry " + std::to_string(i) +
+                                  " must be \"sliding_attention\" or "
+                                  "\"full_attention\"");
+        return;
+      }
+      sliding = t.asString() == "sliding_attention";
+    }
+    if (sliding && window <= 0) {
+      f.fail("sliding_window",
+             "layer " + std::to_string(i) +
+                 " uses sliding attention but no sliding_window is set");
+      return;
+    }
+    spec.layers[i].window = sliding ? window : 0;
+  }
+}
+
+void setRope(ModelSpec &spec, double theta, RopeScalingSpec scaling,
+             double partialFactor) {
+  for (LayerVariant &l : spec.layers) {
+    l.rope.theta = theta;
+    l.rope.scaling = scaling;
+    l.rope.rotaryDim = int64_t(double(spec.headDim) * partialFactor);
+  }
+}
+
+/// Fields every Llama-like config shares (Llama, Mistral, Qwen2/3, Phi-3,
+/// OLMo 2, Gemma 2/3).
+void readLlamaCommon(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
+  s.numKvHeads = f.getInt("num_key_value_heads", s.numHeads, 1, L::kMaxHeads);
+  s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
+  s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  if (!f.ok())
+    return;
+  if (f.has("head_dim")) {
+    s.headDim = f.reqInt("head_dim", 1, L::kMaxHeadDim);
+  } else if (s.hiddenSize % s.numHeads != 0) {
+    f.fail("num_attention_heads",
+           "hidden_size " + std::to_string(s.hiddenSize) +
+               " is not divisible by num_attention_heads " +
+               std::to_string(s.numHeads) + " (and no head_dim is given)");
+  } else {
+    s.headDim = s.hiddenSize / s.numHeads;
+  }
+  s.norm.kind = NormKind::RMSNorm;
+  s.norm.eps = f.getNumber("rms_norm_eps", 1e-6);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
+  s.ffnKind = FfnKind::Glu;
+  s.activation = activationFromHF(f, "hidden_act", "silu");
+  s.names.embed = "model.embed_tokens.weight";
+  s.names.layerPrefix = "model.layers.{i}.";
+  s.names.finalNorm = "model.norm";
+  s.names.lmHead = "lm_head.weight";
+  s.names.attnPreNorm = "input_layernorm";
+  s.names.ffnPreNorm = "post_attention_layernorm";
+  s.names.q = "self_attn.q_proj";
+  s.names.k = "self_attn.k_proj";
+  s.names.v = "self_attn.v_proj";
+  s.names.o = "self_attn.o_proj";
+  s.names.gate = "mlp.gate_proj";
+  s.names.up = "mlp.up_proj";
+  s.names.down = "mlp.down_proj";
+}
+
+/// Reads rope_theta / rope_scaling / partial_rotary_factor for all layers.
+void readRope(JsonFields &f, ModelSpec &s, double defaultTheta) {
+  double theta = f.optPositive("rope_theta").value_or(defaultTheta);
+  RopeScalingSpec scaling = ropeScalingFromHF(f);
+  double partial = f.getNumber("partial_rotary_factor", 1.0);
+  if (f.ok() && !(partial > 0 && partial <= 1))
+    f.fail("partial_rotary_factor", "must be in (0, 1]");
+  setRope(s, theta, scaling, partial);
+}
+
+int64_t slidingWindow(JsonFields &f) {
+  return f.getInt("sliding_window", 0, 0, L::kMaxPositions);
+}
+
+void readLlama(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  bool attnBias = f.getBool("attention_bias", false);
+  bool mlpBias = f.getBool("mlp_bias", false);
+  s.qkvBias = s.oBias = attnBias;
+  s.ffnBias = s.downBias = mlpBias;
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+void readMistral(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  readRope(f, s, 10000.0);
+}
+
+void readQwen2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.qkvBias = true;
+  bool useSliding = f.getBool("use_sliding_window", false);
+  int64_t window = useSliding ? slidingWindow(f) : 0;
+  int64_t maxWindowLayers = f.getInt("max_window_layers", 0, 0, L::kMaxLayers);
+  layerWindows(f, s, window, [&](int64_t i) {
+    return window > 0 && i >= maxWindowLayers;
+  });
+  readRope(f, s, 10000.0);
+}
+
+void readQwen3(JsonFields &f, ModelSpec &s) {
+  readQwen2(f, s);
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.qkNorm = QKNormKind::PerHead;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+}
+
+void readPhi3(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.qkvLayout = QkvLayout::FusedRows;
+  s.fusedGateUp = true;
+  s.names.qkv = "self_attn.qkv_proj";
+  s.names.gateUp = "mlp.gate_up_proj";
+  s.names.q = s.names.k = s.names.v = s.names.gate = s.names.up = "";
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  if (const json::Value *rs = f.getObject("rope_scaling")) {
+    JsonFields r = f.nested(*rs, "rope_scaling");
+    std::string kind = r.getString(r.has("rope_type") ? "rope_type" : "type", "");
+    if (kind == "longrope" || kind == "su" || kind == "yarn") {
+      f.fail("rope_scaling", "Phi-3 rope scaling '" + kind +
+                                 "' is not supported yet (supported: none, "
+                                 "linear, llama3)");
+      return;
+    }
+  }
+  readRope(f, s, 10000.0);
+}
+
+void readOlmo2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.placement = NormPlacement::BranchPost;
+  s.names.attnPreNorm = s.names.ffnPreNorm = "";
+  s.names.attnPostNorm = "post_attention_layernorm";
+  s.names.ffnPostNorm = "post_feedforward_layernorm";
+  s.qkNorm = QKNormKind::Full;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// Gemma 2 and Gemma 3 text: sandwich norms with (1 + w), scaled
+/// embeddings, query_pre_attn_scalar, GeGLU-tanh, alternating windows.
+void readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
+  readLlamaCommon(f, s);
+  s.activation = activationFromHF(
+      f, f.has("hidden_activation") ? "hidden_activation" : "hidden_act",
+      "gelu_tanh");
+  s.placement = NormPlacement::Sandwich;
+  s.norm.gainOffset = 1.0;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.embeddingScale = std::sqrt(double(s.hiddenSize));
+  s.names.ffnPreNorm = "pre_feedforward_layernorm";
+  s.names.attnPostNorm = "post_attention_layernorm";
+  s.names.ffnPostNorm = "post_feedforward_layernorm";
+  double qpa = f.optPositive("query_pre_attn_scalar")
+                   .value_or(double(s.headDim));
+  s.attnScale = 1.0 / std::sqrt(qpa);
+  s.attnSoftcap = f.optPositive("attn_logit_softcapping");
+  s.finalSoftcap = f.optPositive("final_logit_softcapping");
+  int64_t window = slidingWindow(f);
+  if (!gemma3) {
+    layerWindows(f, s, window, [](int64_t i) { return (i + 1) % 2 != 0; });
+    readRope(f, s, 10000.0);
+    return;
+  }
+  s.qkNorm = QKNormKind::PerHead;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+  int64_t pattern = f.getInt("sliding_window_pattern", 6, 1, L::kMaxLayers);
+  layerWindows(f, s, window,
+               [&](int64_t i) { return (i + 1) % pattern != 0; });
+  readRope(f, s, 1000000.0);
+  // Local layers use their own base and no scaling.
+  double localTheta = f.optPositive("rope_local_base_freq").value_or(10000.0);
+  for (LayerVariant &l : s.layers)
+    if (l.window > 0) {
+      l.rope.theta = localTheta;
+      l.rope.scaling = {};
+    }
+}
+
+void readGPTNeoX(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
+  s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("num_attention_heads",
+           "hidden_size " + std::to_string(s.hiddenSize) +
+               " is not divisible by num_attention_heads " +
+               std::to_string(s.numHeads));
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormKind::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
+            true};
+  s.parallelBlock = f.getBool("use_parallel_residual", true);
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu");
+  s.qkvBias = s.oBias = f.getBool("attention_bias", true);
+  s.ffnBias = s.downBias = true;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
+  s.qkvLayout = QkvLayout::FusedPerHead;
+  s.names = {};
+  s.names.embed = "gpt_neox.embed_in.weight";
+  s.names.layerPrefix = "gpt_neox.layers.{i}.";
+  s.names.finalNorm = "gpt_neox.final_layer_norm";
+  s.names.lmHead = "embed_out.weight";
+  s.names.attnPreNorm = "input_layernorm";
+  s.names.ffnPreNorm = "post_attention_layernorm";
+  s.names.qkv = "attention.query_key_value";
+  s.names.o = "attention.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  double theta = f.has("rope_theta") ? f.optPositive("rope_theta").value_or(1)
+                                     : f.optPositive("rotary_emb_base")
+                                           .value_or(10000.0);
+  std::string pctKey =
+      f.has("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
+  double pct = f.getNumber(pctKey, 0.25);
+  if (f.ok() && !(pct > 0 && pct <= 1))
+    f.fail(pctKey, "must be in (0, 1]");
+  setRope(s, theta, ropeScalingFromHF(f), pct);
+}
+
+void readGPT2(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
+                         " is not divisible by n_head " +
+                         std::to_string(s.numHeads));
+  if (f.ok() && f.getBool("scale_attn_by_inverse_layer_idx", false))
+    f.fail("scale_attn_by_inverse_layer_idx", "is not supported");
+  if (f.ok() && !f.getBool("scale_attn_weights", true))
+    f.fail("scale_attn_weights", "unscaled attention is not supported");
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormKind::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
+            true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "gelu_tanh");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.positions = PositionKind::Learned;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.qkvLayout = QkvLayout::FusedInOut;
+  s.weightsInOut = true;
+  // save_pretrained's names; the weight binder also accepts them without
+  // the "transformer." prefix (the original upload).
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.positionEmbed = "transformer.wpe.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.attnPreNorm = "ln_1";
+  s.names.ffnPreNorm = "ln_2";
+  s.names.qkv = "attn.c_attn";
+  s.names.o = "attn.c_proj";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+}
+
+using ArchReader = std::function<void(JsonFields &, ModelSpec &)>;
+
+const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
+  static const std::vector<std::pair<std::string, ArchReader>> readers = {
+      {"LlamaForCausalLM", readLlama},
+      {"MistralForCausalLM", readMistral},
+      {"Qwen2ForCausalLM", readQwen2},
+      {"Qwen3ForCausalLM", readQwen3},
+      {"Gemma2ForCausalLM",
+       [](JsonFields &f, ModelSpec &s) { readGemma(f, s, false); }},
+      {"Gemma3ForCausalLM",
+       [](JsonFields &f, ModelSpec &s) { readGemma(f, s, true); }},
+      {"Olmo2ForCausalLM", readOlmo2},
+      {"Phi3ForCausalLM", readPhi3},
+      {"GPTNeoXForCausalLM", readGPTNeoX},
+      {"GPT2LMHeadModel", readGPT2},
+  };
+  return readers;
+}
+
+/// Canonical validation keys -> this architecture's config field names.
+std::string hfFieldFor(const std::string &key, const std::string &arch) {
+  bool gpt2 = arch == "GPT2LMHeadModel";
+  static const std::map<std::string, std::string> common = {
+      {"vocab_size", "vocab_size"},
+      {"hidden_size", "hidden_size"},
+      {"num_layers", "num_hidden_layers"},
+      {"heads", "num_attention_heads"},
+      {"kv_heads", "num_key_value_heads"},
+      {"head_dim", "head_dim"},
+      {"ffn_size", "intermediate_size"},
+      {"rotary_dim", "partial_rotary_factor"},
+      {"rope_theta", "rope_theta"},
+      {"rope_scaling", "rope_scaling"},
+      {"window", "sliding_window"},
+      {"max_positions", "max_position_embeddings"}};
+  static const std::map<std::string, std::string> gpt2Fields = {
+      {"hidden_size", "n_embd"}, {"num_layers", "n_layer"},
+      {"heads", "n_head"},       {"kv_heads", "n_head"},
+      {"ffn_size", "n_inner"},   {"max_positions", "n_positions"}};
+  if (gpt2 && gpt2Fields.count(key))
+    return gpt2Fields.at(key);
+  auto it = common.find(key);
+  return it == common.end() ? key : it->second;
+}
+} // namespace
+
+const std::vector<std::string> &tbc::supportedArchitectures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto &[name, reader] : archReaders())
+      n.push_back(name);
+    return n;
+  }();
+  return names;
+}
+
+std::optional<ModelSpec> tbc::readHFConfig(const json::Value &rootIn,
+                                           const std::string &file,
+                                           SourceError &error) {
+  if (!rootIn.isObject()) {
+    error = {file, rootIn.pos().line, rootIn.pos().column, "",
+             "expected a JSON object"};
+    return std::nullopt;
+  }
+  JsonFields top(rootIn, file, error);
+  const json::Value *archs = top.raw("architectures");
+  if (!archs || !archs->isArray() || archs->elements().size() != 1 ||
+      !archs->elements()[0].isString()) {
+    top.fail("architectures",
+             archs ? "expected an array holding one architecture name"
+                   : "required field is missing");
+    return std::nullopt;
+  }
+  std::string arch = archs->elements()[0].asString();
+  const ArchReader *reader = nullptr;
+  for (const auto &[name, r] : archReaders())
+    if (name == arch)
+      reader = &r;
+  if (!reader) {
+    std::string list;
+    for (const std::string &n : supportedArchitectures())
+      list += (list.empty() ? "" : ", ") + n;
+    top.fail("architectures",
+             "unknown architecture '" + arch + "' (supported: " + list + ")");
+    return std::nullopt;
+  }
+  // Multimodal Gemma 3 checkpoints keep the text model under text_config.
+  const json::Value &root =
+      top.raw("text_config") && top.raw("text_config")->isObject()
+          ? *top.raw("text_config")
+          : rootIn;
+  JsonFields f(root, file, error);
+  ModelSpec spec;
+  spec.architecture = arch;
+  (*reader)(f, spec);
+  if (!f.ok())
+    return std::nullopt;
+  if (std::optional<SpecViolation> v = validateModelSpec(spec)) {
+    f.fail(hfFieldFor(v->key, arch), v->message);
+    return std::nullopt;
+  }
+  return spec;
+}

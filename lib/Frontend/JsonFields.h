@@ -1,0 +1,181 @@
+//===- JsonFields.h - typed, located access to JSON object fields -*- C++ -*-===//
+//
+// Readers of config.json and native specs pull typed fields out of JSON
+// objects. The first problem sticks in a SourceError naming the file, the
+// line and column and the field; later calls return defaults, so a reader
+// reads straight through and checks ok() once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_FRONTEND_JSONFIELDS_H
+#define TBC_LIB_FRONTEND_JSONFIELDS_H
+
+#include "tbc/Frontend/SourceError.h"
+#include "tbc/Support/Json.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tbc {
+
+class JsonFields {
+public:
+  /// `prefix` is prepended to field names in messages ("attention." ...).
+  JsonFields(const json::Value &object, const std::string &file,
+             SourceError &error, std::string prefix = "")
+      : obj(object), file(file), err(error), prefix(std::move(prefix)) {}
+
+  bool ok() const { return err.empty(); }
+  bool has(const std::string &key) const {
+    const json::Value *v = obj.get(key);
+    return v && !v->isNull();
+  }
+  const json::Value *raw(const std::string &key) const {
+    const json::Value *v = obj.get(key);
+    return v && !v->isNull() ? v : nullptr;
+  }
+
+  /// Records an error at `key` (a dotted path such as "attention.heads" is
+  /// followed into nested objects); at the object itself when absent.
+  void fail(const std::string &key, const std::string &message) {
+    if (!err.empty())
+      return;
+    json::Pos p = obj.pos();
+    const json::Value *cur = &obj;
+    size_t start = 0;
+    while (cur) {
+      size_t dot = key.find('.', start);
+      cur = cur->get(key.substr(start, dot == std::string::npos
+                                           ? std::string::npos
+                                           : dot - start));
+      if (cur)
+        p = cur->pos();
+      if (dot == std::string::npos)
+        break;
+      start = dot + 1;
+    }
+    err = {file, p.line, p.column, prefix + key, message};
+  }
+
+  std::optional<int64_t> optInt(const std::string &key, int64_t min,
+                                int64_t max) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return std::nullopt;
+    if (!v->isInteger()) {
+      fail(key, std::string("expected an integer, got ") +
+                    json::Value::kindName(v->kind()));
+      return std::nullopt;
+    }
+    if (v->asInt() < min || v->asInt() > max) {
+      fail(key, "value " + std::to_string(v->asInt()) + " is outside [" +
+                    std::to_string(min) + ", " + std::to_string(max) + "]");
+      return std::nullopt;
+    }
+    return v->asInt();
+  }
+  int64_t reqInt(const std::string &key, int64_t min, int64_t max) {
+    if (!has(key)) {
+      fail(key, "required field is missing");
+      return 0;
+    }
+    return optInt(key, min, max).value_or(0);
+  }
+  int64_t getInt(const std::string &key, int64_t dflt, int64_t min,
+                 int64_t max) {
+    return optInt(key, min, max).value_or(dflt);
+  }
+
+  std::optional<double> optNumber(const std::string &key) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return std::nullopt;
+    if (!v->isNumber()) {
+      fail(key, std::string("expected a number, got ") +
+                    json::Value::kindName(v->kind()));
+      return std::nullopt;
+    }
+    return v->asDouble();
+  }
+  double getNumber(const std::string &key, double dflt) {
+    return optNumber(key).value_or(dflt);
+  }
+  /// A number that must be > 0 when present.
+  std::optional<double> optPositive(const std::string &key) {
+    std::optional<double> d = optNumber(key);
+    if (d && !(*d > 0)) {
+      fail(key, "must be positive, got " + json::formatNumber(*d));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  bool getBool(const std::string &key, bool dflt) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return dflt;
+    if (!v->isBool()) {
+      fail(key, std::string("expected true or false, got ") +
+                    json::Value::kindName(v->kind()));
+      return dflt;
+    }
+    return v->asBool();
+  }
+
+  std::string getString(const std::string &key, const std::string &dflt) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return dflt;
+    if (!v->isString()) {
+      fail(key, std::string("expected a string, got ") +
+                    json::Value::kindName(v->kind()));
+      return dflt;
+    }
+    return v->asString();
+  }
+
+  /// A string that must be one of `choices`.
+  std::string getChoice(const std::string &key, const std::string &dflt,
+                        const std::vector<std::string> &choices) {
+    std::string s = getString(key, dflt);
+    if (!ok())
+      return dflt;
+    for (const std::string &c : choices)
+      if (s == c)
+        return s;
+    std::string list;
+    for (const std::string &c : choices)
+      list += (list.empty() ? "" : ", ") + c;
+    fail(key, "unknown value '" + s + "' (expected one of: " + list + ")");
+    return dflt;
+  }
+
+  /// A nested object (nullptr when absent; an error when not an object).
+  const json::Value *getObject(const std::string &key) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return nullptr;
+    if (!v->isObject()) {
+      fail(key, std::string("expected an object, got ") +
+                    json::Value::kindName(v->kind()));
+      return nullptr;
+    }
+    return v;
+  }
+
+  JsonFields nested(const json::Value &child, const std::string &key) {
+    return JsonFields(child, file, err, prefix + key + ".");
+  }
+
+private:
+  const json::Value &obj;
+  const std::string &file;
+  SourceError &err;
+  std::string prefix;
+};
+
+} // namespace tbc
+
+#endif // TBC_LIB_FRONTEND_JSONFIELDS_H

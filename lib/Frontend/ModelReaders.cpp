@@ -1,0 +1,90 @@
+//===- ModelReaders.cpp - find and read a model description ---------------===//
+
+#include "tbc/Frontend/ModelReaders.h"
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace tbc;
+
+static bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::optional<json::Value> tbc::readJsonFile(const std::string &path,
+                                             SourceError &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = {path, 0, 0, "", "cannot open file"};
+    return std::nullopt;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) {
+    error = {path, 0, 0, "", "cannot read file"};
+    return std::nullopt;
+  }
+  json::ParseError pe;
+  std::optional<json::Value> v = json::parse(buf.str(), pe);
+  if (!v)
+    error = {path, pe.pos.line, pe.pos.column, "",
+             "invalid JSON: " + pe.message};
+  return v;
+}
+
+std::optional<DescriptionKind>
+tbc::classifyModelPath(const std::string &model, std::string &configPath,
+                       SourceError &error) {
+  if (isDirectory(model)) {
+    configPath = model + "/config.json";
+    std::ifstream probe(configPath);
+    if (!probe) {
+      error = {model, 0, 0, "",
+               "not a Hugging Face model folder: it has no config.json"};
+      return std::nullopt;
+    }
+    return DescriptionKind::HFConfig;
+  }
+  configPath = model;
+  if (endsWith(model, ".mlir"))
+    return DescriptionKind::TbcIR;
+  if (!endsWith(model, ".json")) {
+    error = {model, 0, 0, "",
+             "unknown model description (expected a Hugging Face folder, a "
+             "config.json, a native spec .json, or tbc IR .mlir)"};
+    return std::nullopt;
+  }
+  std::optional<json::Value> root = readJsonFile(model, error);
+  if (!root)
+    return std::nullopt;
+  if (root->get("tbc_spec"))
+    return DescriptionKind::NativeSpec;
+  if (root->get("architectures"))
+    return DescriptionKind::HFConfig;
+  error = {model, 1, 1, "",
+           "neither a Hugging Face config (no 'architectures') nor a native "
+           "spec (no 'tbc_spec')"};
+  return std::nullopt;
+}
+
+std::optional<ModelSpec> tbc::readModelDescription(const std::string &path,
+                                                   DescriptionKind kind,
+                                                   SourceError &error) {
+  std::optional<json::Value> root = readJsonFile(path, error);
+  if (!root)
+    return std::nullopt;
+  if (!root->isObject()) {
+    error = {path, root->pos().line, root->pos().column, "",
+             "expected a JSON object"};
+    return std::nullopt;
+  }
+  return kind == DescriptionKind::NativeSpec ? readNativeSpec(*root, path, error)
+                                             : readHFConfig(*root, path, error);
+}

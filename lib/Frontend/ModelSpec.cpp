@@ -1,0 +1,78 @@
+//===- ModelSpec.cpp - cross-field rules of a model description -----------===//
+
+#include "tbc/Frontend/ModelSpec.h"
+
+#include "tbc/Support/Json.h"
+
+using namespace tbc;
+
+static std::string num(int64_t v) { return std::to_string(v); }
+
+std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
+  using L = SpecLimits;
+  auto range = [](const char *key, int64_t v, int64_t max)
+      -> std::optional<SpecViolation> {
+    if (v < 1 || v > max)
+      return SpecViolation{key, "value " + num(v) + " is outside [1, " +
+                                    num(max) + "]"};
+    return std::nullopt;
+  };
+  if (auto v = range("vocab_size", s.vocabSize, L::kMaxVocab)) return v;
+  if (auto v = range("hidden_size", s.hiddenSize, L::kMaxHidden)) return v;
+  if (auto v = range("num_layers", s.numLayers, L::kMaxLayers)) return v;
+  if (auto v = range("heads", s.numHeads, L::kMaxHeads)) return v;
+  if (auto v = range("kv_heads", s.numKvHeads, L::kMaxHeads)) return v;
+  if (auto v = range("head_dim", s.headDim, L::kMaxHeadDim)) return v;
+  if (auto v = range("ffn_size", s.ffnSize, L::kMaxFfn)) return v;
+  if (s.numHeads % s.numKvHeads != 0)
+    return SpecViolation{"kv_heads", "the " + num(s.numHeads) +
+                                         " attention heads are not divisible "
+                                         "into " +
+                                         num(s.numKvHeads) + " key/value heads"};
+  if (s.qkvLayout == QkvLayout::FusedPerHead && s.numKvHeads != s.numHeads)
+    return SpecViolation{"kv_heads", "a per-head interleaved fused QKV "
+                                     "weight needs as many key/value heads as "
+                                     "query heads"};
+  if (s.vocabSize * s.hiddenSize > L::kMaxTensorElements ||
+      s.ffnSize * s.hiddenSize > L::kMaxTensorElements ||
+      s.numHeads * s.headDim * s.hiddenSize > L::kMaxTensorElements)
+    return SpecViolation{"hidden_size",
+                         "a weight tensor would exceed 2^36 elements"};
+  if (s.positions == PositionKind::Learned &&
+      (s.maxPositions < 1 || s.maxPositions > L::kMaxPositions))
+    return SpecViolation{"max_positions",
+                         "learned positions need a table size in [1, " +
+                             num(L::kMaxPositions) + "], got " +
+                             num(s.maxPositions)};
+  if (s.layers.size() != size_t(s.numLayers))
+    return SpecViolation{"num_layers", "expected " + num(s.numLayers) +
+                                           " layer descriptions, got " +
+                                           num(int64_t(s.layers.size()))};
+  for (const LayerVariant &l : s.layers) {
+    if (l.window < 0)
+      return SpecViolation{"window", "sliding window must be positive, got " +
+                                         num(l.window)};
+    if (s.positions != PositionKind::Rope)
+      continue;
+    const RopeSpec &r = l.rope;
+    if (r.rotaryDim < 2 || r.rotaryDim % 2 != 0 || r.rotaryDim > s.headDim)
+      return SpecViolation{"rotary_dim",
+                           "rotary dims must be even and in [2, head_dim = " +
+                               num(s.headDim) + "], got " + num(r.rotaryDim)};
+    if (!(r.theta > 0))
+      return SpecViolation{"rope_theta", "must be positive, got " +
+                                             json::formatNumber(r.theta)};
+    if (r.scaling.kind != RopeScalingSpec::Kind::None &&
+        !(r.scaling.factor > 0))
+      return SpecViolation{"rope_scaling", "factor must be positive"};
+    if (r.scaling.kind == RopeScalingSpec::Kind::Llama3 &&
+        !(r.scaling.lowFreqFactor > 0 &&
+          r.scaling.highFreqFactor > r.scaling.lowFreqFactor &&
+          r.scaling.originalMaxPosition > 0))
+      return SpecViolation{"rope_scaling",
+                           "llama3 scaling needs 0 < low_freq_factor < "
+                           "high_freq_factor and original_max_position_"
+                           "embeddings > 0"};
+  }
+  return std::nullopt;
+}

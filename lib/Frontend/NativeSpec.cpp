@@ -1,0 +1,258 @@
+//===- NativeSpec.cpp - tbc's own model description -> ModelSpec ----------===//
+//
+// The native spec (docs/spec.md) names every design choice directly, so it
+// can describe combinations no released model uses. Weight names follow the
+// Llama convention of transformers, with the norm names of the placement.
+//
+//===----------------------------------------------------------------------===//
+
+#include "JsonFields.h"
+#include "tbc/Frontend/ModelReaders.h"
+
+#include <cmath>
+#include <map>
+
+using namespace tbc;
+
+namespace {
+using L = SpecLimits;
+
+void readNorm(JsonFields &f, ModelSpec &s) {
+  const json::Value *obj = f.getObject("norm");
+  if (!obj) {
+    f.fail("norm", "required section is missing");
+    return;
+  }
+  JsonFields n = f.nested(*obj, "norm");
+  std::string kind = n.getChoice("kind", "rms", {"rms", "layer"});
+  std::string placement = n.getChoice(
+      "placement", "pre", {"pre", "post", "branch_post", "sandwich"});
+  s.norm.kind = kind == "rms" ? NormKind::RMSNorm : NormKind::LayerNorm;
+  s.norm.eps = n.getNumber("eps", 1e-5);
+  if (n.ok() && s.norm.eps < 0)
+    n.fail("eps", "must be non-negative");
+  s.norm.gainOffset = n.getNumber("gain_offset", 0.0);
+  s.norm.bias = n.getBool("bias", false);
+  if (n.ok() && s.norm.bias && s.norm.kind == NormKind::RMSNorm)
+    n.fail("bias", "RMSNorm has no bias");
+  std::map<std::string, NormPlacement> placements = {
+      {"pre", NormPlacement::Pre},
+      {"post", NormPlacement::Post},
+      {"branch_post", NormPlacement::BranchPost},
+      {"sandwich", NormPlacement::Sandwich}};
+  s.placement = placements[placement];
+  WeightNames &w = s.names;
+  switch (s.placement) {
+  case NormPlacement::Pre:
+    w.attnPreNorm = "input_layernorm";
+    w.ffnPreNorm = "post_attention_layernorm";
+    break;
+  case NormPlacement::Sandwich:
+    w.attnPreNorm = "input_layernorm";
+    w.attnPostNorm = "post_attention_layernorm";
+    w.ffnPreNorm = "pre_feedforward_layernorm";
+    w.ffnPostNorm = "post_feedforward_layernorm";
+    break;
+  case NormPlacement::Post:
+  case NormPlacement::BranchPost:
+    w.attnPostNorm = "post_attention_layernorm";
+    w.ffnPostNorm = "post_feedforward_layernorm";
+    break;
+  }
+}
+
+void readAttention(JsonFields &f, ModelSpec &s) {
+  const json::Value *obj = f.getObject("attention");
+  if (!obj) {
+    f.fail("attention", "required section is missing");
+    return;
+  }
+  JsonFields a = f.nested(*obj, "attention");
+  s.numHeads = a.reqInt("heads", 1, L::kMaxHeads);
+  s.numKvHeads = a.getInt("kv_heads", s.numHeads, 1, L::kMaxHeads);
+  if (a.has("head_dim")) {
+    s.headDim = a.reqInt("head_dim", 1, L::kMaxHeadDim);
+  } else if (a.ok() && s.hiddenSize % s.numHeads != 0) {
+    a.fail("heads", "hidden_size " + std::to_string(s.hiddenSize) +
+                        " is not divisible by " + std::to_string(s.numHeads) +
+                        " heads (and no head_dim is given)");
+  } else if (a.ok()) {
+    s.headDim = s.hiddenSize / s.numHeads;
+  }
+  s.causal = a.getBool("causal", true);
+  s.attnScale = a.optPositive("scale").value_or(0.0);
+  s.attnSoftcap = a.optPositive("softcap");
+  std::string qk = a.getChoice("qk_norm", "none", {"none", "per_head", "full"});
+  s.qkNorm = qk == "none"       ? QKNormKind::None
+             : qk == "per_head" ? QKNormKind::PerHead
+                                : QKNormKind::Full;
+  if (s.qkNorm != QKNormKind::None) {
+    s.names.qNorm = "self_attn.q_norm";
+    s.names.kNorm = "self_attn.k_norm";
+  }
+  s.qkvBias = a.getBool("bias", false);
+  s.oBias = a.getBool("out_bias", false);
+  int64_t window = a.getInt("sliding_window", 0, 0, L::kMaxPositions);
+  // layer_pattern repeats over the layers: "local" layers use the window.
+  std::vector<bool> pattern{window > 0};
+  if (const json::Value *p = a.raw("layer_pattern")) {
+    pattern.clear();
+    if (!p->isArray() || p->elements().empty())
+      a.fail("layer_pattern", "expected a non-empty array of \"local\" / "
+                              "\"global\"");
+    else
+      for (const json::Value &e : p->elements()) {
+        if (!e.isString() ||
+            (e.asString() != "local" && e.asString() != "global")) {
+          a.fail("layer_pattern", "entries must be \"local\" or \"global\"");
+          break;
+        }
+        pattern.push_back(e.asString() == "local");
+      }
+    if (a.ok() && window == 0)
+      a.fail("layer_pattern", "needs attention.sliding_window > 0");
+  }
+  if (!a.ok())
+    return;
+  s.layers.assign(s.numLayers, LayerVariant{});
+  for (int64_t i = 0; i < s.numLayers; ++i)
+    s.layers[i].window = pattern[i % pattern.size()] ? window : 0;
+}
+
+void readFfn(JsonFields &f, ModelSpec &s) {
+  const json::Value *obj = f.getObject("ffn");
+  if (!obj) {
+    f.fail("ffn", "required section is missing");
+    return;
+  }
+  JsonFields n = f.nested(*obj, "ffn");
+  std::string kind = n.getChoice("kind", "glu", {"glu", "mlp"});
+  s.ffnKind = kind == "glu" ? FfnKind::Glu : FfnKind::Mlp;
+  s.activation = n.getChoice("activation", "silu",
+                             {"silu", "gelu", "gelu_tanh", "relu", "sigmoid"});
+  s.ffnSize = n.reqInt("d_ff", 1, L::kMaxFfn);
+  s.ffnBias = s.downBias = n.getBool("bias", false);
+  if (s.ffnKind == FfnKind::Glu)
+    s.names.gate = "mlp.gate_proj";
+  s.names.up = "mlp.up_proj";
+  s.names.down = "mlp.down_proj";
+}
+
+void readPositions(JsonFields &f, ModelSpec &s) {
+  const json::Value *obj = f.getObject("positions");
+  if (!obj) {
+    f.fail("positions", "required section is missing");
+    return;
+  }
+  JsonFields p = f.nested(*obj, "positions");
+  std::string kind =
+      p.getChoice("kind", "rope", {"rope", "learned", "sinusoidal", "none"});
+  s.positions = kind == "rope"      ? PositionKind::Rope
+                : kind == "learned" ? PositionKind::Learned
+                : kind == "sinusoidal" ? PositionKind::Sinusoidal
+                                       : PositionKind::None;
+  if (s.positions == PositionKind::Learned)
+    s.names.positionEmbed = "model.embed_positions.weight";
+  if (s.positions == PositionKind::Sinusoidal)
+    s.sinusoidalBase = p.optPositive("base").value_or(10000.0);
+  if (s.positions != PositionKind::Rope || !p.ok())
+    return;
+  RopeSpec rope;
+  rope.gptjStyle = p.getChoice("style", "neox", {"neox", "gptj"}) == "gptj";
+  rope.theta = p.optPositive("theta").value_or(10000.0);
+  if (p.has("rotary_dim")) {
+    rope.rotaryDim = p.reqInt("rotary_dim", 1, L::kMaxHeadDim);
+  } else {
+    double factor = p.getNumber("partial_rotary_factor", 1.0);
+    if (p.ok() && !(factor > 0 && factor <= 1))
+      p.fail("partial_rotary_factor", "must be in (0, 1]");
+    rope.rotaryDim = int64_t(double(s.headDim) * factor);
+  }
+  if (const json::Value *sc = p.getObject("scaling")) {
+    JsonFields r = p.nested(*sc, "scaling");
+    std::string type = r.getChoice("type", "linear", {"linear", "llama3"});
+    rope.scaling.kind = type == "linear" ? RopeScalingSpec::Kind::Linear
+                                         : RopeScalingSpec::Kind::Llama3;
+    if (!r.has("factor"))
+      r.fail("factor", "required field is missing");
+    rope.scaling.factor = r.optPositive("factor").value_or(1.0);
+    rope.scaling.lowFreqFactor = r.getNumber("low_freq_factor", 1.0);
+    rope.scaling.highFreqFactor = r.getNumber("high_freq_factor", 4.0);
+    rope.scaling.originalMaxPosition = r.getInt(
+        "original_max_position_embeddings", 8192, 1, L::kMaxPositions);
+  }
+  double localTheta = p.optPositive("local_theta").value_or(rope.theta);
+  for (LayerVariant &l : s.layers) {
+    l.rope = rope;
+    if (l.window > 0 && p.has("local_theta")) {
+      l.rope.theta = localTheta;
+      l.rope.scaling = {};
+    }
+  }
+}
+
+std::string specFieldFor(const std::string &key) {
+  static const std::map<std::string, std::string> fields = {
+      {"heads", "attention.heads"},
+      {"kv_heads", "attention.kv_heads"},
+      {"head_dim", "attention.head_dim"},
+      {"ffn_size", "ffn.d_ff"},
+      {"rotary_dim", "positions.rotary_dim"},
+      {"rope_theta", "positions.theta"},
+      {"rope_scaling", "positions.scaling"},
+      {"window", "attention.sliding_window"}};
+  auto it = fields.find(key);
+  return it == fields.end() ? key : it->second;
+}
+} // namespace
+
+std::optional<ModelSpec> tbc::readNativeSpec(const json::Value &root,
+                                             const std::string &file,
+                                             SourceError &error) {
+  JsonFields f(root, file, error);
+  ModelSpec s;
+  s.architecture = "native spec";
+  if (f.getInt("tbc_spec", 0, 1, 1) != 1)
+    f.fail("tbc_spec", "required field is missing (this format is version 1)");
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("num_layers", 1, L::kMaxLayers);
+  s.maxPositions = f.getInt("max_positions", 0, 0, L::kMaxPositions);
+  if (!f.ok())
+    return std::nullopt;
+  s.names.embed = "model.embed_tokens.weight";
+  s.names.layerPrefix = "model.layers.{i}.";
+  s.names.finalNorm = "model.norm";
+  s.names.lmHead = "lm_head.weight";
+  s.names.q = "self_attn.q_proj";
+  s.names.k = "self_attn.k_proj";
+  s.names.v = "self_attn.v_proj";
+  s.names.o = "self_attn.o_proj";
+  readNorm(f, s);
+  if (f.ok())
+    readAttention(f, s);
+  if (f.ok())
+    readFfn(f, s);
+  if (f.ok())
+    readPositions(f, s);
+  std::string block = f.getChoice("block", "serial", {"serial", "parallel"});
+  s.parallelBlock = block == "parallel";
+  if (f.ok() && s.parallelBlock && s.placement != NormPlacement::Pre)
+    f.fail("block", "a parallel block needs norm.placement \"pre\"");
+  if (const json::Value *scale = f.raw("embedding_scale")) {
+    if (scale->isString() && scale->asString() == "sqrt_hidden")
+      s.embeddingScale = std::sqrt(double(s.hiddenSize));
+    else
+      s.embeddingScale = f.optPositive("embedding_scale").value_or(1.0);
+  }
+  s.finalNorm = f.getBool("final_norm", true);
+  s.tiedEmbeddings = f.getBool("tied_embeddings", false);
+  s.finalSoftcap = f.optPositive("final_logit_softcap");
+  if (!f.ok())
+    return std::nullopt;
+  if (std::optional<SpecViolation> v = validateModelSpec(s)) {
+    f.fail(specFieldFor(v->key), v->message);
+    return std::nullopt;
+  }
+  return s;
+}
