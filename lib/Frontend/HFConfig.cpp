@@ -397,30 +397,26 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
   return readers;
 }
 
-/// Canonical validation keys -> this architecture's config field names.
-std::string hfFieldFor(const std::string &key, const std::string &arch) {
-  bool gpt2 = arch == "GPT2LMHeadModel";
-  static const std::map<std::string, std::string> common = {
-      {"vocab_size", "vocab_size"},
-      {"hidden_size", "hidden_size"},
-      {"num_layers", "num_hidden_layers"},
-      {"heads", "num_attention_heads"},
-      {"kv_heads", "num_key_value_heads"},
-      {"head_dim", "head_dim"},
-      {"ffn_size", "intermediate_size"},
-      {"rotary_dim", "partial_rotary_factor"},
-      {"rope_theta", "rope_theta"},
-      {"rope_scaling", "rope_scaling"},
-      {"window", "sliding_window"},
-      {"max_positions", "max_position_embeddings"}};
-  static const std::map<std::string, std::string> gpt2Fields = {
-      {"hidden_size", "n_embd"}, {"num_layers", "n_layer"},
-      {"heads", "n_head"},       {"kv_heads", "n_head"},
-      {"ffn_size", "n_inner"},   {"max_positions", "n_positions"}};
-  if (gpt2 && gpt2Fields.count(key))
-    return gpt2Fields.at(key);
-  auto it = common.find(key);
-  return it == common.end() ? key : it->second;
+/// Canonical validation keys -> the config fields that may hold them, most
+/// specific first; the first one present in the file is reported.
+std::string hfFieldFor(const std::string &key, const json::Value &config) {
+  static const std::map<std::string, std::vector<std::string>> candidates = {
+      {"hidden_size", {"hidden_size", "n_embd"}},
+      {"num_layers", {"num_hidden_layers", "n_layer"}},
+      {"heads", {"num_attention_heads", "n_head"}},
+      {"kv_heads", {"num_key_value_heads", "num_attention_heads", "n_head"}},
+      {"ffn_size", {"intermediate_size", "n_inner"}},
+      {"rotary_dim", {"partial_rotary_factor", "rotary_pct", "head_dim"}},
+      {"rope_theta", {"rope_theta", "rotary_emb_base"}},
+      {"window", {"sliding_window"}},
+      {"max_positions", {"max_position_embeddings", "n_positions"}}};
+  auto it = candidates.find(key);
+  if (it == candidates.end())
+    return key;
+  for (const std::string &field : it->second)
+    if (config.get(field))
+      return field;
+  return it->second.front();
 }
 } // namespace
 
@@ -476,7 +472,7 @@ std::optional<ModelSpec> tbc::readHFConfig(const json::Value &rootIn,
   if (!f.ok())
     return std::nullopt;
   if (std::optional<SpecViolation> v = validateModelSpec(spec)) {
-    f.fail(hfFieldFor(v->key, arch), v->message);
+    f.fail(hfFieldFor(v->key, root), v->message);
     return std::nullopt;
   }
   return spec;
