@@ -22,6 +22,11 @@ def Tbc_RopeStyle : I32EnumAttr<"RopeStyle", "rotary embedding layout", [
   let cppNamespace = "::tbc";
 }
 
+def Tbc_NormKind : I32EnumAttr<"NormKind", "normalisation", [
+    I32EnumAttrCase<"rms", 0>, I32EnumAttrCase<"layer", 1>]> {
+  let cppNamespace = "::tbc";
+}
+
 def Tbc_RopeScalingKind : I32EnumAttr<"RopeScalingKind", "RoPE frequency scaling", [
     I32EnumAttrCase<"linear", 0>, I32EnumAttrCase<"llama3", 1>]> {
   let cppNamespace = "::tbc";

@@ -312,4 +312,6 @@ def Tbc_AddOp : Tbc_Op<"add", [Pure, Commutative, AllTypesMatch<["lhs", "rhs", "
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+include "TbcFusedOps.td"
+
 #endif // TBC_OPS_TD

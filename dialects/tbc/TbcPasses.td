@@ -2,6 +2,7 @@
 //
 // Every tbc pass is declared here (summary, description, options) and
 // defined in lib/Transforms or lib/Conversion with GEN_PASS_DEF_<NAME>.
+// docs/passes.md explains the pipeline order and the byte counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,5 +10,93 @@
 #define TBC_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def TbcMergeQKV : Pass<"tbc-merge-qkv"> {
+  let summary = "Merge sibling projections of one input (q, k, v) into one";
+  let description = [{
+    `tbc.linear` ops that read the same input, with weights known at bind
+    time, the same weight layout and all-or-none biases, become one
+    `tbc.linear` on a bind-time `tbc.concat` of their weights (and biases),
+    followed by a `tbc.split` that hands each former user its slice. The
+    input is read once instead of three times. Phi-3's `qkv_proj` and
+    GPT-NeoX/GPT-2's fused QKV already have this form.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
+def TbcFuseGateUp : Pass<"tbc-fuse-gate-up"> {
+  let summary = "Fuse gate and up projections feeding tbc.glu into one gated projection";
+  let description = [{
+    `tbc.glu act(linear(x, Wg), linear(x, Wu))` becomes one
+    `tbc.fused_linear x, concat(Wg, Wu) act = ... glu`: one weight holding
+    the gate rows then the up rows, and the act ⊙ mul epilogue applied to
+    the accumulators, so neither gate nor up is written out. Phi-3's
+    `gate_up_proj` (`split` of one projection feeding the GLU) maps onto
+    the same op without copying. A plain MLP's `activation(linear(x, W))`
+    becomes `fused_linear` with an activation epilogue.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
+def TbcFuseNormProjection : Pass<"tbc-fuse-norm-projection"> {
+  let summary = "Fuse RMSNorm/LayerNorm into the projections that read it";
+  let description = [{
+    A norm whose every user is a projection (`tbc.linear`, or a
+    `tbc.fused_linear` without a norm prologue) is computed inside each
+    projection: the per-row statistic is taken while the row is loaded, the
+    gain is folded into the weight at bind time (`tbc.fold_gain`, with
+    Gemma's `1 + w` offset), and for LayerNorm the mean term becomes a
+    per-row correction `mean(x) * rowsum(W')` (`tbc.weight_row_sums`) and
+    the bias `W beta + b` (`tbc.fold_bias`). The normalised tensor is never
+    written.
+
+    Left unfused, because the fused form would cost more:
+    * the normalised tensor has another user (a residual in post-norm
+      blocks, a non-projection op): it must be written anyway, so the
+      projections reading it is cheaper than recomputing the statistic;
+    * the projection's weight has other users (a tied LM head shares the
+      embedding table): folding the gain would duplicate a vocab x hidden
+      table (gigabytes) to save T x hidden bytes;
+    * grouped (per-head) RMSNorm, whose users are RoPE, not projections.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
+def TbcFuseResidualNorm : Pass<"tbc-fuse-residual-norm"> {
+  let summary = "Fuse a residual add and the norm of its result";
+  let description = [{
+    `n = norm(a + b)` becomes `tbc.add_norm`, producing the sum (for the
+    next residual) and the normalised value in one pass over the rows. Run
+    after `--tbc-fuse-norm-projection`, which absorbs most pre-norms into
+    projections; this catches the rest (post-norm blocks, norms feeding
+    non-projections).
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
+def TbcFuseSoftcap : Pass<"tbc-fuse-softcap"> {
+  let summary = "Fuse soft-caps into the op that produces their input";
+  let description = [{
+    `tbc.softcap(linear(...))` (Gemma 2's final-logit soft-cap on the LM
+    head) becomes a `tbc.fused_linear` with a soft-cap epilogue, so the
+    logits are written once. Attention-logit soft-caps are already part of
+    `tbc.attention` (`softcap = ...`): logits never exist as a tensor in
+    tbc, so the frontend attaches them there directly.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
+def TbcHoistWeightTransforms : Pass<"tbc-hoist-weight-transforms", "::mlir::ModuleOp"> {
+  let summary = "Move bind-time weight transforms out of layer functions onto the parameters";
+  let description = [{
+    Fusion inside a shared layer function creates weight transforms
+    (`tbc.concat`, `tbc.fold_gain`, ...) on the function's weight
+    arguments. This pass moves them to every call site, where they apply
+    to that layer's `tbc.param`s, and passes their results in instead: the
+    layer function then only computes, and the module's top level records
+    exactly which transforms the runtime applies to which checkpoint
+    tensors when it binds them. Arguments left unused are removed.
+  }];
+}
 
 #endif // TBC_PASSES_TD

@@ -11,12 +11,14 @@
 
 #include "Options.h"
 
+#include "tbc/Analysis/Cost.h"
 #include "tbc/Dialect/TbcDialect.h"
 #include "tbc/Frontend/BuildModel.h"
 #include "tbc/Frontend/ModelReaders.h"
 #include "tbc/Frontend/WeightCheck.h"
 #include "tbc/InitAll.h"
 #include "tbc/Support/FileIO.h"
+#include "tbc/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,7 +40,7 @@ int fail(const std::string &message) {
 }
 
 /// The stages `--emit` can stop at, in pipeline order.
-const char *const kStages[] = {"tbc"};
+const char *const kStages[] = {"tbc", "fused"};
 } // namespace
 
 int tbc::compileMain(int argc, char **argv) {
@@ -51,8 +53,19 @@ int tbc::compileMain(int argc, char **argv) {
       "o", cl::cat(cat), cl::init("-"), cl::value_desc("file"),
       cl::desc("Output file ('-' for stdout); written atomically"));
   static cl::opt<std::string> emit(
-      "emit", cl::cat(cat), cl::init("tbc"), cl::value_desc("stage"),
-      cl::desc("Stage to emit: tbc (the model as tbc dialect IR)"));
+      "emit", cl::cat(cat), cl::init("fused"), cl::value_desc("stage"),
+      cl::desc("Stage to emit: tbc (the model as built, before any pass), "
+               "fused (after the tbc-fuse pipeline; the default)"));
+  static cl::opt<bool> noFuse(
+      "no-fuse", cl::cat(cat),
+      cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
+  static cl::opt<bool> report(
+      "report", cl::cat(cat),
+      cl::desc("Print FLOPs and minimum bytes moved per op, per layer and for "
+               "the model, before and after fusion"));
+  static cl::opt<int64_t> reportTokens(
+      "report-tokens", cl::cat(cat), cl::init(1), cl::value_desc("T"),
+      cl::desc("Sequence length the --report counts for (default 1)"));
   static cl::opt<std::string> dtype(
       "dtype", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|f16"),
       cl::desc("Element type of activations and parameters (model "
@@ -77,7 +90,9 @@ int tbc::compileMain(int argc, char **argv) {
   for (const char *s : kStages)
     knownStage |= emit == s;
   if (!knownStage)
-    return fail("unknown --emit stage '" + emit + "' (available: tbc)");
+    return fail("unknown --emit stage '" + emit + "' (available: tbc, fused)");
+  if (reportTokens < 1)
+    return fail("--report-tokens must be at least 1");
   Type (*eltType)(MLIRContext *) = nullptr;
   if (dtype == "f32")
     eltType = [](MLIRContext *c) -> Type { return Float32Type::get(c); };
@@ -143,14 +158,29 @@ int tbc::compileMain(int argc, char **argv) {
 
   // The pipeline up to the requested stage; the MLIR pass-manager flags
   // (--mlir-print-ir-*, --mlir-timing) apply to it.
+  OwningOpRef<ModuleOp> unfused;
+  if (report)
+    unfused = module->clone();
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return fail("invalid pass-manager options");
+  if (emit != "tbc" && !noFuse)
+    buildFusePipeline(pm);
   {
     TimingScope passTiming = timing.nest("passes");
     pm.enableTiming(passTiming);
     if (failed(pm.run(*module)))
       return fail("the pass pipeline failed");
+  }
+
+  if (report) {
+    llvm::raw_ostream &os = llvm::errs();
+    os << "== cost per op, " << reportTokens
+       << " token(s) per sequence, before fusion\n";
+    printCostReport(*unfused, reportTokens, os);
+    os << "== after fusion\n";
+    printCostReport(*module, reportTokens, os);
+    printCostSummary(*unfused, *module, reportTokens, os);
   }
 
   TimingScope t = timing.nest("output");

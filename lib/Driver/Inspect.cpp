@@ -27,7 +27,7 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << "attention: " << s.numHeads << " heads, " << s.numKvHeads
      << " kv heads, head_dim " << s.headDim
      << (s.attnSoftcap ? ", logit soft-cap" : "") << "\n"
-     << "norm: " << (s.norm.kind == NormKind::RMSNorm ? "rms" : "layer")
+     << "norm: " << (s.norm.kind == NormType::RMSNorm ? "rms" : "layer")
      << ", " << placements[int(s.placement)]
      << (s.parallelBlock ? ", parallel block" : ", serial block") << "\n"
      << "ffn: " << (s.ffnKind == FfnKind::Glu ? "glu " : "mlp ")

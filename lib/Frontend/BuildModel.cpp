@@ -76,7 +76,7 @@ private:
     if (name.empty())
       return;
     vec(name + ".weight", n);
-    if (s.norm.kind == NormKind::LayerNorm && s.norm.bias)
+    if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
       vec(name + ".bias", n);
   }
   void linear(const std::string &name, int64_t in, int64_t out, bool bias) {
@@ -122,7 +122,7 @@ public:
     if (slot.empty())
       return x;
     Value weight = w.at(slot + ".weight");
-    if (s.norm.kind == NormKind::RMSNorm)
+    if (s.norm.kind == NormType::RMSNorm)
       return rmsNorm(x, weight, 1);
     Value bias = s.norm.bias ? w.at(slot + ".bias") : Value();
     return LayerNormOp::create(b, loc, x.getType(), x, weight, bias,
@@ -380,7 +380,7 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
     std::map<std::string, Value> w;
     w[s.names.finalNorm + ".weight"] =
         em.param(s.names.finalNorm + ".weight", {s.hiddenSize});
-    if (s.norm.kind == NormKind::LayerNorm && s.norm.bias)
+    if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
       w[s.names.finalNorm + ".bias"] =
           em.param(s.names.finalNorm + ".bias", {s.hiddenSize});
     h = em.norm(w, s.names.finalNorm, h);

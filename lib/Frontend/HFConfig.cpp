@@ -135,7 +135,7 @@ void readLlamaCommon(JsonFields &f, ModelSpec &s) {
   } else {
     s.headDim = s.hiddenSize / s.numHeads;
   }
-  s.norm.kind = NormKind::RMSNorm;
+  s.norm.kind = NormType::RMSNorm;
   s.norm.eps = f.getNumber("rms_norm_eps", 1e-6);
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
   s.ffnKind = FfnKind::Glu;
@@ -300,7 +300,7 @@ void readGPTNeoX(JsonFields &f, ModelSpec &s) {
   if (!f.ok())
     return;
   s.headDim = s.hiddenSize / s.numHeads;
-  s.norm = {NormKind::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
             true};
   s.parallelBlock = f.getBool("use_parallel_residual", true);
   s.ffnKind = FfnKind::Mlp;
@@ -351,7 +351,7 @@ void readGPT2(JsonFields &f, ModelSpec &s) {
   if (!f.ok())
     return;
   s.headDim = s.hiddenSize / s.numHeads;
-  s.norm = {NormKind::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
             true};
   s.ffnKind = FfnKind::Mlp;
   s.activation = activationFromHF(f, "activation_function", "gelu_tanh");

@@ -27,13 +27,13 @@ void readNorm(JsonFields &f, ModelSpec &s) {
   std::string kind = n.getChoice("kind", "rms", {"rms", "layer"});
   std::string placement = n.getChoice(
       "placement", "pre", {"pre", "post", "branch_post", "sandwich"});
-  s.norm.kind = kind == "rms" ? NormKind::RMSNorm : NormKind::LayerNorm;
+  s.norm.kind = kind == "rms" ? NormType::RMSNorm : NormType::LayerNorm;
   s.norm.eps = n.getNumber("eps", 1e-5);
   if (n.ok() && s.norm.eps < 0)
     n.fail("eps", "must be non-negative");
   s.norm.gainOffset = n.getNumber("gain_offset", 0.0);
   s.norm.bias = n.getBool("bias", false);
-  if (n.ok() && s.norm.bias && s.norm.kind == NormKind::RMSNorm)
+  if (n.ok() && s.norm.bias && s.norm.kind == NormType::RMSNorm)
     n.fail("bias", "RMSNorm has no bias");
   std::map<std::string, NormPlacement> placements = {
       {"pre", NormPlacement::Pre},

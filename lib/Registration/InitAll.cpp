@@ -18,4 +18,5 @@ void tbc::registerAllDialects(mlir::DialectRegistry &registry) {
 void tbc::registerAllPasses() {
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
   registerTbcPasses();
+  registerFusePipeline();
 }

@@ -11,6 +11,14 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "tbc/TbcDialect.h.inc"
+
+namespace tbc {
+/// Ops with this trait are pure functions of parameters, evaluated once by
+/// the runtime when it binds weights (never per token).
+template <typename ConcreteType>
+class WeightTransform
+    : public mlir::OpTrait::TraitBase<ConcreteType, WeightTransform> {};
+} // namespace tbc
 #include "tbc/TbcEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

@@ -16,7 +16,7 @@
 
 namespace tbc {
 
-enum class NormKind { RMSNorm, LayerNorm };
+enum class NormType { RMSNorm, LayerNorm };
 
 /// Where a block's norms sit relative to its two sub-layers f (attention, FFN):
 ///   Pre        x + f(n(x))                     Llama, GPT-2, GPT-NeoX
@@ -38,7 +38,7 @@ enum class QkvLayout {
 };
 
 struct NormSpec {
-  NormKind kind = NormKind::RMSNorm;
+  NormType kind = NormType::RMSNorm;
   double eps = 1e-5;
   double gainOffset = 0.0; // 1 for Gemma's (1 + w)
   bool bias = false;       // LayerNorm only

@@ -1,0 +1,168 @@
+//===- TbcFusedOps.td - ops produced by the fusion passes --*- tablegen -*-===//
+//
+// Fused ops replace chains of core ops; each says which ones. Weight
+// transforms are pure functions of parameters that the runtime carries out
+// once, when it binds the user's unmodified checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_FUSED_OPS_TD
+#define TBC_FUSED_OPS_TD
+
+include "TbcDialect.td"
+include "TbcAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Marks ops evaluated at bind time on parameters, never per token.
+def Tbc_WeightTransform : NativeOpTrait<"WeightTransform"> {
+  let cppNamespace = "::tbc";
+}
+
+//===----------------------------------------------------------------------===//
+// Fused compute
+//===----------------------------------------------------------------------===//
+
+def Tbc_FusedLinearOp : Tbc_Op<"fused_linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "projection with a norm prologue and an activation/GLU/soft-cap epilogue";
+  let description = [{
+    Replaces `rms_norm`/`layer_norm` → `linear` (→ `glu` | `activation`)
+    (→ `softcap`) chains, and the `split` + `glu` of a fused gate/up weight.
+    The normalised tensor is never materialised:
+
+    * prologue `norm = rms`: `z = rsqrt(mean(x^2) + eps) * (x W^T) + b`;
+      the gain is already folded into `W` (`tbc.fold_gain`).
+    * prologue `norm = layer`: `z = rstd * (x W^T - mean(x) * c) + b` with
+      `c = mean_correction` = the row sums of the folded weight
+      (`tbc.weight_row_sums`) and the LayerNorm bias folded into `b`
+      (`tbc.fold_bias`).
+    * no prologue: `z = x W^T + b`.
+
+    The epilogue applies, in order: `glu`: `y = act(z[:, :F]) * z[:, F:]`
+    with `F = rows / 2` (the weight holds the gate rows, then the up rows,
+    as Phi-3's `gate_up_proj`); or `act` alone: `y = act(z)`; then
+    `softcap`: `y = cap * tanh(y / cap)`. Statistics and accumulation are
+    float32. `weight_in_out` means the weight is `[in, out]` (GPT-2).
+
+    ```mlir
+    %qkv = tbc.fused_linear %x, %w norm = rms eps = 1.0e-05 : tensor<?x?x4096xf32>, tensor<6144x4096xf32> -> tensor<?x?x6144xf32>
+    %h = tbc.fused_linear %x, %wgu norm = rms eps = 1.0e-05 act = silu glu : tensor<?x?x4096xf32>, tensor<28672x4096xf32> -> tensor<?x?x14336xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
+                       Optional<Tbc_FloatTensor>:$bias,
+                       Optional<Tbc_FloatTensor>:$mean_correction,
+                       OptionalAttr<Tbc_NormKind>:$norm, OptionalAttr<F64Attr>:$eps,
+                       OptionalAttr<Tbc_Activation>:$act, UnitAttr:$glu,
+                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$weight_in_out);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `)`)? (`mean_correction` `(` $mean_correction^ `)`)?
+    (`norm` `=` $norm^)? (`eps` `=` $eps^)? (`act` `=` $act^)? (`glu` $glu^)?
+    (`softcap` `=` $softcap^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
+    type($input) `,` type($weight) (`,` type($bias)^)? (`,` type($mean_correction)^)? `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getInFeatures();
+    /// Rows of the projection: 2 F for a GLU epilogue, else the output width.
+    int64_t getProjectionWidth();
+  }];
+  let hasVerifier = 1;
+}
+
+def Tbc_AddNormOp : Tbc_Op<"add_norm", [Pure, AllTypesMatch<["lhs", "rhs", "sum", "normed"]>]> {
+  let summary = "residual add followed by a norm: returns the sum and its norm";
+  let description = [{
+    Replaces `%s = tbc.add %a, %b` followed by `tbc.rms_norm %s` /
+    `tbc.layer_norm %s`: one pass over the rows produces `sum = a + b` and
+    `normed = norm(sum)`, so the sum is not re-read from memory.
+
+    ```mlir
+    %sum, %n = tbc.add_norm rms %a, %b, %w eps = 1.0e-05 : tensor<?x?x512xf32>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_NormKind:$kind, Tbc_FloatTensor:$lhs, Tbc_FloatTensor:$rhs,
+                       Tbc_FloatTensor:$weight, Optional<Tbc_FloatTensor>:$bias,
+                       F64Attr:$eps, OptionalAttr<F64Attr>:$gain_offset);
+  let results = (outs Tbc_FloatTensor:$sum, Tbc_FloatTensor:$normed);
+  let assemblyFormat = [{
+    $kind $lhs `,` $rhs `,` $weight (`,` $bias^)? `eps` `=` $eps (`gain_offset` `=` $gain_offset^)?
+    attr-dict `:` type($lhs) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Weight transforms (bind time)
+//===----------------------------------------------------------------------===//
+
+def Tbc_ConcatOp : Tbc_Op<"concat", [Pure, Tbc_WeightTransform]> {
+  let summary = "bind-time concatenation of parameters";
+  let description = [{
+    Concatenates weights along `dim` (rows of `[out, in]` weights: 0; of
+    `[in, out]` weights: 1) or biases (rank 1, dim 0). Produced by QKV and
+    gate/up merging; carried out once by the runtime when it binds weights.
+
+    ```mlir
+    %wqkv = tbc.concat %wq, %wk, %wv dim = 0 : (tensor<4096x4096xf32>, tensor<1024x4096xf32>, tensor<1024x4096xf32>) -> tensor<6144x4096xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tbc_FloatTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Tbc_FoldGainOp : Tbc_Op<"fold_gain", [Pure, Tbc_WeightTransform,
+                                          AllTypesMatch<["weight", "result"]>]> {
+  let summary = "bind-time W * diag(offset + gain): a norm's gain folded into a projection";
+  let description = [{
+    `result[o, i] = weight[o, i] * (offset + gain[i])` for `[out, in]`
+    weights, `result[i, o] = (offset + gain[i]) * weight[i, o]` with
+    `weight_in_out`. Lets a fused projection skip the gain multiply.
+
+    ```mlir
+    %wf = tbc.fold_gain %w, %gamma offset = 1.0 : tensor<4096x3584xf32>, tensor<3584xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$weight, Tbc_FloatTensor:$gain,
+                       OptionalAttr<F64Attr>:$offset, UnitAttr:$weight_in_out);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight `,` $gain (`offset` `=` $offset^)? (`weight_in_out` $weight_in_out^)? attr-dict
+    `:` type($weight) `,` type($gain)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tbc_WeightRowSumsOp : Tbc_Op<"weight_row_sums", [Pure, Tbc_WeightTransform]> {
+  let summary = "bind-time sum over the input features of each output row";
+  let description = [{
+    `result[o] = sum_i weight[o, i]` (or `sum_i weight[i, o]` with
+    `weight_in_out`): the mean correction of a LayerNorm fused into a
+    projection, `(x - mean) W^T = x W^T - mean * result`.
+  }];
+  let arguments = (ins Tbc_FloatTensor:$weight, UnitAttr:$weight_in_out);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight (`weight_in_out` $weight_in_out^)? attr-dict `:` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tbc_FoldBiasOp : Tbc_Op<"fold_bias", [Pure, Tbc_WeightTransform]> {
+  let summary = "bind-time W beta + b: a LayerNorm bias folded into a projection bias";
+  let description = [{
+    `result[o] = sum_i weight[o, i] * beta[i] + bias[o]` (`bias` optional;
+    `weight[i, o]` with `weight_in_out`).
+  }];
+  let arguments = (ins Tbc_FloatTensor:$weight, Tbc_FloatTensor:$beta,
+                       Optional<Tbc_FloatTensor>:$bias, UnitAttr:$weight_in_out);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight `,` $beta (`,` $bias^)? (`weight_in_out` $weight_in_out^)? attr-dict
+    `:` type($weight) `,` type($beta) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TBC_FUSED_OPS_TD

@@ -1,0 +1,161 @@
+//===- TbcFusedOps.cpp - verifiers of fused ops and weight transforms -----===//
+
+#include "tbc/Dialect/TbcDialect.h"
+
+using namespace mlir;
+using namespace tbc;
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Rank-1 operand of length `n`.
+static LogicalResult checkVector(Operation *op, Value v, StringRef what,
+                                 int64_t n) {
+  RankedTensorType t = tensorType(v);
+  if (t.getRank() != 1 || t.getShape()[0] != n)
+    return op->emitOpError() << what << " must be a vector of " << n
+                             << " elements, got " << t;
+  return success();
+}
+
+/// [out, in] (or [in, out]) dimensions of a rank-2 weight.
+static FailureOr<std::pair<int64_t, int64_t>>
+weightOutIn(Operation *op, Value weight, bool inOut) {
+  RankedTensorType t = tensorType(weight);
+  if (t.getRank() != 2)
+    return op->emitOpError("weight must be rank 2, got ") << t;
+  int64_t out = t.getShape()[inOut ? 1 : 0], in = t.getShape()[inOut ? 0 : 1];
+  return std::make_pair(out, in);
+}
+
+//===----------------------------------------------------------------------===//
+// FusedLinearOp
+//===----------------------------------------------------------------------===//
+
+int64_t FusedLinearOp::getInFeatures() {
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  return getWeightInOut() ? w[0] : w[1];
+}
+
+int64_t FusedLinearOp::getProjectionWidth() {
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  return getWeightInOut() ? w[1] : w[0];
+}
+
+LogicalResult FusedLinearOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> outIn =
+      weightOutIn(*this, getWeight(), getWeightInOut());
+  if (failed(outIn))
+    return failure();
+  auto [rows, in] = *outIn;
+  ArrayRef<int64_t> x = getInput().getType().getShape();
+  ArrayRef<int64_t> y = getResult().getType().getShape();
+  if (x.empty() || x.back() != in)
+    return emitOpError("input must end in the weight's ")
+           << in << " input features, got " << getInput().getType();
+  if (getNorm().has_value() != getEps().has_value())
+    return emitOpError("'norm' and 'eps' go together");
+  if (getEps() && getEps()->convertToDouble() < 0)
+    return emitOpError("'eps' must be non-negative");
+  bool layer = getNorm() == NormKind::layer;
+  if (layer != bool(getMeanCorrection()))
+    return emitOpError("a LayerNorm prologue needs a mean_correction operand, "
+                       "and only it");
+  if (getGlu() && !getAct())
+    return emitOpError("'glu' needs an 'act'");
+  if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
+    return emitOpError("'softcap' must be positive");
+  if (getGlu() && rows % 2 != 0)
+    return emitOpError("a GLU epilogue needs an even number of weight rows "
+                       "(gate then up), got ")
+           << rows;
+  int64_t out = getGlu() ? rows / 2 : rows;
+  if (y.size() != x.size() || y.back() != out)
+    return emitOpError("result must end in ")
+           << out << " features, got " << getResult().getType();
+  if (getBias() && failed(checkVector(*this, getBias(), "bias", rows)))
+    return failure();
+  if (getMeanCorrection() &&
+      failed(checkVector(*this, getMeanCorrection(), "mean_correction", rows)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AddNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddNormOp::verify() {
+  if (getLhs().getType() != getRhs().getType() ||
+      getSum().getType() != getLhs().getType() ||
+      getNormed().getType() != getLhs().getType())
+    return emitOpError("operands and results must share one type");
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("'eps' must be non-negative");
+  int64_t hidden = getLhs().getType().getShape().back();
+  if (failed(checkVector(*this, getWeight(), "weight", hidden)))
+    return failure();
+  if (getBias() && (getKind() != NormKind::layer ||
+                    failed(checkVector(*this, getBias(), "bias", hidden))))
+    return emitOpError("only a LayerNorm takes a bias of the hidden size");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Weight transforms
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  int64_t dim = getDim();
+  RankedTensorType first = tensorType(getInputs()[0]);
+  if (dim < 0 || dim >= first.getRank())
+    return emitOpError("'dim' ") << dim << " is out of range";
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] = 0;
+  for (Value v : getInputs()) {
+    RankedTensorType t = tensorType(v);
+    if (t.getRank() != first.getRank() ||
+        t.getElementType() != first.getElementType())
+      return emitOpError("inputs must share rank and element type");
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != dim && t.getShape()[d] != first.getShape()[d])
+        return emitOpError("inputs differ outside dimension ") << dim;
+    shape[dim] += t.getShape()[dim];
+  }
+  if (getResult().getType() !=
+      RankedTensorType::get(shape, first.getElementType()))
+    return emitOpError("result must be ")
+           << RankedTensorType::get(shape, first.getElementType());
+  return success();
+}
+
+LogicalResult FoldGainOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> outIn =
+      weightOutIn(*this, getWeight(), getWeightInOut());
+  if (failed(outIn))
+    return failure();
+  return checkVector(*this, getGain(), "gain", outIn->second);
+}
+
+LogicalResult WeightRowSumsOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> outIn =
+      weightOutIn(*this, getWeight(), getWeightInOut());
+  if (failed(outIn))
+    return failure();
+  return checkVector(*this, getResult(), "result", outIn->first);
+}
+
+LogicalResult FoldBiasOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> outIn =
+      weightOutIn(*this, getWeight(), getWeightInOut());
+  if (failed(outIn) ||
+      failed(checkVector(*this, getBeta(), "beta", outIn->second)) ||
+      failed(checkVector(*this, getResult(), "result", outIn->first)))
+    return failure();
+  if (getBias() && failed(checkVector(*this, getBias(), "bias", outIn->first)))
+    return failure();
+  return success();
+}

@@ -1,0 +1,56 @@
+//===- FuseSoftcap.cpp - soft-caps as projection epilogues ----------------===//
+
+#include "FusionUtils.h"
+#include "tbc/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+
+namespace tbc {
+#define GEN_PASS_DEF_TBCFUSESOFTCAP
+#include "tbc/TbcPasses.h.inc"
+} // namespace tbc
+
+using namespace tbc;
+
+namespace {
+struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftcapOp cap,
+                                PatternRewriter &rewriter) const override {
+    Operation *producer = cap.getInput().getDefiningOp();
+    if (!producer || !producer->hasOneUse())
+      return rewriter.notifyMatchFailure(cap, "input has other users");
+    if (auto l = dyn_cast<LinearOp>(producer)) {
+      rewriter.replaceOpWithNewOp<FusedLinearOp>(
+          cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
+          Value(), NormKindAttr(), FloatAttr(), ActivationAttr(), false,
+          cap.getCapAttr(), l.getWeightInOut());
+      rewriter.eraseOp(l);
+      return success();
+    }
+    if (auto f = dyn_cast<FusedLinearOp>(producer)) {
+      if (f.getSoftcap())
+        return rewriter.notifyMatchFailure(cap, "already soft-capped");
+      rewriter.modifyOpInPlace(f, [&] { f.setSoftcapAttr(cap.getCapAttr()); });
+      rewriter.replaceOp(cap, f.getResult());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(cap, "input is not a projection");
+  }
+};
+
+struct TbcFuseSoftcapPass : tbc::impl::TbcFuseSoftcapBase<TbcFuseSoftcapPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseSoftcapPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void tbc::populateFuseSoftcapPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseSoftcapIntoProjection>(patterns.getContext());
+}
