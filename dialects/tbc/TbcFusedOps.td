@@ -44,8 +44,10 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
     float32. `weight_in_out` means the weight is `[in, out]` (GPT-2).
 
     ```mlir
-    %qkv = tbc.fused_linear %x, %w norm = rms eps = 1.0e-05 : tensor<?x?x4096xf32>, tensor<6144x4096xf32> -> tensor<?x?x6144xf32>
-    %h = tbc.fused_linear %x, %wgu norm = rms eps = 1.0e-05 act = silu glu : tensor<?x?x4096xf32>, tensor<28672x4096xf32> -> tensor<?x?x14336xf32>
+    %qkv = tbc.fused_linear %x, %w norm = rms eps = 1.0e-05
+             : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>) -> tensor<?x?x6144xf32>
+    %h = tbc.fused_linear %x, %wgu norm = rms eps = 1.0e-05 act = silu glu
+             : (tensor<?x?x4096xf32>, tensor<28672x4096xf32>) -> tensor<?x?x14336xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
@@ -59,7 +61,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
     $input `,` $weight (`bias` `(` $bias^ `)`)? (`mean_correction` `(` $mean_correction^ `)`)?
     (`norm` `=` $norm^)? (`eps` `=` $eps^)? (`act` `=` $act^)? (`glu` $glu^)?
     (`softcap` `=` $softcap^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
-    type($input) `,` type($weight) (`,` type($bias)^)? (`,` type($mean_correction)^)? `->` type($result)
+    functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     int64_t getInFeatures();

@@ -1,0 +1,44 @@
+// RUN: tbc-opt %s | FileCheck %s
+// RUN: tbc-opt %s | tbc-opt | FileCheck %s
+// RUN: tbc-opt %s --mlir-print-op-generic | tbc-opt | FileCheck %s
+
+// Round trip of the fused ops and the bind-time weight transforms.
+
+// CHECK-LABEL: func.func @fused_linear
+func.func @fused_linear(%x: tensor<?x?x32xf32>, %w: tensor<128x32xf32>, %b: tensor<128xf32>, %c: tensor<128xf32>, %wt: tensor<32x64xf32>)
+    -> (tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x128xf32>, tensor<?x?x64xf32>) {
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+  %0 = tbc.fused_linear %x, %w : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) norm = rms eps = 1.000000e-05 act = silu glu : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>) -> tensor<?x?x64xf32>
+  %1 = tbc.fused_linear %x, %w bias(%b) norm = rms eps = 1.0e-5 act = silu glu : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>) -> tensor<?x?x64xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} mean_correction(%{{.*}}) norm = layer eps = 1.000000e-05 act = gelu softcap = 3.000000e+01
+  %2 = tbc.fused_linear %x, %w mean_correction(%c) norm = layer eps = 1.0e-5 act = gelu softcap = 30.0 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>) -> tensor<?x?x128xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} weight_in_out : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  %3 = tbc.fused_linear %x, %wt weight_in_out : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %0, %1, %2, %3 : tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x128xf32>, tensor<?x?x64xf32>
+}
+
+// CHECK-LABEL: func.func @add_norm
+func.func @add_norm(%a: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = tbc.add_norm rms %{{.*}}, %{{.*}}, %{{.*}} eps = 1.000000e-05 gain_offset = 1.000000e+00 : tensor<?x?x32xf32>, tensor<32xf32>
+  %s, %n = tbc.add_norm rms %a, %b, %w eps = 1.0e-5 gain_offset = 1.0 : tensor<?x?x32xf32>, tensor<32xf32>
+  // CHECK: tbc.add_norm layer %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} eps = 1.000000e-05 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %s2, %n2 = tbc.add_norm layer %a, %b, %w, %w eps = 1.0e-5 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %s, %n, %n2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// CHECK-LABEL: func.func @transforms
+func.func @transforms(%a: tensor<8x4xf32>, %b: tensor<4x4xf32>, %g: tensor<4xf32>, %bias: tensor<12xf32>, %t: tensor<4x8xf32>)
+    -> (tensor<12x4xf32>, tensor<12xf32>, tensor<12xf32>, tensor<4x8xf32>) {
+  // CHECK: tbc.concat %{{.*}}, %{{.*}} dim = 0 : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<12x4xf32>
+  %c = tbc.concat %a, %b dim = 0 : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<12x4xf32>
+  // CHECK: tbc.fold_gain %{{.*}}, %{{.*}} offset = 1.000000e+00 : tensor<12x4xf32>, tensor<4xf32>
+  %f = tbc.fold_gain %c, %g offset = 1.0 : tensor<12x4xf32>, tensor<4xf32>
+  // CHECK: tbc.weight_row_sums %{{.*}} : tensor<12x4xf32> -> tensor<12xf32>
+  %r = tbc.weight_row_sums %f : tensor<12x4xf32> -> tensor<12xf32>
+  // CHECK: tbc.fold_bias %{{.*}}, %{{.*}}, %{{.*}} : tensor<12x4xf32>, tensor<4xf32>, tensor<12xf32> -> tensor<12xf32>
+  %fb = tbc.fold_bias %c, %g, %bias : tensor<12x4xf32>, tensor<4xf32>, tensor<12xf32> -> tensor<12xf32>
+  // CHECK: tbc.fold_gain %{{.*}}, %{{.*}} weight_in_out : tensor<4x8xf32>, tensor<4xf32>
+  %ft = tbc.fold_gain %t, %g weight_in_out : tensor<4x8xf32>, tensor<4xf32>
+  return %f, %r, %fb, %ft : tensor<12x4xf32>, tensor<12xf32>, tensor<12xf32>, tensor<4x8xf32>
+}
