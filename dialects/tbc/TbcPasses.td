@@ -99,4 +99,36 @@ def TbcHoistWeightTransforms : Pass<"tbc-hoist-weight-transforms", "::mlir::Modu
   }];
 }
 
+def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Outline every compute op into a kernel function";
+  let description = [{
+    Each tbc compute op of @forward and of the layer functions becomes a
+    call to a private kernel function `@k<N>_<op>` (marked `tbc.kernel`)
+    holding just that op. Layer functions are shared, so the number of
+    kernels does not grow with the number of layers; what remains of
+    @forward and the layer functions is the schedule the runtime follows
+    (parameters, bind-time transforms, kernel calls, and `tbc.split` of the
+    last dimension, which is a view). Attention kernels are marked
+    `tbc.kv_cache`: the runtime passes each call site its own key/value
+    cache.
+  }];
+}
+
+def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower outlined tbc kernels to linalg on memrefs (the CPU path)";
+  let description = [{
+    Every `tbc.kernel` function becomes a function on memrefs in
+    destination-passing style: its operands, then one buffer per result,
+    then (attention) the key and value caches. Activation operands may be
+    strided views (splits of a fused projection). Bodies are linalg
+    generics (matmuls as reductions, norms as row reductions, attention as
+    score / mask / softmax / weighted-sum steps) plus memref allocations for
+    temporaries. Functions that are not kernels (the schedule) are removed:
+    the module writer has already recorded them in the manifest.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // TBC_PASSES_TD

@@ -17,7 +17,10 @@
 #include "tbc/Frontend/ModelReaders.h"
 #include "tbc/Frontend/WeightCheck.h"
 #include "tbc/InitAll.h"
+#include "tbc/Runtime/ModuleFile.h"
 #include "tbc/Support/FileIO.h"
+#include "tbc/Target/HostCodegen.h"
+#include "tbc/Target/Manifest.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -40,7 +43,12 @@ int fail(const std::string &message) {
 }
 
 /// The stages `--emit` can stop at, in pipeline order.
-const char *const kStages[] = {"tbc", "fused"};
+const char *const kStages[] = {"tbc",    "fused", "kernels",
+                               "linalg", "llvm",  "module"};
+int64_t stageIndexOf(llvm::StringRef stage) {
+  return std::find(std::begin(kStages), std::end(kStages), stage) -
+         std::begin(kStages);
+}
 } // namespace
 
 int tbc::compileMain(int argc, char **argv) {
@@ -53,9 +61,14 @@ int tbc::compileMain(int argc, char **argv) {
       "o", cl::cat(cat), cl::init("-"), cl::value_desc("file"),
       cl::desc("Output file ('-' for stdout); written atomically"));
   static cl::opt<std::string> emit(
-      "emit", cl::cat(cat), cl::init("fused"), cl::value_desc("stage"),
-      cl::desc("Stage to emit: tbc (the model as built, before any pass), "
-               "fused (after the tbc-fuse pipeline; the default)"));
+      "emit", cl::cat(cat), cl::init("module"), cl::value_desc("stage"),
+      cl::desc("Stage to emit: tbc (the model as built), fused (after "
+               "tbc-fuse), kernels (one function per kernel + the schedule), "
+               "linalg, llvm (LLVM dialect), module (a runnable .tbcm; the "
+               "default)"));
+  static cl::opt<std::string> target(
+      "target", cl::cat(cat), cl::init("cpu"), cl::value_desc("cpu"),
+      cl::desc("Code generation target (cpu)"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -75,6 +88,7 @@ int tbc::compileMain(int argc, char **argv) {
       cl::desc("Check every parameter against this checkpoint (a Hugging "
                "Face folder's own weights are checked by default)"));
 
+  tbc::registerAllPasses(); // the lowering pipelines are parsed by name
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -90,7 +104,17 @@ int tbc::compileMain(int argc, char **argv) {
   for (const char *s : kStages)
     knownStage |= emit == s;
   if (!knownStage)
-    return fail("unknown --emit stage '" + emit + "' (available: tbc, fused)");
+    return fail("unknown --emit stage '" + emit +
+                "' (available: tbc, fused, kernels, linalg, llvm, module)");
+  if (target != "cpu")
+    return fail("unknown --target '" + target +
+                "' (this build generates code for: cpu)");
+  if (emit == "module" && output == "-")
+    return fail("a module is binary: give -o FILE.tbcm (or --emit tbc|fused|"
+                "kernels|linalg|llvm for text)");
+  if (stageIndexOf(emit) >= stageIndexOf("linalg") && dtype != "f32")
+    return fail("the CPU backend computes in f32: compile with --dtype f32 "
+                "(bf16/f16 checkpoints are converted when weights are bound)");
   if (reportTokens < 1)
     return fail("--report-tokens must be at least 1");
   Type (*eltType)(MLIRContext *) = nullptr;
@@ -156,22 +180,29 @@ int tbc::compileMain(int argc, char **argv) {
       return fail("the checkpoint does not match the model:\n" + problems);
   }
 
-  // The pipeline up to the requested stage; the MLIR pass-manager flags
-  // (--mlir-print-ir-*, --mlir-timing) apply to it.
+  // The pipeline, stage by stage up to the requested one; the MLIR
+  // pass-manager flags (--mlir-print-ir-*, --mlir-timing) apply to each.
   OwningOpRef<ModuleOp> unfused;
   if (report)
     unfused = module->clone();
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return fail("invalid pass-manager options");
-  if (emit != "tbc" && !noFuse)
-    buildFusePipeline(pm);
-  {
-    TimingScope passTiming = timing.nest("passes");
+  auto stageIndex = stageIndexOf;
+  int64_t last = stageIndex(emit);
+  auto runStage = [&](StringRef name,
+                      llvm::function_ref<LogicalResult(OpPassManager &)> build)
+      -> LogicalResult {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)) || failed(build(pm)))
+      return failure();
+    TimingScope passTiming = timing.nest(name);
     pm.enableTiming(passTiming);
-    if (failed(pm.run(*module)))
-      return fail("the pass pipeline failed");
-  }
+    return pm.run(*module);
+  };
+  if (last >= stageIndex("fused") && !noFuse &&
+      failed(runStage("fuse", [](OpPassManager &pm) {
+        buildFusePipeline(pm);
+        return success();
+      })))
+    return fail("the fusion pipeline failed");
 
   if (report) {
     llvm::raw_ostream &os = llvm::errs();
@@ -183,17 +214,54 @@ int tbc::compileMain(int argc, char **argv) {
     printCostSummary(*unfused, *module, reportTokens, os);
   }
 
+  std::string manifest;
+  if (last >= stageIndex("kernels")) {
+    if (failed(runStage("outline kernels", [](OpPassManager &pm) {
+          pm.addPass(createTbcOutlineKernels());
+          return success();
+        })))
+      return fail("outlining kernels failed");
+    FailureOr<std::string> m = buildManifest(*module, "cpu");
+    if (failed(m))
+      return fail("the model cannot be scheduled");
+    manifest = *m;
+  }
+  if (last >= stageIndex("linalg") &&
+      failed(runStage("lower to linalg", [](OpPassManager &pm) {
+        buildLinalgPipeline(pm);
+        return success();
+      })))
+    return fail("lowering to linalg failed");
+  if (last >= stageIndex("llvm") &&
+      failed(runStage("lower to llvm", buildLLVMPipeline)))
+    return fail("lowering to the LLVM dialect failed");
+
   TimingScope t = timing.nest("output");
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module->print(os);
-  os.flush();
+  std::string bytes;
+  if (emit == "module") {
+    std::string why;
+    FailureOr<std::string> so;
+    {
+      TimingScope codegen = t.nest("host code generation");
+      so = emitHostSharedObject(*module, why);
+    }
+    if (failed(so))
+      return fail(why);
+    rt::ModuleFile file{manifest, {{"host.so", *so}}};
+    bytes = rt::encodeModuleFile(file);
+  } else {
+    llvm::raw_string_ostream os(bytes);
+    module->print(os);
+  }
   if (output == "-") {
-    llvm::outs() << text;
+    llvm::outs() << bytes;
     return 0;
   }
-  std::string why = writeFileAtomically(output, text);
+  std::string why = writeFileAtomically(output, bytes);
   if (!why.empty())
     return fail(why);
+  if (emit == "module")
+    llvm::errs() << "tbc compile: wrote " << output << " ("
+                 << bytes.size() / 1024 << " KiB)\n";
   return 0;
 }

@@ -8,15 +8,19 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
 
 void tbc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<TbcDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::tensor::TensorDialect>();
+  registry.insert<TbcDialect>();
+  // The CPU and CUDA paths go through upstream dialects (linalg, memref,
+  // scf, llvm, gpu, nvvm, ...): register them all, as mlir-opt does.
+  mlir::registerAllDialects(registry);
 }
 
 void tbc::registerAllPasses() {
-  mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
+  mlir::registerAllPasses(); // canonicalize, cse, the lowering passes, ...
   registerTbcPasses();
   registerFusePipeline();
 }

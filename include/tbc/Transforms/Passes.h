@@ -7,6 +7,12 @@
 #include "mlir/Pass/PassManager.h"
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 namespace mlir {
 class RewritePatternSet;
 } // namespace mlir

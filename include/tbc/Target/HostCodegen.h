@@ -1,0 +1,30 @@
+//===- HostCodegen.h - CPU kernels to a host shared object ------*- C++ -*-===//
+
+#ifndef TBC_TARGET_HOSTCODEGEN_H
+#define TBC_TARGET_HOSTCODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace tbc {
+
+/// tbc kernels -> linalg on memrefs (--tbc-lower-to-linalg).
+void buildLinalgPipeline(mlir::OpPassManager &pm);
+/// linalg on memrefs -> loops -> LLVM dialect.
+mlir::LogicalResult buildLLVMPipeline(mlir::OpPassManager &pm);
+
+/// LLVM dialect -> LLVM IR text (with a `<kernel>_packed(void **args)` entry
+/// per kernel, the runtime's one calling convention), optimised at -O3.
+mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
+                                               std::string &error);
+
+/// LLVM dialect -> a host shared object (bytes), via an object file for the
+/// host CPU and the system linker (`cc -shared`).
+mlir::FailureOr<std::string> emitHostSharedObject(mlir::ModuleOp module,
+                                                  std::string &error);
+
+} // namespace tbc
+
+#endif // TBC_TARGET_HOSTCODEGEN_H

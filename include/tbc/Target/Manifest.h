@@ -1,0 +1,25 @@
+//===- Manifest.h - the schedule of an outlined module as JSON --*- C++ -*-===//
+//
+// After --tbc-outline-kernels, @forward and the layer functions are a
+// schedule: parameters, bind-time weight transforms, kernel calls and views.
+// This flattens it (one entry per layer call) into the manifest the runtime
+// executes; docs/module-format.md describes every field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_TARGET_MANIFEST_H
+#define TBC_TARGET_MANIFEST_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace tbc {
+
+/// Returns the manifest JSON, or fails with a diagnostic on the module.
+mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp outlined,
+                                           llvm::StringRef target);
+
+} // namespace tbc
+
+#endif // TBC_TARGET_MANIFEST_H

@@ -1,0 +1,126 @@
+//===- KernelBuilder.cpp - linalg-on-memref building blocks ---------------===//
+
+#include "KernelBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace tbc;
+
+Value KernelBuilder::f32(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+Value KernelBuilder::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value KernelBuilder::dim(Value memref, int64_t i) {
+  return memref::DimOp::create(b, loc, memref, i);
+}
+
+Value KernelBuilder::alloc(ArrayRef<int64_t> shape, ValueRange dynamic) {
+  auto type = MemRefType::get(shape, b.getF32Type());
+  return memref::AllocOp::create(b, loc, type, dynamic);
+}
+
+void KernelBuilder::dealloc(Value buffer) {
+  memref::DeallocOp::create(b, loc, buffer);
+}
+
+void KernelBuilder::fill(Value buffer, double value) {
+  linalg::FillOp::create(b, loc, ValueRange{f32(value)}, ValueRange{buffer});
+}
+
+Value KernelBuilder::splitLastDim(Value memref, int64_t groups) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t last = shape.back();
+  shape.back() = groups;
+  shape.push_back(last / groups);
+  SmallVector<ReassociationIndices> reassoc;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    reassoc.push_back({i});
+  reassoc.push_back({rank - 1, rank});
+  FailureOr<MemRefType> resultType =
+      memref::ExpandShapeOp::computeExpandedType(type, shape, reassoc);
+  assert(succeeded(resultType) && "last dim has unit stride");
+  SmallVector<OpFoldResult> outShape;
+  for (int64_t i = 0; i < rank + 1; ++i) {
+    if (ShapedType::isDynamic(shape[i]))
+      outShape.push_back(dim(memref, i));
+    else
+      outShape.push_back(b.getIndexAttr(shape[i]));
+  }
+  return memref::ExpandShapeOp::create(b, loc, *resultType, memref, reassoc,
+                                       outShape);
+}
+
+void KernelBuilder::generic(ValueRange ins, ValueRange outs,
+                            ArrayRef<AffineMap> maps,
+                            ArrayRef<utils::IteratorType> iterators,
+                            BodyFn body) {
+  linalg::GenericOp::create(b, loc, TypeRange{}, ins, outs, maps, iterators,
+                            body);
+}
+
+AffineMap KernelBuilder::map(unsigned numDims, ArrayRef<AffineExpr> exprs) {
+  return AffineMap::get(numDims, 0, exprs, b.getContext());
+}
+
+AffineMap KernelBuilder::identity(unsigned numDims) {
+  return b.getMultiDimIdentityMap(numDims);
+}
+
+SmallVector<utils::IteratorType> KernelBuilder::iterators(unsigned parallel,
+                                                          unsigned reduction) {
+  SmallVector<utils::IteratorType> it(parallel, utils::IteratorType::parallel);
+  it.append(reduction, utils::IteratorType::reduction);
+  return it;
+}
+
+Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {
+  auto c = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
+  auto sigmoid = [&](Value v) -> Value {
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, v));
+    return arith::DivFOp::create(b, loc, c(1.0),
+                                 arith::AddFOp::create(b, loc, c(1.0), e));
+  };
+  switch (act) {
+  case Activation::silu:
+    return arith::MulFOp::create(b, loc, x, sigmoid(x));
+  case Activation::sigmoid:
+    return sigmoid(x);
+  case Activation::relu:
+    return arith::MaximumFOp::create(b, loc, x, c(0.0));
+  case Activation::gelu: {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value e = math::ErfOp::create(b, loc,
+                                  arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+    Value one = arith::AddFOp::create(b, loc, c(1.0), e);
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, c(0.5), x),
+                                 one);
+  }
+  case Activation::gelu_tanh: {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value inner = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
+    Value t = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(std::sqrt(2.0 / M_PI)), inner));
+    Value one = arith::AddFOp::create(b, loc, c(1.0), t);
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, c(0.5), x),
+                                 one);
+  }
+  }
+  return x;
+}
+
+Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x) {
+  Value capV = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(cap)));
+  Value t = math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, capV));
+  return arith::MulFOp::create(b, loc, capV, t);
+}

@@ -1,0 +1,66 @@
+//===- KernelBuilder.h - linalg-on-memref building blocks -------*- C++ -*-===//
+//
+// Small helpers the kernel emitters share: constants, allocations, fills,
+// generic ops over activations, and the pointwise math of activations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_CONVERSION_KERNELBUILDER_H
+#define TBC_LIB_CONVERSION_KERNELBUILDER_H
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace tbc {
+
+using BodyFn =
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() { return loc; }
+
+  mlir::Value f32(double v);
+  mlir::Value idx(int64_t v);
+  mlir::Value dim(mlir::Value memref, int64_t i);
+  /// A temporary f32 buffer; `dynamic` gives the sizes of its dynamic dims.
+  mlir::Value alloc(llvm::ArrayRef<int64_t> shape, mlir::ValueRange dynamic);
+  void dealloc(mlir::Value buffer);
+  void fill(mlir::Value buffer, double value);
+  /// Splits the last dimension of `memref` into [groups, last / groups].
+  mlir::Value splitLastDim(mlir::Value memref, int64_t groups);
+
+  /// A linalg.generic over `numDims` loops; `maps` are lists of dim exprs.
+  void generic(mlir::ValueRange ins, mlir::ValueRange outs,
+               llvm::ArrayRef<mlir::AffineMap> maps,
+               llvm::ArrayRef<mlir::utils::IteratorType> iterators, BodyFn body);
+  mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<mlir::AffineExpr> exprs);
+  mlir::AffineMap identity(unsigned numDims);
+  mlir::AffineExpr d(unsigned i) { return b.getAffineDimExpr(i); }
+
+  static llvm::SmallVector<mlir::utils::IteratorType>
+  iterators(unsigned parallel, unsigned reduction = 0);
+
+private:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+};
+
+/// act(x) in f32 with the math dialect (gelu = exact erf form).
+mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
+                           Activation act, mlir::Value x);
+/// cap * tanh(x / cap).
+mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,
+                        mlir::Value x);
+
+} // namespace tbc
+
+#endif // TBC_LIB_CONVERSION_KERNELBUILDER_H

@@ -1,0 +1,713 @@
+//===- LowerKernels.cpp - tbc kernels -> linalg on memrefs ----------------===//
+//
+// Each outlined kernel (one tbc op) becomes a destination-passing function
+// on memrefs: operands, one output buffer per result, then for attention
+// the key/value caches. Activations are [batch = 1, T, features]; operand
+// activations may be strided views. All arithmetic is f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "tbc/Support/Rope.h"
+#include "tbc/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace tbc {
+#define GEN_PASS_DEF_TBCLOWERTOLINALG
+#include "tbc/TbcPasses.h.inc"
+} // namespace tbc
+
+using namespace tbc;
+
+namespace {
+using IT = utils::IteratorType;
+
+/// Memref type for a kernel operand: activations (dynamic dims) are strided
+/// views with a unit innermost stride; weights are contiguous.
+MemRefType operandType(Type t) {
+  auto tensor = cast<RankedTensorType>(t);
+  if (tensor.hasStaticShape())
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  SmallVector<int64_t> strides(tensor.getRank(), ShapedType::kDynamic);
+  strides.back() = 1;
+  auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
+                                       strides);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType(), layout);
+}
+
+MemRefType resultType(Type t) {
+  auto tensor = cast<RankedTensorType>(t);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// Emits the body of one kernel.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, ModuleOp module, int kernelIndex)
+      : kb(b, loc), b(b), loc(loc), module(module), kernelIndex(kernelIndex) {}
+
+  LogicalResult emit(Operation *op, ValueRange in, ValueRange out,
+                     ValueRange caches) {
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](EmbeddingOp e) { return embedding(e, in, out[0]); })
+        .Case([&](RMSNormOp n) {
+          return rmsNorm(in[0], in[1], out[0], n.getEps().convertToDouble(),
+                         n.getGainOffsetValue(), n.getNumGroups());
+        })
+        .Case([&](LayerNormOp n) {
+          return layerNorm(in[0], in[1], n.getBias() ? in[2] : Value(), out[0],
+                           n.getEps().convertToDouble());
+        })
+        .Case([&](AddNormOp n) { return addNorm(n, in, out); })
+        .Case([&](LinearOp l) {
+          return linear(in[0], in[1], l.getBias() ? in[2] : Value(), out[0],
+                        l.getWeightInOut());
+        })
+        .Case([&](FusedLinearOp f) { return fusedLinear(f, in, out[0]); })
+        .Case([&](SplitOp s) { return groupedSplit(s, in[0], out); })
+        .Case([&](RopeOp r) { return rope(r, in[0], in[1], out[0]); })
+        .Case([&](AttentionOp a) { return attention(a, in, out[0], caches); })
+        .Case([&](SinusoidalPositionsOp s) { return sinusoidal(s, in[0], out[0]); })
+        .Case([&](GluOp g) {
+          Activation act = g.getAct();
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange a) {
+            return arith::MulFOp::create(nb, l, emitActivation(nb, l, act, a[0]), a[1]);
+          });
+        })
+        .Case([&](ActivationOp a) {
+          Activation act = a.getAct();
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
+            return emitActivation(nb, l, act, v[0]);
+          });
+        })
+        .Case([&](SoftcapOp s) {
+          double cap = s.getCap().convertToDouble();
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
+            return emitSoftcap(nb, l, cap, v[0]);
+          });
+        })
+        .Case([&](AddOp) {
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
+            return arith::AddFOp::create(nb, l, v[0], v[1]);
+          });
+        })
+        .Default([&](Operation *o) {
+          return o->emitOpError("has no CPU lowering");
+        });
+  }
+
+private:
+  KernelBuilder kb;
+  OpBuilder &b;
+  Location loc;
+  ModuleOp module;
+  int kernelIndex;
+
+  Value T(Value activation) { return kb.dim(activation, 1); }
+  Value B(Value activation) { return kb.dim(activation, 0); }
+  static int64_t width(Value v) {
+    return cast<MemRefType>(v.getType()).getShape().back();
+  }
+
+  using PointFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+  /// out[b, t, f] = fn(in_0[b, t, f], ...).
+  LogicalResult pointwise(ValueRange in, Value out, PointFn fn) {
+    SmallVector<AffineMap> maps(in.size() + 1, kb.identity(3));
+    kb.generic(in, out, maps, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l, fn(nb, l, a.drop_back()));
+               });
+    return success();
+  }
+
+  LogicalResult embedding(EmbeddingOp e, ValueRange in, Value out) {
+    Value table = in[0], ids = in[1];
+    std::optional<double> scale;
+    if (e.getScale())
+      scale = e.getScale()->convertToDouble();
+    kb.generic(ids, out, {kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
+               KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                 Value col = linalg::IndexOp::create(nb, l, 2);
+                 Value v = memref::LoadOp::create(nb, l, table, ValueRange{row, col});
+                 if (scale)
+                   v = arith::MulFOp::create(
+                       nb, l, v,
+                       arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(*scale))));
+                 linalg::YieldOp::create(nb, l, v);
+               });
+    return success();
+  }
+
+  /// Per-row (per-group) sum of squares of x[b, t, G, glen] -> ss[b, t, G].
+  Value sumSquares(Value x4, Value x) {
+    int64_t groups = cast<MemRefType>(x4.getType()).getShape()[2];
+    Value ss = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, groups},
+                        {B(x), T(x)});
+    kb.fill(ss, 0.0);
+    kb.generic(x4, ss,
+               {kb.identity(4), kb.map(4, {kb.d(0), kb.d(1), kb.d(2)})},
+               KernelBuilder::iterators(3, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
+               });
+    return ss;
+  }
+
+  LogicalResult rmsNorm(Value x, Value w, Value out, double eps, double offset,
+                        int64_t groups) {
+    int64_t glen = width(x) / groups;
+    Value x4 = kb.splitLastDim(x, groups), out4 = kb.splitLastDim(out, groups);
+    Value ss = sumSquares(x4, x);
+    float inv = 1.0f / float(glen);
+    kb.generic(ValueRange{x4, ss, w}, out4,
+               {kb.identity(4), kb.map(4, {kb.d(0), kb.d(1), kb.d(2)}),
+                kb.map(4, {kb.d(3)}), kb.identity(4)},
+               KernelBuilder::iterators(4),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto c = [&](float v) {
+                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+                 };
+                 Value mean = arith::MulFOp::create(nb, l, a[1], c(inv));
+                 Value r = math::RsqrtOp::create(
+                     nb, l, arith::AddFOp::create(nb, l, mean, c(float(eps))));
+                 Value n = arith::MulFOp::create(nb, l, a[0], r);
+                 Value g = offset != 0.0
+                               ? arith::AddFOp::create(nb, l, c(float(offset)), a[2]).getResult()
+                               : a[2];
+                 linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, n, g).getResult());
+               });
+    kb.dealloc(ss);
+    return success();
+  }
+
+  /// mean[b, t] and rstd[b, t] of x's rows (biased variance).
+  std::pair<Value, Value> rowStats(Value x, double eps) {
+    float inv = 1.0f / float(width(x));
+    Value mean = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic}, {B(x), T(x)});
+    Value var = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic}, {B(x), T(x)});
+    kb.fill(mean, 0.0);
+    kb.fill(var, 0.0);
+    AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
+    kb.generic(x, mean, {kb.identity(3), rowMap}, KernelBuilder::iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+               });
+    kb.generic(ValueRange{}, mean, {kb.map(2, {kb.d(0), kb.d(1)})},
+               KernelBuilder::iterators(2),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value c = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(inv));
+                 linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], c).getResult());
+               });
+    kb.generic(ValueRange{x, mean}, var, {kb.identity(3), rowMap, rowMap},
+               KernelBuilder::iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value dlt = arith::SubFOp::create(nb, l, a[0], a[1]);
+                 Value sq = arith::MulFOp::create(nb, l, dlt, dlt);
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], sq).getResult());
+               });
+    kb.generic(ValueRange{}, var, {kb.map(2, {kb.d(0), kb.d(1)})},
+               KernelBuilder::iterators(2),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto c = [&](float v) {
+                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+                 };
+                 Value v = arith::AddFOp::create(
+                     nb, l, arith::MulFOp::create(nb, l, a[0], c(inv)), c(float(eps)));
+                 linalg::YieldOp::create(nb, l, math::RsqrtOp::create(nb, l, v).getResult());
+               });
+    return {mean, var}; // var now holds rstd
+  }
+
+  LogicalResult layerNorm(Value x, Value w, Value bias, Value out, double eps) {
+    auto [mean, rstd] = rowStats(x, eps);
+    AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
+    AffineMap colMap = kb.map(3, {kb.d(2)});
+    SmallVector<Value> ins{x, mean, rstd, w};
+    SmallVector<AffineMap> maps{kb.identity(3), rowMap, rowMap, colMap};
+    if (bias) {
+      ins.push_back(bias);
+      maps.push_back(colMap);
+    }
+    maps.push_back(kb.identity(3));
+    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value n = arith::MulFOp::create(
+                     nb, l, arith::SubFOp::create(nb, l, a[0], a[1]), a[2]);
+                 Value y = arith::MulFOp::create(nb, l, n, a[3]);
+                 if (bias)
+                   y = arith::AddFOp::create(nb, l, y, a[4]);
+                 linalg::YieldOp::create(nb, l, y);
+               });
+    kb.dealloc(mean);
+    kb.dealloc(rstd);
+    return success();
+  }
+
+  LogicalResult addNorm(AddNormOp n, ValueRange in, ValueRange out) {
+    Value sum = out[0];
+    if (failed(pointwise(ValueRange{in[0], in[1]}, sum,
+                         [&](OpBuilder &nb, Location l, ValueRange v) {
+                           return arith::AddFOp::create(nb, l, v[0], v[1]);
+                         })))
+      return failure();
+    double eps = n.getEps().convertToDouble();
+    if (n.getKind() == NormKind::rms) {
+      double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+      return rmsNorm(sum, in[2], out[1], eps, off, 1);
+    }
+    return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps);
+  }
+
+  /// acc[b, t, n] (+)= sum_k x[b, t, k] * W[n, k]   (W[k, n] with inOut).
+  void matmul(Value x, Value w, Value acc, bool inOut) {
+    AffineMap wMap = inOut ? kb.map(4, {kb.d(3), kb.d(2)})
+                           : kb.map(4, {kb.d(2), kb.d(3)});
+    kb.generic(ValueRange{x, w}, acc,
+               {kb.map(4, {kb.d(0), kb.d(1), kb.d(3)}), wMap,
+                kb.map(4, {kb.d(0), kb.d(1), kb.d(2)})},
+               KernelBuilder::iterators(3, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+               });
+  }
+
+  /// out = bias broadcast, or zero.
+  void initWithBias(Value out, Value bias) {
+    if (!bias) {
+      kb.fill(out, 0.0);
+      return;
+    }
+    kb.generic(bias, out, {kb.map(3, {kb.d(2)}), kb.identity(3)},
+               KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l, a[0]);
+               });
+  }
+
+  LogicalResult linear(Value x, Value w, Value bias, Value out, bool inOut) {
+    initWithBias(out, bias);
+    matmul(x, w, out, inOut);
+    return success();
+  }
+
+  LogicalResult fusedLinear(FusedLinearOp f, ValueRange in, Value out) {
+    Value x = in[0], w = in[1];
+    unsigned next = 2;
+    Value bias = f.getBias() ? in[next++] : Value();
+    Value corr = f.getMeanCorrection() ? in[next++] : Value();
+    bool inOut = f.getWeightInOut();
+    int64_t rows = f.getProjectionWidth();
+    int64_t outW = width(out);
+    std::optional<NormKind> norm = f.getNorm();
+    double eps = f.getEps() ? f.getEps()->convertToDouble() : 0.0;
+
+    // Row statistics of x (the normalised tensor is never materialised).
+    Value mean, rstd;
+    if (norm == NormKind::layer) {
+      std::tie(mean, rstd) = rowStats(x, eps);
+    } else if (norm == NormKind::rms) {
+      Value x4 = kb.splitLastDim(x, 1);
+      rstd = sumSquares(x4, x); // [b, t, 1]
+      float inv = 1.0f / float(width(x));
+      kb.generic(ValueRange{}, rstd, {kb.identity(3)}, KernelBuilder::iterators(3),
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   auto c = [&](float v) {
+                     return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+                   };
+                   Value m = arith::AddFOp::create(
+                       nb, l, arith::MulFOp::create(nb, l, a[0], c(inv)), c(float(eps)));
+                   linalg::YieldOp::create(nb, l, math::RsqrtOp::create(nb, l, m).getResult());
+                 });
+    }
+    Value acc = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, rows},
+                         {B(x), T(x)});
+    kb.fill(acc, 0.0);
+    matmul(x, w, acc, inOut);
+
+    // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
+    bool glu = f.getGlu();
+    std::optional<Activation> act = f.getAct();
+    std::optional<double> cap;
+    if (f.getSoftcap())
+      cap = f.getSoftcap()->convertToDouble();
+    int64_t half = glu ? outW : 0;
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    auto add = [&](Value v, AffineMap m) {
+      ins.push_back(v);
+      maps.push_back(m);
+    };
+    AffineMap rowMapRms = kb.map(3, {kb.d(0), kb.d(1), b.getAffineConstantExpr(0)});
+    AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
+    auto col = [&](int64_t off) { return kb.map(3, {kb.d(2) + off}); };
+    auto full = [&](int64_t off) {
+      return kb.map(3, {kb.d(0), kb.d(1), kb.d(2) + off});
+    };
+    add(acc, full(0));
+    if (glu)
+      add(acc, full(half));
+    int biasIdx = -1, corrIdx = -1, rstdIdx = -1, meanIdx = -1;
+    if (bias) {
+      biasIdx = ins.size();
+      add(bias, col(0));
+      if (glu)
+        add(bias, col(half));
+    }
+    if (corr) {
+      corrIdx = ins.size();
+      add(corr, col(0));
+      if (glu)
+        add(corr, col(half));
+    }
+    if (rstd) {
+      rstdIdx = ins.size();
+      add(rstd, norm == NormKind::rms ? rowMapRms : rowMap);
+    }
+    if (mean) {
+      meanIdx = ins.size();
+      add(mean, rowMap);
+    }
+    maps.push_back(kb.identity(3));
+    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto z = [&](int which) -> Value {
+                   Value v = a[which];
+                   if (corrIdx >= 0)
+                     v = arith::SubFOp::create(
+                         nb, l, v, arith::MulFOp::create(nb, l, a[meanIdx], a[corrIdx + which]));
+                   if (rstdIdx >= 0)
+                     v = arith::MulFOp::create(nb, l, v, a[rstdIdx]);
+                   if (biasIdx >= 0)
+                     v = arith::AddFOp::create(nb, l, v, a[biasIdx + which]);
+                   return v;
+                 };
+                 Value y = z(0);
+                 if (glu)
+                   y = arith::MulFOp::create(nb, l, emitActivation(nb, l, *act, y), z(1));
+                 else if (act)
+                   y = emitActivation(nb, l, *act, y);
+                 if (cap)
+                   y = emitSoftcap(nb, l, *cap, y);
+                 linalg::YieldOp::create(nb, l, y);
+               });
+    kb.dealloc(acc);
+    if (rstd)
+      kb.dealloc(rstd);
+    if (mean)
+      kb.dealloc(mean);
+    return success();
+  }
+
+  /// A per-group split (GPT-NeoX's [heads, 3 * head_dim] layout): copies.
+  LogicalResult groupedSplit(SplitOp s, Value in, ValueRange outs) {
+    int64_t groups = s.getNumGroups();
+    int64_t perGroup = width(in) / groups;
+    int64_t offset = 0;
+    for (Value out : outs) {
+      int64_t w = width(out) / groups;
+      int64_t off = offset;
+      kb.generic(ValueRange{}, out, {kb.identity(3)}, KernelBuilder::iterators(3),
+                 [&](OpBuilder &nb, Location l, ValueRange) {
+                   auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+                   Value f = linalg::IndexOp::create(nb, l, 2);
+                   Value g = arith::DivUIOp::create(nb, l, f, ci(w));
+                   Value j = arith::RemUIOp::create(nb, l, f, ci(w));
+                   Value src = arith::AddIOp::create(
+                       nb, l, arith::MulIOp::create(nb, l, g, ci(perGroup)),
+                       arith::AddIOp::create(nb, l, j, ci(off)));
+                   Value v = memref::LoadOp::create(
+                       nb, l, in,
+                       ValueRange{linalg::IndexOp::create(nb, l, 0),
+                                  linalg::IndexOp::create(nb, l, 1), src});
+                   linalg::YieldOp::create(nb, l, v);
+                 });
+      offset += w;
+    }
+    return success();
+  }
+
+  /// A module-level constant table of RoPE inverse frequencies.
+  Value ropeTable(RopeOp r) {
+    RopeScalingParams p;
+    if (RopeScalingAttr s = r.getScalingAttr()) {
+      p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
+                                                      : RopeScalingMode::Llama3;
+      p.factor = s.getFactor().convertToDouble();
+      p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
+      p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
+      p.originalMaxPosition = s.getOriginalMaxPosition();
+    }
+    std::vector<double> inv = ropeInverseFrequencies(
+        r.getTheta().convertToDouble(), r.getRotaryDim(), p);
+    SmallVector<float> values(inv.begin(), inv.end());
+    auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
+    auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
+    std::string name = "rope_inv_freq_" + std::to_string(kernelIndex);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(module.getBody());
+      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
+                               DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
+                               /*constant=*/true, IntegerAttr());
+    }
+    return memref::GetGlobalOp::create(b, loc, type, name);
+  }
+
+  LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
+    Value table = ropeTable(r);
+    int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
+    bool gptj = r.getStyle() == RopeStyle::gptj;
+    kb.generic(ValueRange{x, pos}, out,
+               {kb.identity(3), kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
+               KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+                 auto cf = [&](float v) {
+                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+                 };
+                 Value b0 = linalg::IndexOp::create(nb, l, 0);
+                 Value t0 = linalg::IndexOp::create(nb, l, 1);
+                 Value f = linalg::IndexOp::create(nb, l, 2);
+                 Value dd = arith::RemUIOp::create(nb, l, f, ci(headDim));
+                 Value inRot = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, dd, ci(rot));
+                 Value first, i, partner;
+                 if (gptj) {
+                   Value odd = arith::RemUIOp::create(nb, l, dd, ci(2));
+                   first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, odd, ci(0));
+                   i = arith::DivUIOp::create(nb, l, dd, ci(2));
+                   partner = arith::SelectOp::create(
+                       nb, l, first, arith::AddIOp::create(nb, l, f, ci(1)),
+                       arith::SubIOp::create(nb, l, f, ci(1)));
+                 } else {
+                   int64_t half = rot / 2;
+                   first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, dd, ci(half));
+                   i = arith::SelectOp::create(nb, l, first, dd,
+                                               arith::SubIOp::create(nb, l, dd, ci(half)));
+                   partner = arith::SelectOp::create(
+                       nb, l, first, arith::AddIOp::create(nb, l, f, ci(half)),
+                       arith::SubIOp::create(nb, l, f, ci(half)));
+                 }
+                 // Pass-through dims read safe indices; their result is x.
+                 i = arith::SelectOp::create(nb, l, inRot, i, ci(0));
+                 partner = arith::SelectOp::create(nb, l, inRot, partner, f);
+                 Value inv = memref::LoadOp::create(nb, l, table, ValueRange{i});
+                 Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[1]);
+                 Value angle = arith::MulFOp::create(nb, l, p, inv);
+                 Value xp = memref::LoadOp::create(nb, l, x, ValueRange{b0, t0, partner});
+                 Value sign = arith::SelectOp::create(nb, l, first, cf(-1.0f), cf(1.0f));
+                 Value rotated = arith::AddFOp::create(
+                     nb, l, arith::MulFOp::create(nb, l, a[0], math::CosOp::create(nb, l, angle)),
+                     arith::MulFOp::create(
+                         nb, l, arith::MulFOp::create(nb, l, sign, xp),
+                         math::SinOp::create(nb, l, angle)));
+                 linalg::YieldOp::create(
+                     nb, l, arith::SelectOp::create(nb, l, inRot, rotated, a[0]).getResult());
+               });
+    return success();
+  }
+
+  LogicalResult sinusoidal(SinusoidalPositionsOp s, Value pos, Value out) {
+    double base = s.getBase().convertToDouble();
+    int64_t w = width(out);
+    kb.generic(pos, out, {kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
+               KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+                 auto cf = [&](float v) {
+                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+                 };
+                 Value f = linalg::IndexOp::create(nb, l, 2);
+                 Value odd = arith::RemUIOp::create(nb, l, f, ci(2));
+                 Value even = arith::SubIOp::create(nb, l, f, odd);
+                 Value e = arith::UIToFPOp::create(
+                     nb, l, nb.getF32Type(),
+                     arith::IndexCastOp::create(nb, l, nb.getI32Type(), even));
+                 Value expo = arith::DivFOp::create(nb, l, e, cf(float(w)));
+                 Value denom = math::PowFOp::create(nb, l, cf(float(base)), expo);
+                 Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[0]);
+                 Value angle = arith::DivFOp::create(nb, l, p, denom);
+                 Value isOdd = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, odd, ci(0));
+                 linalg::YieldOp::create(
+                     nb, l, arith::SelectOp::create(nb, l, isOdd, math::CosOp::create(nb, l, angle),
+                                                   math::SinOp::create(nb, l, angle))
+                                .getResult());
+               });
+    return success();
+  }
+
+  /// Appends the chunk's keys/values to the caches (rows [L - T, L)), then
+  /// attends the T queries over all L cached positions.
+  LogicalResult attention(AttentionOp a, ValueRange in, Value out,
+                          ValueRange caches) {
+    Value q = in[0], kNew = in[1], vNew = in[2];
+    Value kCache = caches[0], vCache = caches[1];
+    int64_t heads = a.getNumHeads(), kvHeads = a.getNumKvHeads(),
+            D = a.getHeadDim(), group = heads / kvHeads;
+    double scale = a.getScale().convertToDouble();
+    std::optional<double> cap;
+    if (a.getSoftcap())
+      cap = a.getSoftcap()->convertToDouble();
+    int64_t window = a.getWindow().value_or(0);
+    bool causal = a.getCausal();
+
+    Value t = T(q), L = kb.dim(kCache, 0);
+    Value past = arith::SubIOp::create(b, loc, L, t);
+    // Append the new keys and values.
+    for (auto [src, cache] : {std::pair{kNew, kCache}, std::pair{vNew, vCache}}) {
+      auto rows = memref::SubViewOp::create(
+          b, loc, cache, ArrayRef<OpFoldResult>{past, b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{t, b.getIndexAttr(kvHeads * D)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+      kb.generic(src, rows.getResult(),
+                 {kb.map(2, {b.getAffineConstantExpr(0), kb.d(0), kb.d(1)}),
+                  kb.identity(2)},
+                 KernelBuilder::iterators(2),
+                 [&](OpBuilder &nb, Location l, ValueRange v) {
+                   linalg::YieldOp::create(nb, l, v[0]);
+                 });
+    }
+    Value q4 = kb.splitLastDim(q, heads);        // [1, T, H, D]
+    Value k3 = kb.splitLastDim(kCache, kvHeads); // [L, KV, D]
+    Value v3 = kb.splitLastDim(vCache, kvHeads);
+    Value out4 = kb.splitLastDim(out, heads);
+
+    // scores[t, h, j] = q[t, h, :] . k[j, h / group, :]
+    Value S = kb.alloc({ShapedType::kDynamic, heads, ShapedType::kDynamic}, {t, L});
+    kb.fill(S, 0.0);
+    AffineExpr kvHead = kb.d(2).floorDiv(group);
+    kb.generic(ValueRange{q4, k3}, S,
+               {kb.map(5, {kb.d(0), kb.d(1), kb.d(2), kb.d(4)}),
+                kb.map(5, {kb.d(3), kvHead, kb.d(4)}),
+                kb.map(5, {kb.d(1), kb.d(2), kb.d(3)})},
+               KernelBuilder::iterators(4, 1),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 Value p = arith::MulFOp::create(nb, l, v[0], v[1]);
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[2], p).getResult());
+               });
+    // Scale, soft-cap, mask.
+    kb.generic(ValueRange{}, S, {kb.identity(3)}, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 auto cf = [&](float x) {
+                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(x));
+                 };
+                 auto ci = [&](int64_t x) { return arith::ConstantIndexOp::create(nb, l, x); };
+                 Value s = arith::MulFOp::create(nb, l, v[0], cf(float(scale)));
+                 if (cap)
+                   s = emitSoftcap(nb, l, *cap, s);
+                 if (causal) {
+                   Value ti = linalg::IndexOp::create(nb, l, 0);
+                   Value j = linalg::IndexOp::create(nb, l, 2);
+                   Value p = arith::AddIOp::create(nb, l, past, ti);
+                   Value ok = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ule, j, p);
+                   if (window > 0) {
+                     // j > p - W  <=>  j + W > p
+                     Value jw = arith::AddIOp::create(nb, l, j, ci(window));
+                     ok = arith::AndIOp::create(
+                         nb, l, ok, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, jw, p));
+                   }
+                   s = arith::SelectOp::create(
+                       nb, l, ok, s, cf(-std::numeric_limits<float>::infinity()));
+                 }
+                 linalg::YieldOp::create(nb, l, s);
+               });
+    // Softmax over j.
+    Value m = kb.alloc({ShapedType::kDynamic, heads}, {t});
+    Value sum = kb.alloc({ShapedType::kDynamic, heads}, {t});
+    kb.fill(m, -std::numeric_limits<double>::infinity());
+    kb.fill(sum, 0.0);
+    AffineMap th = kb.map(3, {kb.d(0), kb.d(1)});
+    kb.generic(S, m, {kb.identity(3), th}, KernelBuilder::iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, v[0], v[1]).getResult());
+               });
+    kb.generic(m, S, {th, kb.identity(3)}, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 Value e = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, v[1], v[0]));
+                 linalg::YieldOp::create(nb, l, e);
+               });
+    kb.generic(S, sum, {kb.identity(3), th}, KernelBuilder::iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[0], v[1]).getResult());
+               });
+    // out[t, h, d] = sum_j p[t, h, j] v[j, h / group, d] / sum[t, h]
+    kb.fill(out, 0.0);
+    kb.generic(ValueRange{S, v3}, out4,
+               {kb.map(5, {kb.d(1), kb.d(2), kb.d(4)}),
+                kb.map(5, {kb.d(4), kvHead, kb.d(3)}),
+                kb.map(5, {kb.d(0), kb.d(1), kb.d(2), kb.d(3)})},
+               KernelBuilder::iterators(4, 1),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 Value p = arith::MulFOp::create(nb, l, v[0], v[1]);
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[2], p).getResult());
+               });
+    kb.generic(sum, out4,
+               {kb.map(4, {kb.d(1), kb.d(2)}), kb.identity(4)},
+               KernelBuilder::iterators(4),
+               [&](OpBuilder &nb, Location l, ValueRange v) {
+                 linalg::YieldOp::create(nb, l, arith::DivFOp::create(nb, l, v[1], v[0]).getResult());
+               });
+    kb.dealloc(S);
+    kb.dealloc(m);
+    kb.dealloc(sum);
+    return success();
+  }
+};
+
+struct TbcLowerToLinalgPass
+    : tbc::impl::TbcLowerToLinalgBase<TbcLowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels, others;
+    for (auto fn : module.getOps<func::FuncOp>())
+      (fn->hasAttr("tbc.kernel") ? kernels : others).push_back(fn);
+    // The schedule (non-kernel functions) was recorded by the module writer.
+    for (func::FuncOp fn : others)
+      fn.erase();
+    OpBuilder b(module.getContext());
+    int index = 0;
+    for (func::FuncOp old : kernels) {
+      Operation *op = &old.getBody().front().front();
+      Location loc = op->getLoc();
+      SmallVector<Type> args;
+      for (Type t : old.getArgumentTypes())
+        args.push_back(operandType(t));
+      for (Type t : old.getResultTypes())
+        args.push_back(resultType(t));
+      bool cached = old->hasAttr("tbc.kv_cache");
+      if (cached) {
+        auto a = cast<AttentionOp>(op);
+        auto cacheType = MemRefType::get(
+            {ShapedType::kDynamic, a.getNumKvHeads() * a.getHeadDim()},
+            b.getF32Type());
+        args.append({cacheType, cacheType});
+      }
+      b.setInsertionPoint(old);
+      auto fn = func::FuncOp::create(b, loc, old.getSymName(),
+                                     b.getFunctionType(args, {}));
+      fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+      Block *body = fn.addEntryBlock();
+      b.setInsertionPointToEnd(body);
+      unsigned nIn = old.getNumArguments(), nOut = old.getNumResults();
+      ValueRange all = body->getArguments();
+      Emitter emitter(b, loc, module, index++);
+      if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),
+                              cached ? all.drop_front(nIn + nOut) : ValueRange{})))
+        return signalPassFailure();
+      func::ReturnOp::create(b, loc);
+      old.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,271 @@
+//===- Manifest.cpp - the schedule of an outlined module as JSON ----------===//
+
+#include "tbc/Target/Manifest.h"
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <sstream>
+
+using namespace mlir;
+using namespace tbc;
+
+namespace {
+std::string quote(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (uint8_t(c) < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string shapeJson(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") +
+         std::to_string(ShapedType::isDynamic(shape[i]) ? -1 : shape[i]);
+  return s + "]";
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+/// A kernel argument: a runtime buffer or a bound weight.
+struct Ref {
+  bool weight = false;
+  int id = -1;
+  std::string json() const {
+    return std::string("{\"") + (weight ? "w" : "b") + "\": " +
+           std::to_string(id) + "}";
+  }
+};
+
+class Flattener {
+public:
+  explicit Flattener(ModuleOp module) : module(module) {}
+
+  LogicalResult run(std::string &json, StringRef target) {
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward)
+      return module.emitError("the module has no @forward function");
+    SmallVector<Ref> args;
+    for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
+      auto name = forward.getArgAttrOfType<StringAttr>(i, "tbc.name");
+      std::string kind = name ? name.getValue().str() : "";
+      if (kind != "token_ids" && kind != "positions")
+        return forward.emitError("@forward argument ")
+               << i << " must be token_ids or positions";
+      args.push_back(newBuffer("{\"kind\": " + quote(kind) + ", \"dtype\": \"i32\"}"));
+    }
+    SmallVector<Ref> results;
+    if (failed(visit(forward, args, results)))
+      return failure();
+    if (results.size() != 1 || results[0].weight)
+      return forward.emitError("@forward must return the logits");
+
+    std::string out = "{\n  \"format\": \"tbcm\",\n  \"version\": 1,\n";
+    out += "  \"target\": " + quote(target) + ",\n";
+    out += "  \"model\": {\"architecture\": " +
+           quote(stringAttr("tbc.architecture")) +
+           ", \"vocab_size\": " + std::to_string(intAttr("tbc.vocab_size")) +
+           ", \"max_positions\": " + std::to_string(intAttr("tbc.max_positions")) +
+           "},\n";
+    auto list = [&](const char *key, const std::vector<std::string> &items) {
+      out += std::string("  \"") + key + "\": [\n";
+      for (size_t i = 0; i < items.size(); ++i)
+        out += "    " + items[i] + (i + 1 < items.size() ? ",\n" : "\n");
+      out += "  ],\n";
+    };
+    list("params", params);
+    list("weights", weights);
+    list("buffers", buffers);
+    list("kernels", kernels);
+    list("steps", steps);
+    out += "  \"output\": " + std::to_string(results[0].id) + "\n}\n";
+    json = out;
+    return success();
+  }
+
+private:
+  ModuleOp module;
+  std::vector<std::string> params, weights, buffers, kernels, steps;
+  llvm::StringMap<int> paramIds, kernelIds;
+
+  std::string stringAttr(StringRef name) {
+    auto a = module->getAttrOfType<StringAttr>(name);
+    return a ? a.getValue().str() : "";
+  }
+  int64_t intAttr(StringRef name) {
+    auto a = module->getAttrOfType<IntegerAttr>(name);
+    return a ? a.getInt() : 0;
+  }
+
+  Ref newBuffer(const std::string &json) {
+    Ref r{false, int(buffers.size())};
+    buffers.push_back("{\"id\": " + std::to_string(r.id) + ", " + json.substr(1));
+    return r;
+  }
+  Ref newWeight(const std::string &json) {
+    Ref r{true, int(weights.size())};
+    weights.push_back("{\"id\": " + std::to_string(r.id) + ", " + json.substr(1));
+    return r;
+  }
+
+  /// Views record their root buffer and column offset.
+  struct View {
+    int root;
+    int64_t offset;
+  };
+  llvm::DenseMap<int, View> views;
+
+  Ref activation(Type t) {
+    auto tensor = cast<RankedTensorType>(t);
+    return newBuffer("{\"kind\": \"activation\", \"width\": " +
+                     std::to_string(tensor.getShape().back()) +
+                     ", \"dtype\": \"f32\"}");
+  }
+
+  int kernelId(func::FuncOp kernel) {
+    auto it = kernelIds.find(kernel.getSymName());
+    if (it != kernelIds.end())
+      return it->second;
+    int id = kernels.size();
+    kernelIds[kernel.getSymName()] = id;
+    kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
+                      quote(kernel.getSymName()) + ", \"symbol\": " +
+                      quote((kernel.getSymName() + "_packed").str()) +
+                      ", \"kv_cache\": " +
+                      (kernel->hasAttr("tbc.kv_cache") ? "true" : "false") + "}");
+    return id;
+  }
+
+  LogicalResult visit(func::FuncOp fn, ArrayRef<Ref> args,
+                      SmallVectorImpl<Ref> &results) {
+    DenseMap<Value, Ref> refs;
+    for (auto [a, r] : llvm::zip(fn.getArguments(), args))
+      refs[a] = r;
+    for (Operation &op : fn.getBody().front()) {
+      auto inputs = [&]() {
+        SmallVector<Ref> in;
+        for (Value v : op.getOperands())
+          in.push_back(refs.lookup(v));
+        return in;
+      };
+      if (auto p = dyn_cast<ParamOp>(op)) {
+        std::string name = p.getName().str();
+        if (!paramIds.count(name)) {
+          paramIds[name] = params.size();
+          params.push_back("{\"name\": " + quote(name) + ", \"shape\": " +
+                           shapeJson(p.getType().getShape()) + "}");
+        }
+        refs[p] = newWeight("{\"op\": \"param\", \"param\": " +
+                            std::to_string(paramIds[name]) + ", \"shape\": " +
+                            shapeJson(p.getType().getShape()) + "}");
+        continue;
+      }
+      if (op.hasTrait<WeightTransform>()) {
+        std::string ins;
+        for (Ref r : inputs()) {
+          if (!r.weight)
+            return op.emitError("weight transform of a non-weight");
+          ins += (ins.empty() ? "" : ", ") + std::to_string(r.id);
+        }
+        std::string extra;
+        bool inOut = op.hasAttr("weight_in_out");
+        if (auto c = dyn_cast<ConcatOp>(op))
+          extra = ", \"dim\": " + std::to_string(c.getDim());
+        if (auto g = dyn_cast<FoldGainOp>(op))
+          extra = ", \"offset\": " +
+                  num(g.getOffset() ? g.getOffset()->convertToDouble() : 0.0);
+        std::string name = op.getName().stripDialect().str();
+        refs[op.getResult(0)] = newWeight(
+            "{\"op\": " + quote(name) + ", \"inputs\": [" + ins + "]" + extra +
+            ", \"in_out\": " + (inOut ? "true" : "false") + ", \"shape\": " +
+            shapeJson(cast<RankedTensorType>(op.getResult(0).getType()).getShape()) +
+            "}");
+        continue;
+      }
+      if (auto split = dyn_cast<SplitOp>(op)) {
+        Ref in = refs.lookup(split.getInput());
+        View base = views.count(in.id) ? views[in.id] : View{in.id, 0};
+        int64_t offset = base.offset;
+        for (Value r : split.getResults()) {
+          int64_t w = cast<RankedTensorType>(r.getType()).getShape().back();
+          Ref v = newBuffer("{\"kind\": \"view\", \"of\": " +
+                            std::to_string(base.root) + ", \"offset\": " +
+                            std::to_string(offset) + ", \"width\": " +
+                            std::to_string(w) + ", \"dtype\": \"f32\"}");
+          views[v.id] = {base.root, offset};
+          refs[r] = v;
+          offset += w;
+        }
+        continue;
+      }
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        if (!callee)
+          return call.emitError("unknown callee");
+        if (!callee->hasAttr("tbc.kernel")) {
+          SmallVector<Ref> out;
+          if (failed(visit(callee, inputs(), out)))
+            return failure();
+          for (auto [r, ref] : llvm::zip(call.getResults(), out))
+            refs[r] = ref;
+          continue;
+        }
+        std::string args;
+        for (Ref r : inputs())
+          args += (args.empty() ? "" : ", ") + r.json();
+        for (Value r : call.getResults()) {
+          Ref out = activation(r.getType());
+          refs[r] = out;
+          args += ", " + out.json();
+        }
+        std::string caches;
+        if (callee->hasAttr("tbc.kv_cache")) {
+          auto attn = cast<AttentionOp>(callee.getBody().front().front());
+          std::string width = std::to_string(attn.getNumKvHeads() * attn.getHeadDim());
+          for (int i = 0; i < 2; ++i) {
+            Ref c = newBuffer("{\"kind\": \"kv_cache\", \"width\": " + width +
+                              ", \"dtype\": \"f32\"}");
+            caches += (caches.empty() ? "" : ", ") + c.json();
+          }
+        }
+        steps.push_back("{\"kernel\": " + std::to_string(kernelId(callee)) +
+                        ", \"args\": [" + args + "]" +
+                        (caches.empty() ? "" : ", \"caches\": [" + caches + "]") +
+                        "}");
+        continue;
+      }
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands())
+          results.push_back(refs.lookup(v));
+        continue;
+      }
+      return op.emitError("cannot be scheduled (run --tbc-outline-kernels first)");
+    }
+    return success();
+  }
+};
+} // namespace
+
+FailureOr<std::string> tbc::buildManifest(ModuleOp outlined, StringRef target) {
+  std::string json;
+  if (failed(Flattener(outlined).run(json, target)))
+    return failure();
+  return json;
+}

@@ -1,0 +1,73 @@
+//===- OutlineKernels.cpp - one kernel function per compute op ------------===//
+
+#include "tbc/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace tbc {
+#define GEN_PASS_DEF_TBCOUTLINEKERNELS
+#include "tbc/TbcPasses.h.inc"
+} // namespace tbc
+
+using namespace tbc;
+
+/// Ops that stay in the schedule: parameters and bind-time transforms (the
+/// runtime evaluates them when binding weights) and last-dimension splits
+/// (views of their input).
+static bool staysInSchedule(Operation *op) {
+  if (isa<ParamOp>(op) || op->hasTrait<WeightTransform>())
+    return true;
+  if (auto split = dyn_cast<SplitOp>(op))
+    return split.getNumGroups() == 1;
+  return false;
+}
+
+namespace {
+struct TbcOutlineKernelsPass
+    : tbc::impl::TbcOutlineKernelsBase<TbcOutlineKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    OpBuilder b(module.getContext());
+    int counter = 0;
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp fn : functions) {
+      if (fn->hasAttr("tbc.kernel") || fn.isExternal())
+        continue;
+      SmallVector<Operation *> compute;
+      fn.walk([&](Operation *op) {
+        if (isa<TbcDialect>(op->getDialect()) && !staysInSchedule(op))
+          compute.push_back(op);
+      });
+      for (Operation *op : compute) {
+        std::string name = "k" + std::to_string(counter++) + "_" +
+                           op->getName().stripDialect().str();
+        b.setInsertionPointToEnd(module.getBody());
+        auto kernel = func::FuncOp::create(
+            b, op->getLoc(), name,
+            b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
+        kernel.setPrivate();
+        kernel->setAttr("tbc.kernel", b.getUnitAttr());
+        if (isa<AttentionOp>(op))
+          kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
+        Block *body = kernel.addEntryBlock();
+        b.setInsertionPointToEnd(body);
+        IRMapping map;
+        map.map(op->getOperands(), body->getArguments());
+        Operation *clone = b.clone(*op, map);
+        func::ReturnOp::create(b, op->getLoc(), clone->getResults());
+        symbols.insert(kernel);
+
+        b.setInsertionPoint(op);
+        auto call = func::CallOp::create(b, op->getLoc(), kernel,
+                                         op->getOperands());
+        op->replaceAllUsesWith(call.getResults());
+        op->erase();
+      }
+    }
+  }
+};
+} // namespace
