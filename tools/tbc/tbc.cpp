@@ -1,6 +1,7 @@
 //===- tbc.cpp - the tbc driver: dispatches to its sub-commands -----------===//
 
 #include "tbc/Driver/Driver.h"
+#include "tbc/Runtime/RunCommand.h"
 
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@ static const char *const kUsage =
     "COMMANDS:\n"
     "  compile MODEL   compile a Hugging Face folder / config.json, a native\n"
     "                  spec, or tbc IR (see `tbc compile --help`)\n"
+    "  run MODULE      run a compiled module on token ids (see `tbc run --help`)\n"
     "  inspect PATH    show a checkpoint's tensors or a model description\n\n"
     "Run `tbc <command> --help` for a command's options.\n";
 
@@ -30,6 +32,8 @@ int main(int argc, char **argv) {
   int n = int(args.size());
   if (command == "compile")
     return tbc::compileMain(n, args.data());
+  if (command == "run")
+    return tbc::rt::runCommand(n, args.data());
   if (command == "inspect")
     return tbc::inspectMain(n, args.data());
   std::fprintf(stderr, "tbc: error: unknown command '%s'\n\n%s",

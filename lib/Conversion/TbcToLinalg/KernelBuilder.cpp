@@ -124,3 +124,8 @@ Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x) {
   Value t = math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, capV));
   return arith::MulFOp::create(b, loc, capV, t);
 }
+
+Value tbc::emitRsqrt(OpBuilder &b, Location loc, Value x) {
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  return arith::DivFOp::create(b, loc, one, math::SqrtOp::create(b, loc, x));
+}

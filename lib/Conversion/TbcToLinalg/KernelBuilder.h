@@ -57,6 +57,8 @@ private:
 /// act(x) in f32 with the math dialect (gelu = exact erf form).
 mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
                            Activation act, mlir::Value x);
+/// 1 / sqrt(x) (libm has no rsqrtf, so math.rsqrt is not used).
+mlir::Value emitRsqrt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// cap * tanh(x / cap).
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,
                         mlir::Value x);

@@ -179,8 +179,7 @@ private:
                    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
                  };
                  Value mean = arith::MulFOp::create(nb, l, a[1], c(inv));
-                 Value r = math::RsqrtOp::create(
-                     nb, l, arith::AddFOp::create(nb, l, mean, c(float(eps))));
+                 Value r = emitRsqrt(nb, l, arith::AddFOp::create(nb, l, mean, c(float(eps))));
                  Value n = arith::MulFOp::create(nb, l, a[0], r);
                  Value g = offset != 0.0
                                ? arith::AddFOp::create(nb, l, c(float(offset)), a[2]).getResult()
@@ -224,7 +223,7 @@ private:
                  };
                  Value v = arith::AddFOp::create(
                      nb, l, arith::MulFOp::create(nb, l, a[0], c(inv)), c(float(eps)));
-                 linalg::YieldOp::create(nb, l, math::RsqrtOp::create(nb, l, v).getResult());
+                 linalg::YieldOp::create(nb, l, emitRsqrt(nb, l, v));
                });
     return {mean, var}; // var now holds rstd
   }
@@ -328,7 +327,7 @@ private:
                    };
                    Value m = arith::AddFOp::create(
                        nb, l, arith::MulFOp::create(nb, l, a[0], c(inv)), c(float(eps)));
-                   linalg::YieldOp::create(nb, l, math::RsqrtOp::create(nb, l, m).getResult());
+                   linalg::YieldOp::create(nb, l, emitRsqrt(nb, l, m));
                  });
     }
     Value acc = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, rows},
@@ -351,25 +350,41 @@ private:
     };
     AffineMap rowMapRms = kb.map(3, {kb.d(0), kb.d(1), b.getAffineConstantExpr(0)});
     AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
-    auto col = [&](int64_t off) { return kb.map(3, {kb.d(2) + off}); };
-    auto full = [&](int64_t off) {
-      return kb.map(3, {kb.d(0), kb.d(1), kb.d(2) + off});
+    AffineMap colMap = kb.map(3, {kb.d(2)});
+    // A GLU reads the gate and up halves as two views of `out`'s width, so
+    // that every operand agrees on the loop bounds.
+    auto half3 = [&](Value v, int64_t at) -> Value {
+      if (!glu)
+        return v;
+      return memref::SubViewOp::create(
+          b, loc, v,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(at)},
+          ArrayRef<OpFoldResult>{B(x), T(x), b.getIndexAttr(outW)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
     };
-    add(acc, full(0));
+    auto half1 = [&](Value v, int64_t at) -> Value {
+      if (!glu)
+        return v;
+      return memref::SubViewOp::create(b, loc, v,
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(at)},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(outW)},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    add(half3(acc, 0), kb.identity(3));
     if (glu)
-      add(acc, full(half));
+      add(half3(acc, half), kb.identity(3));
     int biasIdx = -1, corrIdx = -1, rstdIdx = -1, meanIdx = -1;
     if (bias) {
       biasIdx = ins.size();
-      add(bias, col(0));
+      add(half1(bias, 0), colMap);
       if (glu)
-        add(bias, col(half));
+        add(half1(bias, half), colMap);
     }
     if (corr) {
       corrIdx = ins.size();
-      add(corr, col(0));
+      add(half1(corr, 0), colMap);
       if (glu)
-        add(corr, col(half));
+        add(half1(corr, half), colMap);
     }
     if (rstd) {
       rstdIdx = ins.size();

@@ -1,0 +1,87 @@
+//===- Runtime.h - load a .tbcm module, bind weights, run it ----*- C++ -*-===//
+//
+// The tbc runtime has no LLVM/MLIR dependency: it reads the module file,
+// dlopens the host code it carries, binds weights from safetensors by name
+// (carrying out the recorded bind-time transforms), and executes the
+// manifest's schedule for one sequence at a time, keeping a KV cache per
+// attention call site so that decoding is incremental.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_RUNTIME_RUNTIME_H
+#define TBC_RUNTIME_RUNTIME_H
+
+#include "tbc/Runtime/Safetensors.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tbc::rt {
+
+struct ParamInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+class Module {
+public:
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  /// Loads and validates a module file; nullptr and `error` on failure.
+  static std::unique_ptr<Module> load(const std::string &path,
+                                      std::string &error);
+
+  /// Binds every parameter from `weights` (f32/f16/bf16, converted to f32),
+  /// checking names and shapes first, then runs the bind-time transforms.
+  bool bindWeights(const WeightStore &weights, std::string &error);
+  /// Deterministic random weights (for trying a module without a checkpoint).
+  void bindRandomWeights(uint64_t seed);
+  bool bound() const { return bound_; }
+
+  int64_t vocabSize() const { return vocab_; }
+  int64_t maxPositions() const { return maxPositions_; }
+  const std::string &architecture() const { return architecture_; }
+  const std::vector<ParamInfo> &params() const { return params_; }
+
+  struct Impl;
+  Impl &impl() const { return *impl_; }
+
+private:
+  Module();
+  std::unique_ptr<Impl> impl_;
+  bool bound_ = false;
+  int64_t vocab_ = 0, maxPositions_ = 0;
+  std::string architecture_;
+  std::vector<ParamInfo> params_;
+};
+
+/// One sequence: its KV caches and how many positions it has seen.
+class Session {
+public:
+  /// `capacity`: most positions the session holds (0: the model's maximum,
+  /// or 4096 when the model has none).
+  Session(const Module &module, int64_t capacity = 0);
+  ~Session();
+
+  /// Runs `tokens` after everything seen so far; `logits` receives
+  /// [tokens.size(), vocab] floats.
+  bool forward(const std::vector<int32_t> &tokens, std::vector<float> &logits,
+               std::string &error);
+  int64_t position() const { return position_; }
+  int64_t capacity() const { return capacity_; }
+  void reset() { position_ = 0; }
+
+private:
+  const Module &module_;
+  int64_t capacity_;
+  int64_t position_ = 0;
+  std::vector<std::vector<float>> caches_; // indexed by buffer id
+};
+
+} // namespace tbc::rt
+
+#endif // TBC_RUNTIME_RUNTIME_H

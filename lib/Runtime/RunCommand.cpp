@@ -1,0 +1,223 @@
+//===- RunCommand.cpp - `tbc run` / `tbc-run` -----------------------------===//
+
+#include "tbc/Runtime/RunCommand.h"
+
+#include "tbc/Runtime/Runtime.h"
+#include "tbc/Support/FileIO.h"
+#include "tbc/Support/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace tbc;
+using namespace tbc::rt;
+
+static const char *kUsage =
+    "USAGE: tbc run MODULE.tbcm (--weights DIR|FILE.safetensors | "
+    "--random-weights [--seed N])\n"
+    "               (--tokens 1,2,3 | --tokens-file FILE) [--output logits.npy]\n"
+    "               [--generate N] [--max-tokens N]\n\n"
+    "Runs a compiled module on one or more token sequences.\n"
+    "  --weights PATH      bind weights from a safetensors file, a sharded\n"
+    "                      index, or a Hugging Face folder (by name; bf16/f16\n"
+    "                      are converted to f32)\n"
+    "  --random-weights    deterministic random weights (--seed N, default 0)\n"
+    "  --tokens LIST       comma-separated token ids of one sequence\n"
+    "  --tokens-file FILE  one sequence per line (ids separated by commas or\n"
+    "                      spaces); several lines run as a batch\n"
+    "  --output FILE.npy   logits as float32: [seq, vocab] for one sequence,\n"
+    "                      [batch, seq, vocab] for equal-length sequences\n"
+    "  --generate N        greedy decoding of N new tokens after the prompt,\n"
+    "                      through the KV cache; prints 'generated: a,b,...'\n"
+    "  --max-tokens N      positions a sequence may reach (default: the\n"
+    "                      model's maximum)\n";
+
+static int fail(const std::string &message) {
+  std::fprintf(stderr, "tbc run: error: %s\n", message.c_str());
+  return 1;
+}
+
+static bool parseTokens(const std::string &text, std::vector<int32_t> &out,
+                        std::string &error) {
+  std::string s = text;
+  std::replace(s.begin(), s.end(), ',', ' ');
+  std::istringstream in(s);
+  std::string word;
+  while (in >> word) {
+    char *end = nullptr;
+    long long v = std::strtoll(word.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > INT32_MAX) {
+      error = "'" + word + "' is not a token id";
+      return false;
+    }
+    out.push_back(int32_t(v));
+  }
+  return true;
+}
+
+static size_t argmax(const float *row, int64_t n) {
+  return size_t(std::max_element(row, row + n) - row);
+}
+
+int tbc::rt::runCommand(int argc, char **argv) {
+  std::string modulePath, weights, tokensArg, tokensFile, output;
+  bool random = false;
+  uint64_t seed = 0;
+  int64_t generate = 0, maxTokens = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string &out) {
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    auto number = [&](int64_t &out) {
+      std::string v;
+      if (!value(v))
+        return false;
+      char *end = nullptr;
+      out = std::strtoll(v.c_str(), &end, 10);
+      return *end == '\0' && out >= 0;
+    };
+    int64_t n = 0;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--weights") {
+      if (!value(weights))
+        return fail("--weights needs a path");
+    } else if (a == "--random-weights") {
+      random = true;
+    } else if (a == "--seed") {
+      if (!number(n))
+        return fail("--seed needs a non-negative integer");
+      seed = uint64_t(n);
+    } else if (a == "--tokens") {
+      if (!value(tokensArg))
+        return fail("--tokens needs a list of ids");
+    } else if (a == "--tokens-file") {
+      if (!value(tokensFile))
+        return fail("--tokens-file needs a path");
+    } else if (a == "--output" || a == "-o") {
+      if (!value(output))
+        return fail("--output needs a path");
+    } else if (a == "--generate") {
+      if (!number(generate))
+        return fail("--generate needs a non-negative integer");
+    } else if (a == "--max-tokens") {
+      if (!number(maxTokens))
+        return fail("--max-tokens needs a non-negative integer");
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option '" + a + "'\n\n" + kUsage);
+    } else if (modulePath.empty()) {
+      modulePath = a;
+    } else {
+      return fail("unexpected argument '" + a + "'");
+    }
+  }
+  if (modulePath.empty())
+    return fail(std::string("no module given\n\n") + kUsage);
+  if (random == !weights.empty())
+    return fail("give exactly one of --weights PATH and --random-weights");
+  if (tokensArg.empty() == tokensFile.empty())
+    return fail("give exactly one of --tokens and --tokens-file");
+
+  std::vector<std::vector<int32_t>> batch;
+  std::string error;
+  if (!tokensArg.empty()) {
+    batch.emplace_back();
+    if (!parseTokens(tokensArg, batch.back(), error))
+      return fail("--tokens: " + error);
+  } else {
+    std::ifstream in(tokensFile);
+    if (!in)
+      return fail(tokensFile + ": cannot open");
+    std::string line;
+    int lineNo = 0;
+    while (std::getline(in, line)) {
+      ++lineNo;
+      std::vector<int32_t> seq;
+      if (!parseTokens(line, seq, error))
+        return fail(tokensFile + ":" + std::to_string(lineNo) + ": " + error);
+      if (!seq.empty())
+        batch.push_back(std::move(seq));
+    }
+  }
+  if (batch.empty() || batch[0].empty())
+    return fail("no tokens given");
+
+  std::unique_ptr<Module> module = Module::load(modulePath, error);
+  if (!module)
+    return fail(error);
+  if (random) {
+    module->bindRandomWeights(seed);
+  } else {
+    std::unique_ptr<WeightStore> store = WeightStore::open(weights, error);
+    if (!store || !module->bindWeights(*store, error))
+      return fail(error);
+  }
+
+  using Clock = std::chrono::steady_clock;
+  double prefillSeconds = 0, decodeSeconds = 0;
+  int64_t prefillTokens = 0, decodeTokens = 0;
+  std::vector<float> allLogits;
+  int64_t vocab = module->vocabSize();
+  for (const std::vector<int32_t> &seq : batch) {
+    Session session(*module, maxTokens);
+    std::vector<float> logits;
+    auto t0 = Clock::now();
+    if (!session.forward(seq, logits, error))
+      return fail(error);
+    prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    prefillTokens += int64_t(seq.size());
+    allLogits.insert(allLogits.end(), logits.begin(), logits.end());
+    if (generate > 0) {
+      std::vector<int32_t> generated;
+      int32_t next = int32_t(argmax(logits.data() + (seq.size() - 1) * vocab, vocab));
+      for (int64_t g = 0; g < generate; ++g) {
+        generated.push_back(next);
+        if (g + 1 == generate)
+          break;
+        auto t1 = Clock::now();
+        if (!session.forward({next}, logits, error))
+          return fail(error);
+        decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
+        ++decodeTokens;
+        next = int32_t(argmax(logits.data(), vocab));
+      }
+      std::string ids;
+      for (int32_t t : generated)
+        ids += (ids.empty() ? "" : ",") + std::to_string(t);
+      std::printf("generated: %s\n", ids.c_str());
+    }
+  }
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s)\n",
+               (long long)prefillTokens, prefillSeconds,
+               prefillSeconds > 0 ? prefillTokens / prefillSeconds : 0.0);
+  if (decodeTokens > 0)
+    std::fprintf(stderr, "decode: %lld tokens in %.3f s (%.1f tokens/s)\n",
+                 (long long)decodeTokens, decodeSeconds,
+                 decodeSeconds > 0 ? decodeTokens / decodeSeconds : 0.0);
+
+  if (!output.empty()) {
+    std::vector<int64_t> shape;
+    bool sameLength = std::all_of(batch.begin(), batch.end(), [&](auto &s) {
+      return s.size() == batch[0].size();
+    });
+    if (!sameLength)
+      return fail("--output needs sequences of equal length");
+    if (batch.size() > 1)
+      shape.push_back(int64_t(batch.size()));
+    shape.push_back(int64_t(batch[0].size()));
+    shape.push_back(vocab);
+    std::string why = writeFileAtomically(output, encodeNpy(allLogits, shape));
+    if (!why.empty())
+      return fail(why);
+  }
+  return 0;
+}

@@ -1,0 +1,585 @@
+//===- Runtime.cpp - load a .tbcm module, bind weights, run it ------------===//
+
+#include "tbc/Runtime/Runtime.h"
+
+#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/Json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace tbc;
+using namespace tbc::rt;
+
+namespace {
+using KernelFn = void (*)(void **);
+
+struct WeightEntry {
+  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias
+  int param = -1;
+  std::vector<int> inputs;
+  int64_t dim = 0;
+  double offset = 0;
+  bool inOut = false;
+  std::vector<int64_t> shape;
+};
+
+struct BufferEntry {
+  std::string kind; // token_ids, positions, activation, view, kv_cache
+  int64_t width = 0;
+  int of = -1;        // view: the root buffer
+  int64_t offset = 0; // view: column offset in the root
+};
+
+struct Arg {
+  bool weight;
+  int id;
+};
+
+struct Step {
+  int kernel;
+  std::vector<Arg> args;
+  std::vector<int> caches;
+};
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
+           mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+std::vector<float> toFloat(const TensorView &t) {
+  size_t n = size_t(t.numElements());
+  std::vector<float> out(n);
+  if (t.dtype == DType::F32) {
+    std::memcpy(out.data(), t.data, n * 4);
+  } else if (t.dtype == DType::BF16) {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, t.data + 2 * i, 2);
+      uint32_t bits = uint32_t(v) << 16;
+      std::memcpy(&out[i], &bits, 4);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, t.data + 2 * i, 2);
+      out[i] = halfToFloat(v);
+    }
+  }
+  return out;
+}
+
+std::string shapeString(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+} // namespace
+
+struct Module::Impl {
+  void *library = nullptr;
+  int memfd = -1;
+  std::vector<WeightEntry> weightEntries;
+  std::vector<BufferEntry> buffers;
+  std::vector<KernelFn> kernels;
+  std::vector<std::string> kernelNames;
+  std::vector<Step> steps;
+  int output = -1;
+  std::vector<std::vector<float>> weights; // by weight id, after binding
+
+  ~Impl() {
+    if (library)
+      dlclose(library);
+    if (memfd >= 0)
+      close(memfd);
+  }
+
+  bool parseManifest(const std::string &text, Module &m, std::string &error);
+  void runTransforms();
+};
+
+Module::Module() : impl_(new Impl) {}
+Module::~Module() = default;
+
+bool Module::Impl::parseManifest(const std::string &text, Module &m,
+                                 std::string &error) {
+  json::ParseError pe;
+  std::optional<json::Value> root = json::parse(text, pe);
+  if (!root || !root->isObject()) {
+    error = "manifest is not valid JSON (line " + std::to_string(pe.pos.line) +
+            "): " + pe.message;
+    return false;
+  }
+  auto bad = [&](const std::string &what) {
+    error = "manifest: " + what;
+    return false;
+  };
+  auto ints = [](const json::Value *v, std::vector<int64_t> &out) {
+    if (!v || !v->isArray())
+      return false;
+    for (const json::Value &e : v->elements()) {
+      if (!e.isInteger())
+        return false;
+      out.push_back(e.asInt());
+    }
+    return true;
+  };
+  const json::Value *model = root->get("model");
+  if (!model || !model->get("vocab_size") || !model->get("vocab_size")->isInteger())
+    return bad("missing model.vocab_size");
+  m.vocab_ = model->get("vocab_size")->asInt();
+  if (const json::Value *mp = model->get("max_positions"); mp && mp->isInteger())
+    m.maxPositions_ = mp->asInt();
+  if (const json::Value *a = model->get("architecture"); a && a->isString())
+    m.architecture_ = a->asString();
+
+  const json::Value *params = root->get("params"), *weights = root->get("weights"),
+                    *bufs = root->get("buffers"), *kerns = root->get("kernels"),
+                    *stps = root->get("steps"), *out = root->get("output");
+  if (!params || !params->isArray() || !weights || !weights->isArray() ||
+      !bufs || !bufs->isArray() || !kerns || !kerns->isArray() || !stps ||
+      !stps->isArray() || !out || !out->isInteger())
+    return bad("missing params, weights, buffers, kernels, steps or output");
+  for (const json::Value &p : params->elements()) {
+    ParamInfo info;
+    const json::Value *name = p.get("name");
+    if (!name || !name->isString() || !ints(p.get("shape"), info.shape))
+      return bad("a parameter lacks a name or shape");
+    info.name = name->asString();
+    m.params_.push_back(std::move(info));
+  }
+  for (const json::Value &w : weights->elements()) {
+    WeightEntry e;
+    const json::Value *op = w.get("op");
+    if (!op || !op->isString() || !ints(w.get("shape"), e.shape))
+      return bad("a weight lacks its op or shape");
+    e.op = op->asString();
+    if (e.op == "param") {
+      const json::Value *p = w.get("param");
+      if (!p || !p->isInteger() || p->asInt() < 0 ||
+          p->asInt() >= int64_t(m.params_.size()))
+        return bad("weight refers to an unknown parameter");
+      e.param = int(p->asInt());
+    } else {
+      std::vector<int64_t> in;
+      if (!ints(w.get("inputs"), in))
+        return bad("weight transform lacks inputs");
+      for (int64_t i : in) {
+        if (i < 0 || i >= int64_t(weightEntries.size()))
+          return bad("weight transform refers to a later weight");
+        e.inputs.push_back(int(i));
+      }
+      if (const json::Value *d = w.get("dim"); d && d->isInteger())
+        e.dim = d->asInt();
+      if (const json::Value *o = w.get("offset"); o && o->isNumber())
+        e.offset = o->asDouble();
+      if (const json::Value *io = w.get("in_out"); io && io->isBool())
+        e.inOut = io->asBool();
+      static const char *known[] = {"concat", "fold_gain", "weight_row_sums",
+                                    "fold_bias"};
+      if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
+        return bad("unknown weight transform '" + e.op + "'");
+    }
+    weightEntries.push_back(std::move(e));
+  }
+  for (const json::Value &b : bufs->elements()) {
+    BufferEntry e;
+    const json::Value *kind = b.get("kind");
+    if (!kind || !kind->isString())
+      return bad("a buffer lacks its kind");
+    e.kind = kind->asString();
+    if (const json::Value *w = b.get("width"); w && w->isInteger())
+      e.width = w->asInt();
+    if (const json::Value *of = b.get("of"); of && of->isInteger())
+      e.of = int(of->asInt());
+    if (const json::Value *o = b.get("offset"); o && o->isInteger())
+      e.offset = o->asInt();
+    if (e.kind == "view" &&
+        (e.of < 0 || e.of >= int(buffers.size()) || buffers[e.of].kind != "activation"))
+      return bad("a view refers to an unknown buffer");
+    buffers.push_back(std::move(e));
+  }
+  for (const json::Value &k : kerns->elements()) {
+    const json::Value *sym = k.get("symbol");
+    if (!sym || !sym->isString())
+      return bad("a kernel lacks its symbol");
+    void *fn = dlsym(library, sym->asString().c_str());
+    if (!fn)
+      return bad("kernel '" + sym->asString() + "' is missing from the code");
+    kernels.push_back(reinterpret_cast<KernelFn>(fn));
+    kernelNames.push_back(sym->asString());
+  }
+  auto parseArg = [&](const json::Value &a, Arg &arg) {
+    const json::Value *w = a.get("w"), *b = a.get("b");
+    if (w && w->isInteger() && w->asInt() >= 0 &&
+        w->asInt() < int64_t(weightEntries.size())) {
+      arg = {true, int(w->asInt())};
+      return true;
+    }
+    if (b && b->isInteger() && b->asInt() >= 0 &&
+        b->asInt() < int64_t(buffers.size())) {
+      arg = {false, int(b->asInt())};
+      return true;
+    }
+    return false;
+  };
+  for (const json::Value &s : stps->elements()) {
+    Step step;
+    const json::Value *k = s.get("kernel"), *args = s.get("args");
+    if (!k || !k->isInteger() || k->asInt() < 0 ||
+        k->asInt() >= int64_t(kernels.size()) || !args || !args->isArray())
+      return bad("a step refers to an unknown kernel");
+    step.kernel = int(k->asInt());
+    for (const json::Value &a : args->elements()) {
+      Arg arg;
+      if (!parseArg(a, arg))
+        return bad("a step argument refers to an unknown buffer or weight");
+      step.args.push_back(arg);
+    }
+    if (const json::Value *c = s.get("caches")) {
+      for (const json::Value &a : c->elements()) {
+        Arg arg;
+        if (!parseArg(a, arg) || arg.weight || buffers[arg.id].kind != "kv_cache")
+          return bad("a step's caches must be kv_cache buffers");
+        step.caches.push_back(arg.id);
+      }
+    }
+    steps.push_back(std::move(step));
+  }
+  output = int(out->asInt());
+  if (output < 0 || output >= int(buffers.size()) ||
+      buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
+    return bad("the output must be a vocab-wide activation buffer");
+  return true;
+}
+
+std::unique_ptr<Module> Module::load(const std::string &path,
+                                     std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open";
+    return nullptr;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  ModuleFile file;
+  std::string why;
+  if (!decodeModuleFile(buf.str(), file, why)) {
+    error = path + ": " + why;
+    return nullptr;
+  }
+  std::unique_ptr<Module> m(new Module());
+  const CodeBlob *host = nullptr;
+  for (const CodeBlob &b : file.blobs)
+    if (b.name == "host.so")
+      host = &b;
+  if (!host) {
+    error = path + ": the module carries no host code (compiled for another target?)";
+    return nullptr;
+  }
+  // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
+  m->impl_->memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
+  if (m->impl_->memfd < 0 ||
+      write(m->impl_->memfd, host->bytes.data(), host->bytes.size()) !=
+          ssize_t(host->bytes.size())) {
+    error = path + ": cannot stage the host code: " + std::strerror(errno);
+    return nullptr;
+  }
+  std::string fdPath = "/proc/self/fd/" + std::to_string(m->impl_->memfd);
+  m->impl_->library = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m->impl_->library) {
+    error = path + ": cannot load the host code: " + dlerror();
+    return nullptr;
+  }
+  if (!m->impl_->parseManifest(file.manifest, *m, why)) {
+    error = path + ": " + why;
+    return nullptr;
+  }
+  return m;
+}
+
+void Module::Impl::runTransforms() {
+  for (size_t id = 0; id < weightEntries.size(); ++id) {
+    const WeightEntry &e = weightEntries[id];
+    if (e.op == "param")
+      continue;
+    std::vector<float> &out = weights[id];
+    out.assign(size_t(product(e.shape)), 0.0f);
+    const std::vector<int64_t> &ws = weightEntries[e.inputs[0]].shape;
+    const std::vector<float> &w = weights[e.inputs[0]];
+    if (e.op == "concat") {
+      // Rows (dim 0) or columns (dim 1) of rank-2 weights; vectors: dim 0.
+      int64_t rows = e.shape[0], cols = e.shape.size() > 1 ? e.shape[1] : 1;
+      int64_t at = 0;
+      for (int in : e.inputs) {
+        const std::vector<int64_t> &s = weightEntries[in].shape;
+        const std::vector<float> &src = weights[in];
+        int64_t r = s[0], c = s.size() > 1 ? s[1] : 1;
+        for (int64_t i = 0; i < r; ++i)
+          for (int64_t j = 0; j < c; ++j) {
+            int64_t oi = e.dim == 0 ? at + i : i, oj = e.dim == 0 ? j : at + j;
+            out[oi * cols + oj] = src[i * c + j];
+          }
+        at += e.dim == 0 ? r : c;
+      }
+      (void)rows;
+      continue;
+    }
+    int64_t r = ws[0], c = ws[1];
+    // Element (o, i) of an [out, in] weight, or of an [in, out] one.
+    auto outIdx = [&](int64_t a, int64_t b) { return a * c + b; };
+    if (e.op == "fold_gain") {
+      const std::vector<float> &g = weights[e.inputs[1]];
+      for (int64_t a = 0; a < r; ++a)
+        for (int64_t b = 0; b < c; ++b) {
+          float gain = float(e.offset) + g[e.inOut ? a : b];
+          out[outIdx(a, b)] = w[outIdx(a, b)] * gain;
+        }
+    } else if (e.op == "weight_row_sums") {
+      for (int64_t a = 0; a < r; ++a)
+        for (int64_t b = 0; b < c; ++b)
+          out[e.inOut ? b : a] += w[outIdx(a, b)];
+    } else if (e.op == "fold_bias") {
+      const std::vector<float> &beta = weights[e.inputs[1]];
+      std::vector<double> acc(out.size(), 0.0);
+      for (int64_t a = 0; a < r; ++a)
+        for (int64_t b = 0; b < c; ++b) {
+          int64_t o = e.inOut ? b : a, i = e.inOut ? a : b;
+          acc[o] += double(w[outIdx(a, b)]) * beta[i];
+        }
+      for (size_t o = 0; o < out.size(); ++o)
+        out[o] = float(acc[o]) + (e.inputs.size() > 2 ? weights[e.inputs[2]][o] : 0.0f);
+    }
+  }
+}
+
+bool Module::bindWeights(const WeightStore &store, std::string &error) {
+  // Check everything before converting anything.
+  std::vector<const TensorView *> views(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const ParamInfo &p = params_[i];
+    const TensorView *t = store.resolve(p.name);
+    if (!t) {
+      error = "tensor '" + p.name + "' is missing from the checkpoint";
+      return false;
+    }
+    if (!isFloatDType(t->dtype)) {
+      error = t->file + ": tensor '" + p.name + "' has dtype " +
+              dtypeName(t->dtype) + "; expected F32, F16 or BF16";
+      return false;
+    }
+    if (t->shape != p.shape) {
+      error = t->file + ": tensor '" + p.name + "' has shape " +
+              shapeString(t->shape) + "; the module needs " + shapeString(p.shape);
+      return false;
+    }
+    views[i] = t;
+  }
+  Impl &im = *impl_;
+  im.weights.assign(im.weightEntries.size(), {});
+  std::vector<std::vector<float>> converted(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i)
+    converted[i] = toFloat(*views[i]);
+  for (size_t id = 0; id < im.weightEntries.size(); ++id)
+    if (im.weightEntries[id].op == "param")
+      im.weights[id] = converted[im.weightEntries[id].param];
+  im.runTransforms();
+  bound_ = true;
+  return true;
+}
+
+void Module::bindRandomWeights(uint64_t seed) {
+  Impl &im = *impl_;
+  std::vector<std::vector<float>> values(params_.size());
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&]() { // splitmix64 -> uniform (0, 1)
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double((z ^ (z >> 31)) >> 11) + 0.5) / 9007199254740992.0;
+  };
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const ParamInfo &p = params_[i];
+    // Matrices ~ N(0, 1/in) keep activations O(1); vectors (norm gains,
+    // biases) ~ 1 + N(0, 0.1) for gains, N(0, 0.1) otherwise.
+    bool gain = p.shape.size() == 1 && p.name.find("norm") != std::string::npos &&
+                p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+    double sd = p.shape.size() == 2 ? 1.0 / std::sqrt(double(p.shape[1])) : 0.1;
+    values[i].resize(size_t(product(p.shape)));
+    for (float &v : values[i]) {
+      double n = std::sqrt(-2.0 * std::log(next())) *
+                 std::cos(6.283185307179586 * next());
+      v = float((gain ? 1.0 : 0.0) + sd * n);
+    }
+  }
+  im.weights.assign(im.weightEntries.size(), {});
+  for (size_t id = 0; id < im.weightEntries.size(); ++id)
+    if (im.weightEntries[id].op == "param")
+      im.weights[id] = values[im.weightEntries[id].param];
+  im.runTransforms();
+  bound_ = true;
+}
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(const Module &module, int64_t capacity)
+    : module_(module),
+      capacity_(capacity > 0 ? capacity
+                             : module.maxPositions() > 0 ? module.maxPositions()
+                                                         : 4096) {
+  const auto &buffers = module.impl().buffers;
+  caches_.resize(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == "kv_cache")
+      caches_[i].assign(size_t(capacity_ * buffers[i].width), 0.0f);
+}
+
+Session::~Session() = default;
+
+bool Session::forward(const std::vector<int32_t> &tokens,
+                      std::vector<float> &logits, std::string &error) {
+  const Module::Impl &im = module_.impl();
+  if (!module_.bound()) {
+    error = "no weights are bound to the module";
+    return false;
+  }
+  int64_t T = int64_t(tokens.size());
+  if (T == 0) {
+    error = "no tokens to run";
+    return false;
+  }
+  if (position_ + T > capacity_) {
+    error = "the sequence would hold " + std::to_string(position_ + T) +
+            " positions; this session holds at most " + std::to_string(capacity_);
+    return false;
+  }
+  for (int32_t t : tokens)
+    if (t < 0 || t >= module_.vocabSize()) {
+      error = "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+              std::to_string(module_.vocabSize()) + ")";
+      return false;
+    }
+  std::vector<int32_t> positions(static_cast<size_t>(T), 0);
+  for (int64_t i = 0; i < T; ++i)
+    positions[i] = int32_t(position_ + i);
+
+  // Activation buffers are allocated on first write and recycled after
+  // their last reader (views keep their root alive).
+  size_t nb = im.buffers.size();
+  std::vector<size_t> lastUse(nb, 0);
+  auto root = [&](int b) { return im.buffers[b].kind == "view" ? im.buffers[b].of : b; };
+  for (size_t s = 0; s < im.steps.size(); ++s)
+    for (const Arg &a : im.steps[s].args)
+      if (!a.weight)
+        lastUse[root(a.id)] = s;
+  lastUse[im.output] = im.steps.size();
+  std::vector<std::vector<float>> acts(nb);
+  std::multimap<size_t, std::vector<float>> pool;
+
+  std::vector<std::vector<int64_t>> descs;
+  std::vector<void *> argv;
+  static const bool trace = std::getenv("TBC_TRACE") != nullptr;
+  for (size_t s = 0; s < im.steps.size(); ++s) {
+    const Step &step = im.steps[s];
+    descs.clear();
+    auto desc = [&](const void *data, int64_t offset,
+                    std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+      std::vector<int64_t> d{int64_t(intptr_t(data)), int64_t(intptr_t(data)), offset};
+      d.insert(d.end(), sizes.begin(), sizes.end());
+      d.insert(d.end(), strides.begin(), strides.end());
+      descs.push_back(std::move(d));
+    };
+    for (const Arg &a : step.args) {
+      if (a.weight) {
+        const std::vector<int64_t> &shape = im.weightEntries[a.id].shape;
+        std::vector<int64_t> strides(shape.size(), 1);
+        for (int i = int(shape.size()) - 2; i >= 0; --i)
+          strides[i] = strides[i + 1] * shape[i + 1];
+        desc(im.weights[a.id].data(), 0, shape, strides);
+        continue;
+      }
+      const BufferEntry &b = im.buffers[a.id];
+      if (b.kind == "token_ids" || b.kind == "positions") {
+        desc(b.kind == "token_ids" ? tokens.data() : positions.data(), 0, {1, T},
+             {T, 1});
+        continue;
+      }
+      int r = root(a.id);
+      int64_t rootWidth = im.buffers[r].width;
+      if (acts[r].empty()) {
+        size_t size = size_t(T * rootWidth);
+        auto it = pool.find(size);
+        if (it != pool.end()) {
+          acts[r] = std::move(it->second);
+          pool.erase(it);
+        } else {
+          acts[r].assign(size, 0.0f);
+        }
+      }
+      desc(acts[r].data(), b.kind == "view" ? b.offset : 0, {1, T, b.width},
+           {T * rootWidth, rootWidth, 1});
+    }
+    for (int c : step.caches) {
+      int64_t w = im.buffers[c].width;
+      desc(const_cast<float *>(caches_[c].data()), 0, {position_ + T, w}, {w, 1});
+    }
+    argv.clear();
+    for (std::vector<int64_t> &d : descs)
+      argv.push_back(d.data());
+    if (trace)
+      std::fprintf(stderr, "tbc: step %zu: %s\n", s,
+                   im.kernelNames[step.kernel].c_str());
+    im.kernels[step.kernel](argv.data());
+    // Recycle buffers whose last reader this was.
+    for (const Arg &a : step.args)
+      if (!a.weight) {
+        int r = root(a.id);
+        if (lastUse[r] == s && !acts[r].empty()) {
+          size_t size = acts[r].size();
+          pool.emplace(size, std::move(acts[r]));
+          acts[r].clear();
+        }
+      }
+  }
+  logits = std::move(acts[im.output]);
+  position_ += T;
+  return true;
+}
