@@ -35,13 +35,10 @@ std::string activationFromHF(JsonFields &f, const std::string &key,
   return dflt;
 }
 
-/// `rope_scaling`: null, linear or llama3 (`type` is the older spelling).
-RopeScalingSpec ropeScalingFromHF(JsonFields &f) {
+/// Scaling fields of one object (transformers 4's `rope_scaling` or 5's
+/// `rope_parameters`): none, linear or llama3 (`type` is the older spelling).
+RopeScalingSpec scalingFrom(JsonFields &r) {
   RopeScalingSpec s;
-  const json::Value *obj = f.getObject("rope_scaling");
-  if (!obj)
-    return s;
-  JsonFields r = f.nested(*obj, "rope_scaling");
   std::string kind = r.has("rope_type") ? r.getString("rope_type", "")
                                         : r.getString("type", "");
   std::string kindKey = r.has("rope_type") ? "rope_type" : "type";
@@ -64,6 +61,14 @@ RopeScalingSpec ropeScalingFromHF(JsonFields &f) {
     r.fail("factor", "required field is missing");
   s.factor = r.optPositive("factor").value_or(1.0);
   return s;
+}
+
+RopeScalingSpec ropeScalingFromHF(JsonFields &f) {
+  const json::Value *obj = f.getObject("rope_scaling");
+  if (!obj)
+    return {};
+  JsonFields r = f.nested(*obj, "rope_scaling");
+  return scalingFrom(r);
 }
 
 /// Per-layer attention kinds from `layer_types` when present, else from
@@ -104,14 +109,6 @@ void layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
   }
 }
 
-void setRope(ModelSpec &spec, double theta, RopeScalingSpec scaling,
-             double partialFactor) {
-  for (LayerVariant &l : spec.layers) {
-    l.rope.theta = theta;
-    l.rope.scaling = scaling;
-    l.rope.rotaryDim = int64_t(double(spec.headDim) * partialFactor);
-  }
-}
 
 /// Fields every Llama-like config shares (Llama, Mistral, Qwen2/3, Phi-3,
 /// OLMo 2, Gemma 2/3).
@@ -155,14 +152,60 @@ void readLlamaCommon(JsonFields &f, ModelSpec &s) {
   s.names.down = "mlp.down_proj";
 }
 
-/// Reads rope_theta / rope_scaling / partial_rotary_factor for all layers.
-void readRope(JsonFields &f, ModelSpec &s, double defaultTheta) {
-  double theta = f.optPositive("rope_theta").value_or(defaultTheta);
-  RopeScalingSpec scaling = ropeScalingFromHF(f);
-  double partial = f.getNumber("partial_rotary_factor", 1.0);
-  if (f.ok() && !(partial > 0 && partial <= 1))
+/// One set of RoPE parameters from an object holding rope_theta, the
+/// scaling fields and partial_rotary_factor.
+RopeSpec ropeFrom(JsonFields &r, const ModelSpec &s, double defaultTheta,
+                  double defaultPartial) {
+  RopeSpec rope;
+  rope.theta = r.optPositive("rope_theta").value_or(defaultTheta);
+  rope.scaling = scalingFrom(r);
+  double partial = r.getNumber("partial_rotary_factor", defaultPartial);
+  if (r.ok() && !(partial > 0 && partial <= 1))
+    r.fail("partial_rotary_factor", "must be in (0, 1]");
+  rope.rotaryDim = int64_t(double(s.headDim) * partial);
+  return rope;
+}
+
+/// RoPE of every layer. transformers 5 writes `rope_parameters` (one object,
+/// or one per layer type: `full_attention` / `sliding_attention`);
+/// transformers 4 writes top-level `rope_theta`, `rope_scaling` and
+/// `partial_rotary_factor`. Returns true when per-type parameters were read.
+bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
+              double defaultPartial = 1.0) {
+  defaultPartial = f.getNumber("partial_rotary_factor", defaultPartial);
+  if (const json::Value *rp = f.getObject("rope_parameters")) {
+    JsonFields r = f.nested(*rp, "rope_parameters");
+    const json::Value *full = r.getObject("full_attention");
+    const json::Value *sliding = r.getObject("sliding_attention");
+    if (full || sliding) {
+      std::optional<RopeSpec> fullRope, slidingRope;
+      if (full) {
+        JsonFields fr = r.nested(*full, "full_attention");
+        fullRope = ropeFrom(fr, s, defaultTheta, defaultPartial);
+      }
+      if (sliding) {
+        JsonFields sr = r.nested(*sliding, "sliding_attention");
+        slidingRope = ropeFrom(sr, s, defaultTheta, defaultPartial);
+      }
+      for (LayerVariant &l : s.layers)
+        l.rope = (l.window > 0 && slidingRope) || !fullRope ? *slidingRope
+                                                             : *fullRope;
+      return true;
+    }
+    RopeSpec rope = ropeFrom(r, s, defaultTheta, defaultPartial);
+    for (LayerVariant &l : s.layers)
+      l.rope = rope;
+    return false;
+  }
+  RopeSpec rope;
+  rope.theta = f.optPositive("rope_theta").value_or(defaultTheta);
+  rope.scaling = ropeScalingFromHF(f);
+  if (f.ok() && !(defaultPartial > 0 && defaultPartial <= 1))
     f.fail("partial_rotary_factor", "must be in (0, 1]");
-  setRope(s, theta, scaling, partial);
+  rope.rotaryDim = int64_t(double(s.headDim) * defaultPartial);
+  for (LayerVariant &l : s.layers)
+    l.rope = rope;
+  return false;
 }
 
 int64_t slidingWindow(JsonFields &f) {
@@ -274,7 +317,8 @@ void readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
   int64_t pattern = f.getInt("sliding_window_pattern", 6, 1, L::kMaxLayers);
   layerWindows(f, s, window,
                [&](int64_t i) { return (i + 1) % pattern != 0; });
-  readRope(f, s, 1000000.0);
+  if (readRope(f, s, 1000000.0))
+    return; // transformers 5: per-layer-type rope_parameters
   // Local layers use their own base and no scaling.
   double localTheta = f.optPositive("rope_local_base_freq").value_or(10000.0);
   for (LayerVariant &l : s.layers)
@@ -321,15 +365,11 @@ void readGPTNeoX(JsonFields &f, ModelSpec &s) {
   s.names.up = "mlp.dense_h_to_4h";
   s.names.down = "mlp.dense_4h_to_h";
   layerWindows(f, s, 0, [](int64_t) { return false; });
-  double theta = f.has("rope_theta") ? f.optPositive("rope_theta").value_or(1)
-                                     : f.optPositive("rotary_emb_base")
-                                           .value_or(10000.0);
-  std::string pctKey =
-      f.has("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
-  double pct = f.getNumber(pctKey, 0.25);
+  double theta = f.optPositive("rotary_emb_base").value_or(10000.0);
+  double pct = f.getNumber("rotary_pct", 0.25);
   if (f.ok() && !(pct > 0 && pct <= 1))
-    f.fail(pctKey, "must be in (0, 1]");
-  setRope(s, theta, ropeScalingFromHF(f), pct);
+    f.fail("rotary_pct", "must be in (0, 1]");
+  readRope(f, s, theta, pct);
 }
 
 void readGPT2(JsonFields &f, ModelSpec &s) {

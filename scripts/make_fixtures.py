@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Builds the conformance fixtures: tiny random-weight Hugging Face models of
+every supported architecture, a token sequence, and transformers' float32
+logits for it (prefill), plus 4 greedy decode steps through the KV cache.
+
+Needs torch + transformers (not a dependency of tbc or CI): run it in a venv
+outside the repository, e.g.
+    python3 -m venv ~/venv-ref && ~/venv-ref/bin/pip install torch transformers
+    ~/venv-ref/bin/python scripts/make_fixtures.py test/fixtures
+Each fixture folder holds config.json, model.safetensors, tokens.txt,
+logits.npy [seq, vocab], generated.txt (4 ids) and decode_logits.npy [4, vocab].
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+VOCAB, HIDDEN, INTER, SEQ = 96, 64, 128, 12
+
+COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTER,
+              num_attention_heads=4, max_position_embeddings=64,
+              tie_word_embeddings=False)
+
+FIXTURES = {
+    "llama": dict(model_type="llama", num_hidden_layers=2, num_key_value_heads=2,
+                  rms_norm_eps=1e-5, rope_theta=10000.0,
+                  rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                    high_freq_factor=4.0,
+                                    original_max_position_embeddings=16)),
+    "llama-bias-linear-rope": dict(model_type="llama", num_hidden_layers=2,
+                                   num_key_value_heads=1, attention_bias=True, mlp_bias=True,
+                                   rope_scaling=dict(rope_type="linear", factor=2.0),
+                                   tie_word_embeddings=True),
+    "mistral": dict(model_type="mistral", num_hidden_layers=2, num_key_value_heads=2,
+                    sliding_window=5),
+    "qwen2": dict(model_type="qwen2", num_hidden_layers=2, num_key_value_heads=2),
+    "qwen3": dict(model_type="qwen3", num_hidden_layers=2, num_key_value_heads=2,
+                  head_dim=32),
+    "gemma2": dict(model_type="gemma2", num_hidden_layers=3, num_key_value_heads=2,
+                   head_dim=16, query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
+                   final_logit_softcapping=3.0, sliding_window=5,
+                   hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    "gemma3": dict(model_type="gemma3_text", num_hidden_layers=3, num_key_value_heads=1,
+                   head_dim=16, query_pre_attn_scalar=16, sliding_window=5,
+                   layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                   rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                   rope_scaling=dict(rope_type="linear", factor=2.0),
+                   hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    "olmo2": dict(model_type="olmo2", num_hidden_layers=2, num_key_value_heads=2),
+    "phi3": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=4, pad_token_id=0,
+                 bos_token_id=1, eos_token_id=2,
+                 partial_rotary_factor=0.5, sliding_window=6),
+    "gpt_neox": dict(model_type="gpt_neox", num_hidden_layers=2, rotary_pct=0.25,
+                     use_parallel_residual=True, hidden_act="gelu"),
+    "gpt_neox-serial": dict(model_type="gpt_neox", num_hidden_layers=2, rotary_pct=0.5,
+                            use_parallel_residual=False, hidden_act="gelu"),
+    "gpt2": dict(model_type="gpt2", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=64,
+                 n_inner=INTER, vocab_size=VOCAB, activation_function="gelu_new"),
+}
+
+
+def randomize(model, gemma):
+    """Weights large enough that every op matters (HF's 0.02 init makes the
+    logits nearly uniform)."""
+    g = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim >= 2:
+                fan_in = p.shape[0] if "c_attn" in name or "c_proj" in name or "c_fc" in name else p.shape[-1]
+                std = 1.0 if "embed" in name or "wte" in name or "wpe" in name else fan_in ** -0.5
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+            else:
+                is_gain = "norm" in name or "ln_" in name or "layernorm" in name
+                base = 1.0 if is_gain and not gemma and name.endswith("weight") else 0.0
+                p.copy_(base + 0.1 * torch.randn(p.shape, generator=g))
+
+
+def build(name, spec, out_dir):
+    spec = dict(spec)
+    model_type = spec.pop("model_type")
+    kwargs = dict(COMMON) if model_type != "gpt2" else {}
+    kwargs.update(spec)
+    config = AutoConfig.for_model(model_type, **kwargs)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    randomize(model, gemma=model_type.startswith("gemma"))
+    model.eval()
+    path = os.path.join(out_dir, name)
+    os.makedirs(path, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    for extra in ("generation_config.json",):
+        if os.path.exists(os.path.join(path, extra)):
+            os.remove(os.path.join(path, extra))
+    tokens = torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        logits = model(tokens).logits[0].float().numpy()
+        out = model.generate(tokens, max_new_tokens=4, do_sample=False, output_logits=True,
+                             return_dict_in_generate=True, pad_token_id=0)
+    generated = out.sequences[0, SEQ:].tolist()
+    decode_logits = torch.stack([l[0] for l in out.logits]).float().numpy()
+    np.save(os.path.join(path, "logits.npy"), logits.astype(np.float32))
+    np.save(os.path.join(path, "decode_logits.npy"), decode_logits.astype(np.float32))
+    with open(os.path.join(path, "tokens.txt"), "w") as f:
+        f.write(",".join(str(t) for t in tokens[0].tolist()) + "\n")
+    with open(os.path.join(path, "generated.txt"), "w") as f:
+        f.write(",".join(str(t) for t in generated) + "\n")
+    arch = json.load(open(os.path.join(path, "config.json")))["architectures"][0]
+    print(f"{name}: {arch}, {sum(p.numel() for p in model.parameters())} params, "
+          f"generated {generated}")
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "test/fixtures"
+    only = sys.argv[2:]
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    for name, spec in FIXTURES.items():
+        if not only or name in only:
+            build(name, spec, out_dir)
+
+
+if __name__ == "__main__":
+    main()

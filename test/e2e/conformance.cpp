@@ -1,0 +1,133 @@
+//===- conformance.cpp - compare a module with transformers' logits -------===//
+//
+//   tbc-conformance MODULE.tbcm FIXTURE_DIR [--tolerance 1e-4]
+//
+// FIXTURE_DIR comes from scripts/make_fixtures.py. Checks, each as
+// max |tbc - ref| / max |ref|:
+//   prefill  the whole token sequence at once against logits.npy;
+//   decode   the same tokens one at a time through the KV cache, then the
+//            greedy tokens, against logits.npy rows and decode_logits.npy;
+//   greedy   that tbc picks the tokens transformers generated.
+// LLVM-free: links only the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Runtime/Runtime.h"
+#include "tbc/Support/Npy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace tbc;
+using namespace tbc::rt;
+
+static std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+static std::vector<int32_t> readIds(const std::string &path) {
+  std::string text = readFile(path);
+  std::replace(text.begin(), text.end(), ',', ' ');
+  std::istringstream in(text);
+  std::vector<int32_t> ids;
+  int32_t v;
+  while (in >> v)
+    ids.push_back(v);
+  return ids;
+}
+
+static bool loadNpy(const std::string &path, std::vector<float> &data,
+                    std::vector<int64_t> &shape) {
+  std::string error;
+  if (!decodeNpy(readFile(path), data, shape, error)) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), error.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// max |a - b| / max |b| over `n` values.
+static double relError(const float *a, const float *b, size_t n) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    ref = std::max(ref, double(std::fabs(b[i])));
+  }
+  return ref > 0 ? diff / ref : diff;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T]\n", argv[0]);
+    return 2;
+  }
+  std::string modulePath = argv[1], dir = argv[2];
+  double tolerance = 1e-4;
+  if (argc >= 5 && std::string(argv[3]) == "--tolerance")
+    tolerance = std::atof(argv[4]);
+
+  std::string error;
+  std::unique_ptr<Module> module = Module::load(modulePath, error);
+  std::unique_ptr<WeightStore> weights = WeightStore::open(dir, error);
+  if (!module || !weights || !module->bindWeights(*weights, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<int32_t> tokens = readIds(dir + "/tokens.txt");
+  std::vector<int32_t> generated = readIds(dir + "/generated.txt");
+  std::vector<float> ref, decodeRef;
+  std::vector<int64_t> refShape, decodeShape;
+  if (!loadNpy(dir + "/logits.npy", ref, refShape) ||
+      !loadNpy(dir + "/decode_logits.npy", decodeRef, decodeShape))
+    return 1;
+  int64_t vocab = module->vocabSize();
+  if (refShape != std::vector<int64_t>{int64_t(tokens.size()), vocab}) {
+    std::fprintf(stderr, "error: logits.npy does not match tokens x vocab\n");
+    return 1;
+  }
+
+  bool ok = true;
+  auto report = [&](const char *what, double err) {
+    bool pass = err <= tolerance;
+    ok &= pass;
+    std::printf("%-8s max|d|/max|ref| = %.3g  %s\n", what, err, pass ? "ok" : "FAIL");
+  };
+
+  Session prefill(*module);
+  std::vector<float> logits;
+  if (!prefill.forward(tokens, logits, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return 1;
+  }
+  report("prefill", relError(logits.data(), ref.data(), ref.size()));
+
+  Session decode(*module);
+  double worst = 0;
+  std::vector<int32_t> picked;
+  for (size_t i = 0; i < tokens.size() + generated.size() - 1; ++i) {
+    int32_t t = i < tokens.size() ? tokens[i] : generated[i - tokens.size()];
+    if (!decode.forward({t}, logits, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return 1;
+    }
+    const float *expect = i < tokens.size()
+                              ? ref.data() + i * vocab
+                              : decodeRef.data() + (i + 1 - tokens.size()) * vocab;
+    worst = std::max(worst, relError(logits.data(), expect, size_t(vocab)));
+    if (i + 1 >= tokens.size())
+      picked.push_back(int32_t(std::max_element(logits.begin(), logits.end()) -
+                               logits.begin()));
+  }
+  report("decode", worst);
+  bool same = picked == std::vector<int32_t>(generated.begin(), generated.end());
+  std::printf("greedy   %s\n", same ? "same tokens as transformers" : "DIFFERENT tokens");
+  ok &= same;
+  return ok ? 0 : 1;
+}

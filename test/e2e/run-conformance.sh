@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Compiles every conformance fixture fused and unfused and checks each module
+# against transformers' logits. Usage: run-conformance.sh FIXTURES_DIR OUT_DIR
+set -u
+fixtures=$1 out=$2
+status=0
+for dir in "$fixtures"/*/; do
+  f=$(basename "$dir")
+  for mode in fused unfused; do
+    flag=""
+    [ "$mode" = unfused ] && flag="--no-fuse"
+    echo "== $f $mode"
+    if ! tbc compile "$dir" $flag -o "$out/$f.$mode.tbcm" 2>/dev/null; then
+      echo "COMPILE FAIL"; status=1; continue
+    fi
+    tbc-conformance "$out/$f.$mode.tbcm" "$dir" || status=1
+  done
+done
+exit $status
