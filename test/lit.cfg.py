@@ -6,7 +6,7 @@ import lit.formats
 config.name = "tbc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tbc_obj_root, "test")
 

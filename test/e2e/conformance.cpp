@@ -63,7 +63,27 @@ static double relError(const float *a, const float *b, size_t n) {
   return ref > 0 ? diff / ref : diff;
 }
 
+/// `--compare A.npy B.npy [--tolerance T]`: max|a - b| / max|b| of two
+/// logit arrays of one shape (fused against unfused modules).
+static int compareNpy(int argc, char **argv) {
+  std::vector<float> a, b;
+  std::vector<int64_t> sa, sb;
+  if (argc < 4 || !loadNpy(argv[2], a, sa) || !loadNpy(argv[3], b, sb))
+    return 2;
+  double tolerance = argc >= 6 ? std::atof(argv[5]) : 1e-5;
+  if (sa != sb) {
+    std::printf("compare  shapes differ  FAIL\n");
+    return 1;
+  }
+  double err = relError(a.data(), b.data(), a.size());
+  bool pass = err <= tolerance;
+  std::printf("compare  max|d|/max|ref| = %.3g  %s\n", err, pass ? "ok" : "FAIL");
+  return pass ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--compare")
+    return compareNpy(argc, argv);
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T]\n", argv[0]);
     return 2;
