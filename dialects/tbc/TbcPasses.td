@@ -128,7 +128,7 @@ def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
 }
 
 #endif // TBC_PASSES_TD

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "Matmul.h"
 #include "tbc/Support/Rope.h"
 #include "tbc/Transforms/Passes.h"
 
@@ -270,6 +271,8 @@ private:
 
   /// acc[b, t, n] (+)= sum_k x[b, t, k] * W[n, k]   (W[k, n] with inOut).
   void matmul(Value x, Value w, Value acc, bool inOut) {
+    if (emitTiledMatmul(b, loc, x, w, acc, inOut))
+      return;
     AffineMap wMap = inOut ? kb.map(4, {kb.d(3), kb.d(2)})
                            : kb.map(4, {kb.d(2), kb.d(3)});
     kb.generic(ValueRange{x, w}, acc,

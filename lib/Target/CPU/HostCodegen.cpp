@@ -30,7 +30,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm) {
 LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
   return parsePassPipeline(
       "convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,convert-math-to-libm,"
+      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-libm,"
       "convert-math-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,"
       "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
       "reconcile-unrealized-casts",
