@@ -3,6 +3,7 @@
 #include "tbc/Runtime/Runtime.h"
 
 #include "tbc/Runtime/ModuleFile.h"
+#include "ThreadPool.h"
 #include "tbc/Support/Json.h"
 
 #include <algorithm>
@@ -119,6 +120,7 @@ struct Module::Impl {
   std::vector<BufferEntry> buffers;
   std::vector<KernelFn> kernels;
   std::vector<std::string> kernelNames;
+  std::vector<bool> rowParallel; // rows of the chunk are independent
   std::vector<Step> steps;
   int output = -1;
   std::vector<std::vector<float>> weights; // by weight id, after binding
@@ -244,6 +246,8 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
       return bad("kernel '" + sym->asString() + "' is missing from the code");
     kernels.push_back(reinterpret_cast<KernelFn>(fn));
     kernelNames.push_back(sym->asString());
+    const json::Value *rp = k.get("row_parallel");
+    rowParallel.push_back(rp && rp->isBool() && rp->asBool());
   }
   auto parseArg = [&](const json::Value &a, Arg &arg) {
     const json::Value *w = a.get("w"), *b = a.get("b");
@@ -512,69 +516,91 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         lastUse[root(a.id)] = s;
   lastUse[im.output] = im.steps.size();
   std::vector<std::vector<float>> acts(nb);
-  std::multimap<size_t, std::vector<float>> pool;
+  std::multimap<size_t, std::vector<float>> pool_;
 
-  std::vector<std::vector<int64_t>> descs;
-  std::vector<void *> argv;
   static const bool trace = std::getenv("TBC_TRACE") != nullptr;
+  ThreadPool &pool = ThreadPool::shared();
   for (size_t s = 0; s < im.steps.size(); ++s) {
     const Step &step = im.steps[s];
-    descs.clear();
-    auto desc = [&](const void *data, int64_t offset,
-                    std::vector<int64_t> sizes, std::vector<int64_t> strides) {
-      std::vector<int64_t> d{int64_t(intptr_t(data)), int64_t(intptr_t(data)), offset};
-      d.insert(d.end(), sizes.begin(), sizes.end());
-      d.insert(d.end(), strides.begin(), strides.end());
-      descs.push_back(std::move(d));
-    };
+    // Outputs first touched here get their memory before any thread runs.
     for (const Arg &a : step.args) {
-      if (a.weight) {
-        const std::vector<int64_t> &shape = im.weightEntries[a.id].shape;
-        std::vector<int64_t> strides(shape.size(), 1);
-        for (int i = int(shape.size()) - 2; i >= 0; --i)
-          strides[i] = strides[i + 1] * shape[i + 1];
-        desc(im.weights[a.id].data(), 0, shape, strides);
+      if (a.weight || im.buffers[a.id].kind == "token_ids" ||
+          im.buffers[a.id].kind == "positions")
         continue;
-      }
-      const BufferEntry &b = im.buffers[a.id];
-      if (b.kind == "token_ids" || b.kind == "positions") {
-        desc(b.kind == "token_ids" ? tokens.data() : positions.data(), 0, {1, T},
-             {T, 1});
-        continue;
-      }
       int r = root(a.id);
-      int64_t rootWidth = im.buffers[r].width;
-      if (acts[r].empty()) {
-        size_t size = size_t(T * rootWidth);
-        auto it = pool.find(size);
-        if (it != pool.end()) {
-          acts[r] = std::move(it->second);
-          pool.erase(it);
-        } else {
-          acts[r].assign(size, 0.0f);
-        }
+      if (!acts[r].empty())
+        continue;
+      size_t size = size_t(T * im.buffers[r].width);
+      auto it = pool_.find(size);
+      if (it != pool_.end()) {
+        acts[r] = std::move(it->second);
+        pool_.erase(it);
+      } else {
+        acts[r].assign(size, 0.0f);
       }
-      desc(acts[r].data(), b.kind == "view" ? b.offset : 0, {1, T, b.width},
-           {T * rootWidth, rootWidth, 1});
     }
-    for (int c : step.caches) {
-      int64_t w = im.buffers[c].width;
-      desc(const_cast<float *>(caches_[c].data()), 0, {position_ + T, w}, {w, 1});
-    }
-    argv.clear();
-    for (std::vector<int64_t> &d : descs)
-      argv.push_back(d.data());
+    // Runs the kernel on rows [row0, row0 + rows) of the chunk.
+    auto launch = [&](int64_t row0, int64_t rows) {
+      std::vector<std::vector<int64_t>> descs;
+      auto desc = [&](const void *data, int64_t offset,
+                      std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+        std::vector<int64_t> d{int64_t(intptr_t(data)), int64_t(intptr_t(data)),
+                               offset};
+        d.insert(d.end(), sizes.begin(), sizes.end());
+        d.insert(d.end(), strides.begin(), strides.end());
+        descs.push_back(std::move(d));
+      };
+      for (const Arg &a : step.args) {
+        if (a.weight) {
+          const std::vector<int64_t> &shape = im.weightEntries[a.id].shape;
+          std::vector<int64_t> strides(shape.size(), 1);
+          for (int i = int(shape.size()) - 2; i >= 0; --i)
+            strides[i] = strides[i + 1] * shape[i + 1];
+          desc(im.weights[a.id].data(), 0, shape, strides);
+          continue;
+        }
+        const BufferEntry &b = im.buffers[a.id];
+        // Row ranges move the base pointer: kernels assume a zero offset
+        // for contiguous (identity-layout) operands and results.
+        if (b.kind == "token_ids" || b.kind == "positions") {
+          desc((b.kind == "token_ids" ? tokens.data() : positions.data()) + row0,
+               0, {1, rows}, {T, 1});
+          continue;
+        }
+        int r = root(a.id);
+        int64_t rootWidth = im.buffers[r].width;
+        desc(acts[r].data() + row0 * rootWidth, b.kind == "view" ? b.offset : 0,
+             {1, rows, b.width}, {T * rootWidth, rootWidth, 1});
+      }
+      for (int c : step.caches) {
+        int64_t w = im.buffers[c].width;
+        desc(caches_[c].data(), 0, {position_ + T, w}, {w, 1});
+      }
+      std::vector<void *> argv;
+      for (std::vector<int64_t> &d : descs)
+        argv.push_back(d.data());
+      im.kernels[step.kernel](argv.data());
+    };
     if (trace)
       std::fprintf(stderr, "tbc: step %zu: %s\n", s,
                    im.kernelNames[step.kernel].c_str());
-    im.kernels[step.kernel](argv.data());
+    // Row-independent kernels split the chunk across the cores.
+    unsigned parts = pool.size();
+    if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
+      pool.run([&](unsigned part) {
+        int64_t begin = T * part / parts, end = T * (part + 1) / parts;
+        launch(begin, end - begin);
+      });
+    } else {
+      launch(0, T);
+    }
     // Recycle buffers whose last reader this was.
     for (const Arg &a : step.args)
       if (!a.weight) {
         int r = root(a.id);
         if (lastUse[r] == s && !acts[r].empty()) {
           size_t size = acts[r].size();
-          pool.emplace(size, std::move(acts[r]));
+          pool_.emplace(size, std::move(acts[r]));
           acts[r].clear();
         }
       }

@@ -149,7 +149,11 @@ private:
                       quote(kernel.getSymName()) + ", \"symbol\": " +
                       quote((kernel.getSymName() + "_packed").str()) +
                       ", \"kv_cache\": " +
-                      (kernel->hasAttr("tbc.kv_cache") ? "true" : "false") + "}");
+                      (kernel->hasAttr("tbc.kv_cache") ? "true" : "false") +
+                      // Every kernel but attention treats the chunk's rows
+                      // independently, so the runtime may split them.
+                      ", \"row_parallel\": " +
+                      (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") + "}");
     return id;
   }
 
