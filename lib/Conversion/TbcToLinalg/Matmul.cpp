@@ -1,8 +1,8 @@
 //===- Matmul.cpp - register-tiled, vectorised projections ----------------===//
 //
 // acc[0, t, n] += sum_k x[0, t, k] * W[n, k] for torch-layout ([out, in])
-// weights: 2 rows x 4 output columns per tile, 16-wide FMAs along k (both x
-// rows and W rows are contiguous in k), 8 vector accumulators, one
+// weights: 4 rows x 4 output columns per tile, 16-wide FMAs along k (both x
+// rows and W rows are contiguous in k), 16 vector accumulators, one
 // horizontal sum per output. This is where a transformer spends its time.
 //
 //===----------------------------------------------------------------------===//
@@ -14,7 +14,7 @@
 
 using namespace mlir;
 
-static constexpr int64_t kVector = 16, kCols = 4;
+static constexpr int64_t kVector = 16, kCols = 4, kRows = 4;
 
 bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
                           Value acc, bool inOut) {
@@ -30,62 +30,61 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
   };
   Value zero = idx(b, 0);
   Value rows = memref::DimOp::create(b, loc, x, 1);
-  Value pairs = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, 2)), idx(b, 2));
+  Value blocked = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, kRows)), idx(b, kRows));
 
-  // One tile row block of `r` rows starting at row `t`.
-  auto rowBlock = [&](OpBuilder &ob, Value t, int64_t r) {
-    scf::ForOp::create(
-        ob, loc, zero, idx(ob, n), idx(ob, kCols), ValueRange{},
-        [&](OpBuilder &cb, Location, Value col, ValueRange) {
-          Value init = arith::ConstantOp::create(
-              cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-          SmallVector<Value> inits(r * kCols, init);
-          auto kLoop = scf::ForOp::create(
-              cb, loc, zero, idx(cb, k), idx(cb, kVector), inits,
-              [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
-                SmallVector<Value> xs, ws, next;
-                for (int64_t i = 0; i < r; ++i) {
-                  Value row = arith::AddIOp::create(kb, loc, t, idx(kb, i));
-                  xs.push_back(vector::LoadOp::create(kb, loc, vecType, x,
-                                                      ValueRange{zero, row, kk}));
-                }
-                for (int64_t j = 0; j < kCols; ++j) {
-                  Value c = arith::AddIOp::create(kb, loc, col, idx(kb, j));
-                  ws.push_back(vector::LoadOp::create(kb, loc, vecType, w,
-                                                      ValueRange{c, kk}));
-                }
-                for (int64_t i = 0; i < r; ++i)
-                  for (int64_t j = 0; j < kCols; ++j)
-                    next.push_back(vector::FMAOp::create(
-                        kb, loc, xs[i], ws[j], accs[i * kCols + j]));
-                scf::YieldOp::create(kb, loc, next);
-              });
+  // One tile: `r` rows from `t`, kCols output columns from `col`.
+  auto tile = [&](OpBuilder &cb, Value t, Value col, int64_t r) {
+    Value init = arith::ConstantOp::create(
+        cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+    SmallVector<Value> inits(r * kCols, init);
+    auto kLoop = scf::ForOp::create(
+        cb, loc, zero, idx(cb, k), idx(cb, kVector), inits,
+        [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
+          SmallVector<Value> xs, ws, next;
+          for (int64_t i = 0; i < r; ++i) {
+            Value row = arith::AddIOp::create(kb, loc, t, idx(kb, i));
+            xs.push_back(vector::LoadOp::create(kb, loc, vecType, x,
+                                                ValueRange{zero, row, kk}));
+          }
+          for (int64_t j = 0; j < kCols; ++j) {
+            Value c = arith::AddIOp::create(kb, loc, col, idx(kb, j));
+            ws.push_back(vector::LoadOp::create(kb, loc, vecType, w,
+                                                ValueRange{c, kk}));
+          }
           for (int64_t i = 0; i < r; ++i)
-            for (int64_t j = 0; j < kCols; ++j) {
-              Value sum = vector::ReductionOp::create(
-                  cb, loc, vector::CombiningKind::ADD,
-                  kLoop.getResult(i * kCols + j));
-              Value row = arith::AddIOp::create(cb, loc, t, idx(cb, i));
-              Value c = arith::AddIOp::create(cb, loc, col, idx(cb, j));
-              Value old = memref::LoadOp::create(cb, loc, acc,
-                                                 ValueRange{zero, row, c});
-              memref::StoreOp::create(cb, loc,
-                                      arith::AddFOp::create(cb, loc, old, sum),
-                                      acc, ValueRange{zero, row, c});
-            }
-          scf::YieldOp::create(cb, loc);
+            for (int64_t j = 0; j < kCols; ++j)
+              next.push_back(vector::FMAOp::create(kb, loc, xs[i], ws[j],
+                                                   accs[i * kCols + j]));
+          scf::YieldOp::create(kb, loc, next);
         });
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < kCols; ++j) {
+        Value sum = vector::ReductionOp::create(
+            cb, loc, vector::CombiningKind::ADD, kLoop.getResult(i * kCols + j));
+        Value row = arith::AddIOp::create(cb, loc, t, idx(cb, i));
+        Value c = arith::AddIOp::create(cb, loc, col, idx(cb, j));
+        Value old = memref::LoadOp::create(cb, loc, acc, ValueRange{zero, row, c});
+        memref::StoreOp::create(cb, loc, arith::AddFOp::create(cb, loc, old, sum),
+                                acc, ValueRange{zero, row, c});
+      }
   };
-  scf::ForOp::create(b, loc, zero, pairs, idx(b, 2), ValueRange{},
-                     [&](OpBuilder &ob, Location, Value t, ValueRange) {
-                       rowBlock(ob, t, 2);
-                       scf::YieldOp::create(ob, loc);
-                     });
-  scf::ForOp::create(b, loc, pairs, rows, idx(b, 1), ValueRange{},
-                     [&](OpBuilder &ob, Location, Value t, ValueRange) {
-                       rowBlock(ob, t, 1);
-                       scf::YieldOp::create(ob, loc);
-                     });
+  // Output columns outermost: a tile's kCols weight rows stay in cache while
+  // every token row streams past them.
+  scf::ForOp::create(
+      b, loc, zero, idx(b, n), idx(b, kCols), ValueRange{},
+      [&](OpBuilder &ob, Location, Value col, ValueRange) {
+        scf::ForOp::create(ob, loc, zero, blocked, idx(ob, kRows), ValueRange{},
+                           [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                             tile(rb, t, col, kRows);
+                             scf::YieldOp::create(rb, loc);
+                           });
+        scf::ForOp::create(ob, loc, blocked, rows, idx(ob, 1), ValueRange{},
+                           [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                             tile(rb, t, col, 1);
+                             scf::YieldOp::create(rb, loc);
+                           });
+        scf::YieldOp::create(ob, loc);
+      });
   return true;
 }
