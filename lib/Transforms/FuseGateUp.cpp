@@ -3,7 +3,6 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -112,9 +111,7 @@ struct FuseMlpActivation : OpRewritePattern<ActivationOp> {
 
 struct TbcFuseGateUpPass : tbc::impl::TbcFuseGateUpBase<TbcFuseGateUpPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseGateUpPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyFusionPatterns(getOperation(), populateFuseGateUpPatterns)))
       signalPassFailure();
   }
 };

@@ -3,7 +3,6 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -129,9 +128,7 @@ struct FuseLayerNorm : OpRewritePattern<LayerNormOp> {
 struct TbcFuseNormProjectionPass
     : tbc::impl::TbcFuseNormProjectionBase<TbcFuseNormProjectionPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseNormProjectionPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyFusionPatterns(getOperation(), populateFuseNormProjectionPatterns)))
       signalPassFailure();
   }
 };

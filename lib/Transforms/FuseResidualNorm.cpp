@@ -3,7 +3,6 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -60,9 +59,7 @@ struct FuseAddLayerNorm : OpRewritePattern<LayerNormOp> {
 struct TbcFuseResidualNormPass
     : tbc::impl::TbcFuseResidualNormBase<TbcFuseResidualNormPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseResidualNormPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyFusionPatterns(getOperation(), populateFuseResidualNormPatterns)))
       signalPassFailure();
   }
 };

@@ -3,7 +3,6 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -43,9 +42,7 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
 
 struct TbcFuseSoftcapPass : tbc::impl::TbcFuseSoftcapBase<TbcFuseSoftcapPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseSoftcapPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyFusionPatterns(getOperation(), populateFuseSoftcapPatterns)))
       signalPassFailure();
   }
 };

@@ -3,6 +3,7 @@
 #include "FusionUtils.h"
 
 #include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -39,4 +40,11 @@ RankedTensorType tbc::withWidth(Type activation, int64_t width) {
   SmallVector<int64_t> shape(t.getShape());
   shape.back() = width;
   return RankedTensorType::get(shape, t.getElementType());
+}
+
+LogicalResult tbc::applyFusionPatterns(Operation *root,
+                                       void (*populate)(RewritePatternSet &)) {
+  RewritePatternSet patterns(root->getContext());
+  populate(patterns);
+  return applyPatternsGreedily(root, std::move(patterns));
 }

@@ -22,6 +22,11 @@ bool allDominate(mlir::ValueRange values, mlir::Operation *op);
 mlir::Value concatWeights(mlir::PatternRewriter &rewriter, mlir::Location loc,
                           mlir::ValueRange parts, int64_t dim);
 
+/// Applies the patterns `populate` adds to everything under `root`.
+mlir::LogicalResult
+applyFusionPatterns(mlir::Operation *root,
+                    void (*populate)(mlir::RewritePatternSet &));
+
 /// The same activation type with a new feature width.
 mlir::RankedTensorType withWidth(mlir::Type activation, int64_t width);
 

@@ -3,7 +3,6 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -81,9 +80,7 @@ struct MergeSiblingLinears : OpRewritePattern<LinearOp> {
 
 struct TbcMergeQKVPass : tbc::impl::TbcMergeQKVBase<TbcMergeQKVPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMergeQKVPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyFusionPatterns(getOperation(), populateMergeQKVPatterns)))
       signalPassFailure();
   }
 };

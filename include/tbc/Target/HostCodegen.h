@@ -15,11 +15,6 @@ void buildLinalgPipeline(mlir::OpPassManager &pm);
 /// linalg on memrefs -> loops -> LLVM dialect.
 mlir::LogicalResult buildLLVMPipeline(mlir::OpPassManager &pm);
 
-/// LLVM dialect -> LLVM IR text (with a `<kernel>_packed(void **args)` entry
-/// per kernel, the runtime's one calling convention), optimised at -O3.
-mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
-                                               std::string &error);
-
 /// LLVM dialect -> a host shared object (bytes), via an object file for the
 /// host CPU and the system linker (`cc -shared`).
 mlir::FailureOr<std::string> emitHostSharedObject(mlir::ModuleOp module,

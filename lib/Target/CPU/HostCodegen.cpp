@@ -104,21 +104,6 @@ toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
 }
 } // namespace
 
-FailureOr<std::string> tbc::translateToLLVMIR(ModuleOp module,
-                                              std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm(hostMachine(error));
-  if (!tm)
-    return failure();
-  llvm::LLVMContext ctx;
-  auto m = toOptimisedModule(module, ctx, tm.get(), error);
-  if (failed(m))
-    return failure();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  (*m)->print(os, nullptr);
-  return text;
-}
-
 FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
                                                  std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm(hostMachine(error));
