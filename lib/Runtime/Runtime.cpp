@@ -241,8 +241,9 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     const json::Value *sym = k.get("symbol");
     if (!sym || !sym->isString())
       return bad("a kernel lacks its symbol");
-    void *fn = dlsym(library, sym->asString().c_str());
-    if (!fn)
+    // Without code (manifest checks only) every kernel stays unresolved.
+    void *fn = library ? dlsym(library, sym->asString().c_str()) : nullptr;
+    if (library && !fn)
       return bad("kernel '" + sym->asString() + "' is missing from the code");
     kernels.push_back(reinterpret_cast<KernelFn>(fn));
     kernelNames.push_back(sym->asString());
@@ -291,6 +292,11 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
       buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
     return bad("the output must be a vocab-wide activation buffer");
   return true;
+}
+
+bool Module::checkManifest(const std::string &manifest, std::string &error) {
+  Module m;
+  return m.impl_->parseManifest(manifest, m, error);
 }
 
 std::unique_ptr<Module> Module::load(const std::string &path,

@@ -35,6 +35,10 @@ public:
   static std::unique_ptr<Module> load(const std::string &path,
                                       std::string &error);
 
+  /// Validates a manifest without loading any code (what `load` checks
+  /// after the container; used by the fuzzers).
+  static bool checkManifest(const std::string &manifest, std::string &error);
+
   /// Binds every parameter from `weights` (f32/f16/bf16, converted to f32),
   /// checking names and shapes first, then runs the bind-time transforms.
   bool bindWeights(const WeightStore &weights, std::string &error);

@@ -707,7 +707,7 @@ struct TbcLowerToLinalgPass
       if (cached) {
         auto a = cast<AttentionOp>(op);
         auto cacheType = MemRefType::get(
-            {ShapedType::kDynamic, a.getNumKvHeads() * a.getHeadDim()},
+            {ShapedType::kDynamic, int64_t(a.getNumKvHeads() * a.getHeadDim())},
             b.getF32Type());
         args.append({cacheType, cacheType});
       }

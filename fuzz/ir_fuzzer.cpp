@@ -1,0 +1,29 @@
+//===- ir_fuzzer.cpp - libFuzzer target: tbc IR parser, verifier, tbc-fuse -===//
+
+#include "tbc/InitAll.h"
+#include "tbc/Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static mlir::DialectRegistry *registry = [] {
+    auto *r = new mlir::DialectRegistry;
+    tbc::registerAllDialects(*r);
+    return r;
+  }();
+  mlir::MLIRContext context(*registry, mlir::MLIRContext::Threading::DISABLED);
+  context.allowUnregisteredDialects(false);
+  context.getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+  if (!module || mlir::failed(mlir::verify(*module)))
+    return 0;
+  mlir::PassManager pm(&context);
+  tbc::buildFusePipeline(pm);
+  (void)pm.run(*module);
+  return 0;
+}

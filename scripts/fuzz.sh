@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, with ASan+UBSan) and runs each for
+# SECONDS (default 60) from a seed corpus of the repository's own examples.
+# A crash leaves crash-* in the work folder and fails the script; turn it
+# into a regression test (fuzz/regressions/<target>/) and fix the bug.
+# Usage: scripts/fuzz.sh [SECONDS] [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-60}
+build=${2:-$root/build}
+work=$build/fuzz
+"$root/scripts/install-deps.sh"
+if ! command -v clang++ >/dev/null || ! dpkg -s libclang-rt-14-dev >/dev/null 2>&1; then
+  sudo_=""; [ "$(id -u)" -ne 0 ] && sudo_=sudo
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
+fi
+[ -d "$build/dialects/tbc" ] || { cmake -G Ninja -S "$root" -B "$build" >/dev/null && ninja -C "$build"; }
+mkdir -p "$work"
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr -fno-sanitize-recover=all
+       -I"$root/include" -I"$build/dialects" -I/usr/lib/llvm-22/include)
+runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
+frontend=("$root"/lib/Frontend/{ModelSpec,HFConfig,NativeSpec,ModelReaders}.cpp)
+compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
+          "$root"/lib/Conversion/TbcToLinalg/*.cpp "$root"/lib/Registration/InitAll.cpp)
+
+echo "== building fuzzers"
+clang++ "${flags[@]}" "$root/fuzz/safetensors_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/safetensors_fuzzer"
+clang++ "${flags[@]}" "$root/fuzz/config_fuzzer.cpp" "${frontend[@]}" "${runtime[@]}" -ldl -lpthread -o "$work/config_fuzzer"
+clang++ "${flags[@]}" "$root/fuzz/module_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/module_fuzzer"
+clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root/lib/Support/Rope.cpp" \
+  -L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM -o "$work/ir_fuzzer"
+
+echo "== seed corpora"
+for t in safetensors config module ir; do mkdir -p "$work/corpus-$t"; done
+cp "$root"/test/fixtures/gpt2/model.safetensors "$work/corpus-safetensors/" 
+python3 - "$work/corpus-safetensors" <<'PY'
+import json, struct, sys
+h = json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "__metadata__": {"k": "v"}}).encode()
+open(sys.argv[1] + "/small.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + bytes(8))
+PY
+cp "$root"/examples/models/*/config.json "$work/corpus-config/" 2>/dev/null || true
+for d in "$root"/examples/models/*/ "$root"/test/fixtures/*/; do
+  [ -f "$d/config.json" ] && cp "$d/config.json" "$work/corpus-config/$(basename "$d").json"
+done
+cp "$root"/examples/models/specs/*.json "$work/corpus-config/"
+"$build/bin/tbc" compile "$root/test/fixtures/gpt2" -o "$work/corpus-module/gpt2.tbcm" 2>/dev/null
+python3 -c "import sys,struct; d=open(sys.argv[1],'rb').read(); m=struct.unpack('<Q',d[16:24])[0]; open(sys.argv[2],'wb').write(d[32:32+m])" \
+  "$work/corpus-module/gpt2.tbcm" "$work/corpus-module/manifest.json"
+cp "$root"/test/Dialect/ops.mlir "$root"/test/Dialect/fused-ops.mlir "$root"/examples/blocks/*.mlir "$root"/test/Transforms/*.mlir "$work/corpus-ir/"
+
+# LLVM's headers poison BumpPtrAllocator slabs in our (instrumented) code
+# while libMLIR.so (uninstrumented) reuses them: ignore manual poisoning, a
+# known false positive of mixing the two (fuzz/regressions/ir holds the
+# inputs that showed it).
+export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0
+status=0
+for t in safetensors config module ir; do
+  echo "== fuzzing $t for ${seconds}s"
+  regress="$root/fuzz/regressions/$t"
+  seeds=("$work/corpus-$t"); [ -d "$regress" ] && seeds+=("$regress")
+  (cd "$work" && "./${t}_fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+      -rss_limit_mb=4096 -print_final_stats=1 "${seeds[@]}" 2>&1 | tail -3) || status=1
+done
+exit $status
