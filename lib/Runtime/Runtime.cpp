@@ -355,7 +355,7 @@ void Module::Impl::runTransforms() {
     const std::vector<float> &w = weights[e.inputs[0]];
     if (e.op == "concat") {
       // Rows (dim 0) or columns (dim 1) of rank-2 weights; vectors: dim 0.
-      int64_t rows = e.shape[0], cols = e.shape.size() > 1 ? e.shape[1] : 1;
+      int64_t cols = e.shape.size() > 1 ? e.shape[1] : 1;
       int64_t at = 0;
       for (int in : e.inputs) {
         const std::vector<int64_t> &s = weightEntries[in].shape;
@@ -368,7 +368,6 @@ void Module::Impl::runTransforms() {
           }
         at += e.dim == 0 ? r : c;
       }
-      (void)rows;
       continue;
     }
     int64_t r = ws[0], c = ws[1];
