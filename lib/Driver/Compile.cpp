@@ -247,7 +247,8 @@ int tbc::compileMain(int argc, char **argv) {
     }
     if (failed(so))
       return fail(why);
-    rt::ModuleFile file{manifest, {{"host.so", *so}}};
+    rt::ModuleFile file{manifest,
+                        {{"host.so", *so}, {"host.cpu", hostCpuRequirements()}}};
     bytes = rt::encodeModuleFile(file);
   } else {
     llvm::raw_string_ostream os(bytes);

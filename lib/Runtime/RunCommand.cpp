@@ -63,6 +63,16 @@ static size_t argmax(const float *row, int64_t n) {
   return size_t(std::max_element(row, row + n) - row);
 }
 
+bool tbc::rt::bindModuleWeights(Module &module, const std::string &weights,
+                                uint64_t seed, std::string &error) {
+  if (weights.empty()) {
+    module.bindRandomWeights(seed);
+    return true;
+  }
+  std::unique_ptr<WeightStore> store = WeightStore::open(weights, error);
+  return store && module.bindWeights(*store, error);
+}
+
 int tbc::rt::runCommand(int argc, char **argv) {
   std::string modulePath, weights, tokensArg, tokensFile, output;
   bool random = false;
@@ -154,13 +164,8 @@ int tbc::rt::runCommand(int argc, char **argv) {
   std::unique_ptr<Module> module = Module::load(modulePath, error);
   if (!module)
     return fail(error);
-  if (random) {
-    module->bindRandomWeights(seed);
-  } else {
-    std::unique_ptr<WeightStore> store = WeightStore::open(weights, error);
-    if (!store || !module->bindWeights(*store, error))
-      return fail(error);
-  }
+  if (!bindModuleWeights(*module, weights, seed, error))
+    return fail(error);
 
   using Clock = std::chrono::steady_clock;
   double prefillSeconds = 0, decodeSeconds = 0;

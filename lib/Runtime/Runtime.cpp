@@ -2,6 +2,7 @@
 
 #include "tbc/Runtime/Runtime.h"
 
+#include "tbc/Runtime/CpuFeatures.h"
 #include "tbc/Runtime/ModuleFile.h"
 #include "ThreadPool.h"
 #include "tbc/Support/Json.h"
@@ -323,6 +324,16 @@ std::unique_ptr<Module> Module::load(const std::string &path,
     error = path + ": the module carries no host code (compiled for another target?)";
     return nullptr;
   }
+  for (const CodeBlob &b : file.blobs)
+    if (b.name == "host.cpu") {
+      std::string missing = missingCpuFeatures(b.bytes);
+      if (!missing.empty()) {
+        error = path + ": the host code was compiled for a CPU with " + missing +
+                ", which this CPU lacks; compile the model again on this "
+                "machine (tbc compile)";
+        return nullptr;
+      }
+    }
   // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
   m->impl_->memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
   if (m->impl_->memfd < 0 ||
@@ -463,6 +474,28 @@ void Module::bindRandomWeights(uint64_t seed) {
       im.weights[id] = values[im.weightEntries[id].param];
   im.runTransforms();
   bound_ = true;
+}
+
+Module::TokenCost Module::tokenCost() const {
+  TokenCost cost;
+  for (const Step &step : impl_->steps) {
+    bool gather =
+        impl_->kernelNames[step.kernel].find("embedding") != std::string::npos;
+    for (const Arg &a : step.args) {
+      if (!a.weight)
+        continue;
+      const std::vector<int64_t> &shape = impl_->weightEntries[a.id].shape;
+      double elements = double(product(shape));
+      if (gather && shape.size() == 2) {
+        cost.weightBytes += 4.0 * double(shape[1]);
+        continue;
+      }
+      cost.weightBytes += 4.0 * elements;
+      if (shape.size() == 2)
+        cost.matmulFlops += 2.0 * elements;
+    }
+  }
+  return cost;
 }
 
 //===----------------------------------------------------------------------===//

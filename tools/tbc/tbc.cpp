@@ -15,6 +15,8 @@ static const char *const kUsage =
     "  compile MODEL   compile a Hugging Face folder / config.json, a native\n"
     "                  spec, or tbc IR (see `tbc compile --help`)\n"
     "  run MODULE      run a compiled module on token ids (see `tbc run --help`)\n"
+    "  bench MODULE    time prefill and decode, decode against its memory-\n"
+    "                  bandwidth roofline measured in the same run\n"
     "  inspect PATH    show a checkpoint's tensors or a model description\n\n"
     "Run `tbc <command> --help` for a command's options.\n";
 
@@ -34,6 +36,8 @@ int main(int argc, char **argv) {
     return tbc::compileMain(n, args.data());
   if (command == "run")
     return tbc::rt::runCommand(n, args.data());
+  if (command == "bench")
+    return tbc::rt::benchCommand(n, args.data());
   if (command == "inspect")
     return tbc::inspectMain(n, args.data());
   std::fprintf(stderr, "tbc: error: unknown command '%s'\n\n%s",

@@ -51,6 +51,16 @@ public:
   const std::string &architecture() const { return architecture_; }
   const std::vector<ParamInfo> &params() const { return params_; }
 
+  /// What one token costs in the projections, from the schedule: the weight
+  /// bytes every kernel reads (an embedding gather reads one row) and the
+  /// multiply-add FLOPs of the matrices (2 per weight element). Attention's
+  /// own FLOPs grow with the position and are left out. `tbc bench` sets
+  /// decode speed against weightBytes / memory bandwidth.
+  struct TokenCost {
+    double weightBytes = 0, matmulFlops = 0;
+  };
+  TokenCost tokenCost() const;
+
   struct Impl;
   Impl &impl() const { return *impl_; }
 

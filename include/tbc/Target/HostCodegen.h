@@ -20,6 +20,11 @@ mlir::LogicalResult buildLLVMPipeline(mlir::OpPassManager &pm);
 mlir::FailureOr<std::string> emitHostSharedObject(mlir::ModuleOp module,
                                                   std::string &error);
 
+/// The instruction-set extensions the host code may use, as the runtime
+/// checks them before loading it ("x86_64 avx avx2 fma avx512f ..."): code
+/// compiled for this CPU would die of SIGILL on an older one.
+std::string hostCpuRequirements();
+
 } // namespace tbc
 
 #endif // TBC_TARGET_HOSTCODEGEN_H

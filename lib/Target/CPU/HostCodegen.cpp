@@ -104,6 +104,21 @@ toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
 }
 } // namespace
 
+std::string tbc::hostCpuRequirements() {
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string out = triple.getArchName().str();
+  // The extensions the runtime knows how to ask the CPU about
+  // (include/tbc/Runtime/CpuFeatures.h keeps the same list).
+  static const char *watched[] = {"sse4.2",  "avx",      "avx2",
+                                  "fma",     "avx512f",  "avx512bw",
+                                  "avx512dq", "avx512vl", "avx512cd"};
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  for (const char *f : watched)
+    if (features.lookup(f))
+      out += std::string(" ") + f;
+  return out;
+}
+
 FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
                                                  std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm(hostMachine(error));

@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Rewrites part of a .tbcm and fixes the checksum, to test that the runtime
+validates what the container holds (not just the container):
+  rewrite_module.py IN OUT symbol            first kernel symbol -> no_such_kernel_packed
+  rewrite_module.py IN OUT blob NAME TEXT    the blob NAME's bytes -> TEXT"""
+import struct, sys
+
+src, dst, mode = sys.argv[1:4]
+data = open(src, "rb").read()
+magic, version, count, msize, _ = struct.unpack("<8sIIQQ", data[:32])
+manifest = data[32:32 + msize].decode()
+blobs, at = [], 32 + msize
+for _ in range(count):
+    (n,) = struct.unpack("<Q", data[at:at + 8]); name = data[at + 8:at + 8 + n].decode(); at += 8 + n
+    (s,) = struct.unpack("<Q", data[at:at + 8]); blobs.append([name, data[at + 8:at + 8 + s]]); at += 8 + s
+
+if mode == "symbol":
+    start = manifest.index('"symbol": "') + len('"symbol": "')
+    end = manifest.index('"', start)
+    manifest = manifest[:start] + "no_such_kernel_packed" + manifest[end:]
+elif mode == "blob":
+    for b in blobs:
+        if b[0] == sys.argv[4]:
+            b[1] = sys.argv[5].encode()
+else:
+    sys.exit("unknown mode " + mode)
+
+body = manifest.encode()
+for name, content in blobs:
+    body += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<Q", len(content)) + content
+h = 1469598103934665603
+for b in body:
+    h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+open(dst, "wb").write(struct.pack("<8sIIQQ", magic, version, len(blobs), len(manifest.encode()), h) + body)
