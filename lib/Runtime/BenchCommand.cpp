@@ -10,6 +10,7 @@
 
 #include "tbc/Runtime/RunCommand.h"
 
+#include "CommandLine.h"
 #include "ThreadPool.h"
 #include "tbc/Runtime/Runtime.h"
 
@@ -87,57 +88,40 @@ static int fail(const std::string &message) {
 }
 
 int tbc::rt::benchCommand(int argc, char **argv) {
-  std::string modulePath, weights;
-  bool random = false;
-  int64_t seed = 0, prompt = 128, decode = 32, repeat = 3;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto number = [&](int64_t &out, int64_t least) {
-      if (i + 1 >= argc)
-        return false;
-      char *end = nullptr;
-      out = std::strtoll(argv[++i], &end, 10);
-      return *end == '\0' && out >= least;
-    };
-    if (a == "--help" || a == "-h") {
+  std::string modulePath;
+  WeightChoice w;
+  int64_t prompt = 128, decode = 32, repeat = 3;
+  OptionReader opts(argc, argv);
+  while (opts.next()) {
+    if (opts.is("--help") || opts.is("-h")) {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--weights") {
-      if (i + 1 >= argc)
-        return fail("--weights needs a path");
-      weights = argv[++i];
-    } else if (a == "--random-weights") {
-      random = true;
-    } else if (a == "--seed") {
-      if (!number(seed, 0))
-        return fail("--seed needs a non-negative integer");
-    } else if (a == "--prompt") {
-      if (!number(prompt, 1))
+    } else if (std::string why; opts.weightOption(w, why)) {
+      if (!why.empty())
+        return fail(why);
+    } else if (opts.is("--prompt")) {
+      if (!opts.number(prompt, 1))
         return fail("--prompt needs a positive integer");
-    } else if (a == "--decode") {
-      if (!number(decode, 0))
+    } else if (opts.is("--decode")) {
+      if (!opts.number(decode))
         return fail("--decode needs a non-negative integer");
-    } else if (a == "--repeat") {
-      if (!number(repeat, 1))
+    } else if (opts.is("--repeat")) {
+      if (!opts.number(repeat, 1))
         return fail("--repeat needs a positive integer");
-    } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "'\n\n" + kUsage);
-    } else if (modulePath.empty()) {
-      modulePath = a;
-    } else {
-      return fail("unexpected argument '" + a + "'");
+    } else if (std::string why = opts.positional(modulePath, kUsage); !why.empty()) {
+      return fail(why);
     }
   }
   if (modulePath.empty())
     return fail(std::string("no module given\n\n") + kUsage);
-  if (random && !weights.empty())
+  if (w.random && !w.path.empty())
     return fail("give at most one of --weights PATH and --random-weights");
 
   std::string error;
   std::unique_ptr<Module> module = Module::load(modulePath, error);
   if (!module)
     return fail(error);
-  if (!bindModuleWeights(*module, weights, uint64_t(seed), error))
+  if (!bindModuleWeights(*module, w.path, w.seed, error))
     return fail(error);
 
   // A session holds the model's maximum positions: shorten the prompt, not
@@ -148,7 +132,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
                 "prompt in the model's " + std::to_string(capacity) + " positions");
   prompt = std::min(prompt, capacity - decode);
   std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-  uint64_t state = uint64_t(seed) * 6364136223846793005ull + 1442695040888963407ull;
+  uint64_t state = w.seed * 6364136223846793005ull + 1442695040888963407ull;
   for (int32_t &t : tokens) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     t = int32_t((state >> 33) % uint64_t(module->vocabSize()));
@@ -178,7 +162,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
 
   std::printf("tbc bench: %s, %s weights, %.1f MB read per token, %u threads\n",
               module->architecture().empty() ? "model" : module->architecture().c_str(),
-              random || weights.empty() ? "random" : "checkpoint",
+              w.path.empty() ? "random" : "checkpoint",
               cost.weightBytes / 1e6, ThreadPool::shared().size());
   std::printf("  memory bandwidth  %8.2f GB/s (streaming read, all cores, measured now)\n",
               bandwidth / 1e9);

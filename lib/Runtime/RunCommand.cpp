@@ -2,6 +2,7 @@
 
 #include "tbc/Runtime/RunCommand.h"
 
+#include "CommandLine.h"
 #include "tbc/Runtime/Runtime.h"
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/Npy.h"
@@ -74,65 +75,39 @@ bool tbc::rt::bindModuleWeights(Module &module, const std::string &weights,
 }
 
 int tbc::rt::runCommand(int argc, char **argv) {
-  std::string modulePath, weights, tokensArg, tokensFile, output;
-  bool random = false;
-  uint64_t seed = 0;
+  std::string modulePath, tokensArg, tokensFile, output;
+  WeightChoice w;
   int64_t generate = 0, maxTokens = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](std::string &out) {
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    auto number = [&](int64_t &out) {
-      std::string v;
-      if (!value(v))
-        return false;
-      char *end = nullptr;
-      out = std::strtoll(v.c_str(), &end, 10);
-      return *end == '\0' && out >= 0;
-    };
-    int64_t n = 0;
-    if (a == "--help" || a == "-h") {
+  OptionReader opts(argc, argv);
+  while (opts.next()) {
+    if (opts.is("--help") || opts.is("-h")) {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--weights") {
-      if (!value(weights))
-        return fail("--weights needs a path");
-    } else if (a == "--random-weights") {
-      random = true;
-    } else if (a == "--seed") {
-      if (!number(n))
-        return fail("--seed needs a non-negative integer");
-      seed = uint64_t(n);
-    } else if (a == "--tokens") {
-      if (!value(tokensArg))
+    } else if (std::string why; opts.weightOption(w, why)) {
+      if (!why.empty())
+        return fail(why);
+    } else if (opts.is("--tokens")) {
+      if (!opts.value(tokensArg))
         return fail("--tokens needs a list of ids");
-    } else if (a == "--tokens-file") {
-      if (!value(tokensFile))
+    } else if (opts.is("--tokens-file")) {
+      if (!opts.value(tokensFile))
         return fail("--tokens-file needs a path");
-    } else if (a == "--output" || a == "-o") {
-      if (!value(output))
+    } else if (opts.is("--output") || opts.is("-o")) {
+      if (!opts.value(output))
         return fail("--output needs a path");
-    } else if (a == "--generate") {
-      if (!number(generate))
+    } else if (opts.is("--generate")) {
+      if (!opts.number(generate))
         return fail("--generate needs a non-negative integer");
-    } else if (a == "--max-tokens") {
-      if (!number(maxTokens))
+    } else if (opts.is("--max-tokens")) {
+      if (!opts.number(maxTokens))
         return fail("--max-tokens needs a non-negative integer");
-    } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "'\n\n" + kUsage);
-    } else if (modulePath.empty()) {
-      modulePath = a;
-    } else {
-      return fail("unexpected argument '" + a + "'");
+    } else if (std::string why = opts.positional(modulePath, kUsage); !why.empty()) {
+      return fail(why);
     }
   }
   if (modulePath.empty())
     return fail(std::string("no module given\n\n") + kUsage);
-  if (random == !weights.empty())
+  if (w.random == !w.path.empty())
     return fail("give exactly one of --weights PATH and --random-weights");
   if (tokensArg.empty() == tokensFile.empty())
     return fail("give exactly one of --tokens and --tokens-file");
@@ -164,7 +139,7 @@ int tbc::rt::runCommand(int argc, char **argv) {
   std::unique_ptr<Module> module = Module::load(modulePath, error);
   if (!module)
     return fail(error);
-  if (!bindModuleWeights(*module, weights, seed, error))
+  if (!bindModuleWeights(*module, w.path, w.seed, error))
     return fail(error);
 
   using Clock = std::chrono::steady_clock;
