@@ -54,7 +54,7 @@ static double measureReadBandwidth() {
   unsigned parts = pool.size();
   std::vector<uint64_t> sinks(parts * 8);
   double best = 0;
-  for (int run = 0; run < 3; ++run) {
+  for (int run = 0; run < 5; ++run) { // best of 5: the machine is shared
     auto t0 = Clock::now();
     pool.run([&](unsigned part) {
       size_t begin = words * part / parts, end = words * (part + 1) / parts;
