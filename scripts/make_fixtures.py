@@ -38,6 +38,11 @@ FIXTURES = {
     "mistral": dict(model_type="mistral", num_hidden_layers=2, num_key_value_heads=2,
                     sliding_window=5),
     "qwen2": dict(model_type="qwen2", num_hidden_layers=2, num_key_value_heads=2),
+    # Sizes that fill no tile: a vocabulary and an FFN width not divisible
+    # by 4 (one-column matmul tiles) and an FFN width not divisible by 16
+    # (the down projection's reduction takes the generic loop nest).
+    "qwen2-odd-sizes": dict(model_type="qwen2", num_hidden_layers=2, num_key_value_heads=2,
+                            vocab_size=101, intermediate_size=90),
     "qwen3": dict(model_type="qwen3", num_hidden_layers=2, num_key_value_heads=2,
                   head_dim=32),
     "gemma2": dict(model_type="gemma2", num_hidden_layers=3, num_key_value_heads=2,
@@ -96,7 +101,7 @@ def build(name, spec, out_dir):
     for extra in ("generation_config.json",):
         if os.path.exists(os.path.join(path, extra)):
             os.remove(os.path.join(path, extra))
-    tokens = torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(7))
+    tokens = torch.randint(0, config.vocab_size, (1, SEQ), generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
         logits = model(tokens).logits[0].float().numpy()
         out = model.generate(tokens, max_new_tokens=4, do_sample=False, output_logits=True,

@@ -22,8 +22,12 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
   if (inOut || wType.getRank() != 2)
     return false;
   int64_t n = wType.getShape()[0], k = wType.getShape()[1];
-  if (n % kCols != 0 || k % kVector != 0)
+  // Output columns that do not fill a tile (a vocabulary of 50257) get
+  // one-column tiles; a reduction that is not a whole number of vectors
+  // goes to the generic loop nest.
+  if (k % kVector != 0)
     return false;
+  int64_t nBlocked = n / kCols * kCols;
   auto vecType = VectorType::get({kVector}, b.getF32Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
@@ -33,11 +37,11 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
   Value blocked = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, kRows)), idx(b, kRows));
 
-  // One tile: `r` rows from `t`, kCols output columns from `col`.
-  auto tile = [&](OpBuilder &cb, Value t, Value col, int64_t r) {
+  // One tile: `r` rows from `t`, `cols` output columns from `col`.
+  auto tile = [&](OpBuilder &cb, Value t, Value col, int64_t r, int64_t cols) {
     Value init = arith::ConstantOp::create(
         cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-    SmallVector<Value> inits(r * kCols, init);
+    SmallVector<Value> inits(r * cols, init);
     auto kLoop = scf::ForOp::create(
         cb, loc, zero, idx(cb, k), idx(cb, kVector), inits,
         [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
@@ -47,21 +51,21 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
             xs.push_back(vector::LoadOp::create(kb, loc, vecType, x,
                                                 ValueRange{zero, row, kk}));
           }
-          for (int64_t j = 0; j < kCols; ++j) {
+          for (int64_t j = 0; j < cols; ++j) {
             Value c = arith::AddIOp::create(kb, loc, col, idx(kb, j));
             ws.push_back(vector::LoadOp::create(kb, loc, vecType, w,
                                                 ValueRange{c, kk}));
           }
           for (int64_t i = 0; i < r; ++i)
-            for (int64_t j = 0; j < kCols; ++j)
+            for (int64_t j = 0; j < cols; ++j)
               next.push_back(vector::FMAOp::create(kb, loc, xs[i], ws[j],
-                                                   accs[i * kCols + j]));
+                                                   accs[i * cols + j]));
           scf::YieldOp::create(kb, loc, next);
         });
     for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < kCols; ++j) {
+      for (int64_t j = 0; j < cols; ++j) {
         Value sum = vector::ReductionOp::create(
-            cb, loc, vector::CombiningKind::ADD, kLoop.getResult(i * kCols + j));
+            cb, loc, vector::CombiningKind::ADD, kLoop.getResult(i * cols + j));
         Value row = arith::AddIOp::create(cb, loc, t, idx(cb, i));
         Value c = arith::AddIOp::create(cb, loc, col, idx(cb, j));
         Value old = memref::LoadOp::create(cb, loc, acc, ValueRange{zero, row, c});
@@ -69,22 +73,28 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
                                 acc, ValueRange{zero, row, c});
       }
   };
-  // Output columns outermost: a tile's kCols weight rows stay in cache while
+  // Output columns outermost: a tile's weight rows stay in cache while
   // every token row streams past them.
-  scf::ForOp::create(
-      b, loc, zero, idx(b, n), idx(b, kCols), ValueRange{},
-      [&](OpBuilder &ob, Location, Value col, ValueRange) {
-        scf::ForOp::create(ob, loc, zero, blocked, idx(ob, kRows), ValueRange{},
-                           [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                             tile(rb, t, col, kRows);
-                             scf::YieldOp::create(rb, loc);
-                           });
-        scf::ForOp::create(ob, loc, blocked, rows, idx(ob, 1), ValueRange{},
-                           [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                             tile(rb, t, col, 1);
-                             scf::YieldOp::create(rb, loc);
-                           });
-        scf::YieldOp::create(ob, loc);
-      });
+  auto columns = [&](Value from, Value to, int64_t cols) {
+    scf::ForOp::create(
+        b, loc, from, to, idx(b, cols), ValueRange{},
+        [&](OpBuilder &ob, Location, Value col, ValueRange) {
+          scf::ForOp::create(ob, loc, zero, blocked, idx(ob, kRows), ValueRange{},
+                             [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                               tile(rb, t, col, kRows, cols);
+                               scf::YieldOp::create(rb, loc);
+                             });
+          scf::ForOp::create(ob, loc, blocked, rows, idx(ob, 1), ValueRange{},
+                             [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                               tile(rb, t, col, 1, cols);
+                               scf::YieldOp::create(rb, loc);
+                             });
+          scf::YieldOp::create(ob, loc);
+        });
+  };
+  if (nBlocked > 0)
+    columns(zero, idx(b, nBlocked), kCols);
+  if (nBlocked < n)
+    columns(idx(b, nBlocked), idx(b, n), 1);
   return true;
 }
