@@ -4,6 +4,7 @@
 
 #include "tbc/Runtime/CpuFeatures.h"
 #include "tbc/Runtime/ModuleFile.h"
+#include "ModuleImpl.h"
 #include "ThreadPool.h"
 #include "tbc/Support/Json.h"
 
@@ -21,45 +22,9 @@
 
 using namespace tbc;
 using namespace tbc::rt;
+using namespace tbc::rt::detail;
 
 namespace {
-using KernelFn = void (*)(void **);
-
-struct WeightEntry {
-  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias
-  int param = -1;
-  std::vector<int> inputs;
-  int64_t dim = 0;
-  double offset = 0;
-  bool inOut = false;
-  std::vector<int64_t> shape;
-};
-
-struct BufferEntry {
-  std::string kind; // token_ids, positions, activation, view, kv_cache
-  int64_t width = 0;
-  int of = -1;        // view: the root buffer
-  int64_t offset = 0; // view: column offset in the root
-};
-
-struct Arg {
-  bool weight;
-  int id;
-};
-
-struct Step {
-  int kernel;
-  std::vector<Arg> args;
-  std::vector<int> caches;
-};
-
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
            mant = h & 0x3ff, bits;
@@ -106,36 +71,8 @@ std::vector<float> toFloat(const TensorView &t) {
   return out;
 }
 
-std::string shapeString(const std::vector<int64_t> &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 } // namespace
 
-struct Module::Impl {
-  void *library = nullptr;
-  int memfd = -1;
-  std::vector<WeightEntry> weightEntries;
-  std::vector<BufferEntry> buffers;
-  std::vector<KernelFn> kernels;
-  std::vector<std::string> kernelNames;
-  std::vector<bool> rowParallel; // rows of the chunk are independent
-  std::vector<Step> steps;
-  int output = -1;
-  std::vector<std::vector<float>> weights; // by weight id, after binding
-
-  ~Impl() {
-    if (library)
-      dlclose(library);
-    if (memfd >= 0)
-      close(memfd);
-  }
-
-  bool parseManifest(const std::string &text, Module &m, std::string &error);
-  void runTransforms();
-};
 
 Module::Module() : impl_(new Impl) {}
 Module::~Module() = default;
@@ -250,6 +187,16 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     kernelNames.push_back(sym->asString());
     const json::Value *rp = k.get("row_parallel");
     rowParallel.push_back(rp && rp->isBool() && rp->asBool());
+    const json::Value *sig = k.get("signature");
+    std::vector<std::vector<int64_t>> shapes;
+    if (!sig || !sig->isArray())
+      return bad("kernel '" + sym->asString() + "' lacks its signature");
+    for (const json::Value &shape : sig->elements()) {
+      shapes.emplace_back();
+      if (!ints(&shape, shapes.back()))
+        return bad("kernel '" + sym->asString() + "' has a malformed signature");
+    }
+    signatures.push_back(std::move(shapes));
   }
   auto parseArg = [&](const json::Value &a, Arg &arg) {
     const json::Value *w = a.get("w"), *b = a.get("b");
@@ -292,7 +239,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   if (output < 0 || output >= int(buffers.size()) ||
       buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
     return bad("the output must be a vocab-wide activation buffer");
-  return true;
+  return checkConsistency(m, error);
 }
 
 bool Module::checkManifest(const std::string &manifest, std::string &error) {
@@ -526,6 +473,12 @@ bool Session::forward(const std::vector<int32_t> &tokens,
   int64_t T = int64_t(tokens.size());
   if (T == 0) {
     error = "no tokens to run";
+    return false;
+  }
+  if (position_ + T > im.positionLimit) {
+    error = "the sequence would reach position " + std::to_string(position_ + T - 1) +
+            "; the model's learned position table ends at " +
+            std::to_string(im.positionLimit - 1);
     return false;
   }
   if (position_ + T > capacity_) {

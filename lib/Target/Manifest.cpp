@@ -145,6 +145,26 @@ private:
       return it->second;
     int id = kernels.size();
     kernelIds[kernel.getSymName()] = id;
+    // The shapes the compiled code assumes (-1: dynamic), operands, results,
+    // then the key/value caches: the runtime checks every step against them
+    // so that a manifest that disagrees with its code is refused, not run.
+    std::string signature;
+    auto addShape = [&](ArrayRef<int64_t> shape) {
+      std::string dims;
+      for (int64_t d : shape)
+        dims += (dims.empty() ? "" : ", ") +
+                std::to_string(ShapedType::isDynamic(d) ? -1 : d);
+      signature += (signature.empty() ? "[" : ", [") + dims + "]";
+    };
+    FunctionType type = kernel.getFunctionType();
+    for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults()))
+      addShape(cast<ShapedType>(t).getShape());
+    if (kernel->hasAttr("tbc.kv_cache")) {
+      auto attn = cast<AttentionOp>(kernel.getBody().front().front());
+      int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
+      addShape({ShapedType::kDynamic, width});
+      addShape({ShapedType::kDynamic, width});
+    }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
                       quote(kernel.getSymName()) + ", \"symbol\": " +
                       quote((kernel.getSymName() + "_packed").str()) +
@@ -153,7 +173,8 @@ private:
                       // Every kernel but attention treats the chunk's rows
                       // independently, so the runtime may split them.
                       ", \"row_parallel\": " +
-                      (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") + "}");
+                      (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") +
+                      ", \"signature\": [" + signature + "]}");
     return id;
   }
 

@@ -2,7 +2,9 @@
 """Rewrites part of a .tbcm and fixes the checksum, to test that the runtime
 validates what the container holds (not just the container):
   rewrite_module.py IN OUT symbol            first kernel symbol -> no_such_kernel_packed
-  rewrite_module.py IN OUT blob NAME TEXT    the blob NAME's bytes -> TEXT"""
+  rewrite_module.py IN OUT blob NAME TEXT    the blob NAME's bytes -> TEXT
+  rewrite_module.py IN OUT manifest OLD NEW [OLD NEW ...]
+                                             first OLD in the manifest -> NEW"""
 import struct, sys
 
 src, dst, mode = sys.argv[1:4]
@@ -22,6 +24,12 @@ elif mode == "blob":
     for b in blobs:
         if b[0] == sys.argv[4]:
             b[1] = sys.argv[5].encode()
+elif mode == "manifest":
+    edits = sys.argv[4:]
+    for old, new in zip(edits[::2], edits[1::2]):
+        if old not in manifest:
+            sys.exit("not in the manifest: " + old)
+        manifest = manifest.replace(old, new, 1)
 else:
     sys.exit("unknown mode " + mode)
 

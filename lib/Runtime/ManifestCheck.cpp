@@ -1,0 +1,185 @@
+//===- ManifestCheck.cpp - a manifest must agree with itself and its code -===//
+//
+// The container's checksum catches corruption; these checks catch a
+// manifest that is well-formed JSON with every reference in range and still
+// lies: a weight transform whose shapes do not add up, a view past its
+// root, a step whose operands disagree with the shapes the kernel was
+// compiled for (its `signature`). Each would make the runtime or a kernel
+// read or write outside an allocation; here it is a message instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModuleImpl.h"
+
+#include <algorithm>
+
+using namespace tbc;
+using namespace tbc::rt;
+using namespace tbc::rt::detail;
+
+namespace {
+/// Bounds on any one dimension and any one tensor: far beyond real models,
+/// small enough that products and byte counts cannot overflow.
+constexpr int64_t kMaxDim = int64_t(1) << 31;
+constexpr int64_t kMaxElements = int64_t(1) << 36;
+
+bool sameShape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  return a == b;
+}
+
+/// Whether `shape` fits a compiled `sig` (-1: any extent).
+bool fits(const std::vector<int64_t> &shape, const std::vector<int64_t> &sig) {
+  if (shape.size() != sig.size())
+    return false;
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (sig[i] != -1 && sig[i] != shape[i])
+      return false;
+  return true;
+}
+} // namespace
+
+bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
+  auto bad = [&](const std::string &what) {
+    error = "manifest: " + what;
+    return false;
+  };
+
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferEntry &b = buffers[id];
+    std::string name = "buffer " + std::to_string(id);
+    if (b.kind == "token_ids" || b.kind == "positions")
+      continue;
+    if (b.kind != "activation" && b.kind != "view" && b.kind != "kv_cache")
+      return bad(name + " has unknown kind '" + b.kind + "'");
+    if (b.width < 1 || b.width > kMaxDim)
+      return bad(name + " has width " + std::to_string(b.width));
+    if (b.kind == "view" &&
+        (b.offset < 0 || b.offset + b.width > buffers[b.of].width))
+      return bad(name + " views columns [" + std::to_string(b.offset) + ", " +
+                 std::to_string(b.offset + b.width) + ") of a buffer " +
+                 std::to_string(buffers[b.of].width) + " wide");
+  }
+
+  for (size_t id = 0; id < weightEntries.size(); ++id) {
+    const WeightEntry &e = weightEntries[id];
+    std::string name = "weight " + std::to_string(id) + " (" + e.op + ")";
+    if (e.shape.empty() || e.shape.size() > 2)
+      return bad(name + " must be a vector or a matrix");
+    int64_t elements = 1;
+    for (int64_t d : e.shape) {
+      if (d < 1 || d > kMaxDim)
+        return bad(name + " has shape " + shapeString(e.shape));
+      elements *= d;
+      if (elements > kMaxElements)
+        return bad(name + " has shape " + shapeString(e.shape));
+    }
+    auto input = [&](size_t i) -> const std::vector<int64_t> & {
+      return weightEntries[e.inputs[i]].shape;
+    };
+    auto mismatch = [&]() {
+      std::string shapes;
+      for (size_t i = 0; i < e.inputs.size(); ++i)
+        shapes += (i ? ", " : "") + shapeString(input(i));
+      return bad(name + " cannot make " + shapeString(e.shape) + " from " + shapes);
+    };
+    if (e.op == "param") {
+      if (!sameShape(e.shape, m.params()[e.param].shape))
+        return bad(name + " has shape " + shapeString(e.shape) + " but parameter '" +
+                   m.params()[e.param].name + "' is " +
+                   shapeString(m.params()[e.param].shape));
+      continue;
+    }
+    size_t want = e.op == "concat" ? e.inputs.size() : e.op == "weight_row_sums" ? 1 : 2;
+    if (e.inputs.empty() || e.inputs.size() < want ||
+        e.inputs.size() > (e.op == "fold_bias" ? 3 : want))
+      return bad(name + " has " + std::to_string(e.inputs.size()) + " inputs");
+    if (e.op == "concat") {
+      size_t rank = e.shape.size();
+      if (e.dim < 0 || e.dim >= int64_t(rank))
+        return bad(name + " concatenates along dimension " + std::to_string(e.dim));
+      int64_t along = 0;
+      for (size_t i = 0; i < e.inputs.size(); ++i) {
+        if (input(i).size() != rank)
+          return mismatch();
+        for (size_t d = 0; d < rank; ++d)
+          if (int64_t(d) != e.dim && input(i)[d] != e.shape[d])
+            return mismatch();
+        along += input(i)[e.dim];
+      }
+      if (along != e.shape[e.dim])
+        return mismatch();
+      continue;
+    }
+    // The rest read an [out, in] matrix (or [in, out] with in_out).
+    const std::vector<int64_t> &w = input(0);
+    if (w.size() != 2)
+      return mismatch();
+    int64_t outDim = e.inOut ? w[1] : w[0], inDim = e.inOut ? w[0] : w[1];
+    auto isVector = [](const std::vector<int64_t> &s, int64_t n) {
+      return s.size() == 1 && s[0] == n;
+    };
+    bool ok = false;
+    if (e.op == "fold_gain")
+      ok = sameShape(e.shape, w) && isVector(input(1), inDim);
+    else if (e.op == "weight_row_sums")
+      ok = isVector(e.shape, outDim);
+    else if (e.op == "fold_bias")
+      ok = isVector(e.shape, outDim) && isVector(input(1), inDim) &&
+           (e.inputs.size() < 3 || isVector(input(2), outDim));
+    if (!ok)
+      return mismatch();
+  }
+
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step &step = steps[s];
+    const std::vector<std::vector<int64_t>> &sig = signatures[step.kernel];
+    std::string name = "step " + std::to_string(s) + " (" + kernelNames[step.kernel] + ")";
+    if (step.args.size() + step.caches.size() != sig.size())
+      return bad(name + " passes " +
+                 std::to_string(step.args.size() + step.caches.size()) +
+                 " operands; the kernel takes " + std::to_string(sig.size()));
+    for (size_t i = 0; i < step.args.size(); ++i) {
+      const Arg &a = step.args[i];
+      std::string what = name + " operand " + std::to_string(i);
+      if (a.weight) {
+        const std::vector<int64_t> &shape = weightEntries[a.id].shape;
+        if (!fits(shape, sig[i]))
+          return bad(what + " is a " + shapeString(shape) +
+                     " weight; the kernel was compiled for " + shapeString(sig[i]));
+        // A gather indexes its table with token ids (below the vocabulary)
+        // or positions (a learned position table bounds the sequence).
+        if (kernelNames[step.kernel].find("embedding") != std::string::npos) {
+          for (const Arg &index : step.args) {
+            if (index.weight)
+              continue;
+            if (buffers[index.id].kind == "token_ids" && shape[0] < m.vocabSize())
+              return bad(what + ": the embedding table has " +
+                         std::to_string(shape[0]) + " rows for a vocabulary of " +
+                         std::to_string(m.vocabSize()));
+            if (buffers[index.id].kind == "positions")
+              positionLimit = std::min(positionLimit, shape[0]);
+          }
+        }
+        continue;
+      }
+      const BufferEntry &b = buffers[a.id];
+      bool ok = b.kind == "token_ids" || b.kind == "positions"
+                    ? sig[i].size() == 2
+                    : b.kind != "kv_cache" && sig[i].size() == 3 &&
+                          sig[i][2] == b.width;
+      if (!ok)
+        return bad(what + " is a " + b.kind + " buffer" +
+                   (b.width ? " " + std::to_string(b.width) + " wide" : "") +
+                   "; the kernel was compiled for " + shapeString(sig[i]));
+    }
+    for (size_t c = 0; c < step.caches.size(); ++c) {
+      const std::vector<int64_t> &want = sig[step.args.size() + c];
+      int64_t width = buffers[step.caches[c]].width;
+      if (want.size() != 2 || want[1] != width)
+        return bad(name + " cache " + std::to_string(c) + " is " +
+                   std::to_string(width) + " wide; the kernel was compiled for " +
+                   shapeString(want));
+    }
+  }
+  return true;
+}

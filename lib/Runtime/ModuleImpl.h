@@ -1,0 +1,103 @@
+//===- ModuleImpl.h - a loaded module's parsed manifest ---------*- C++ -*-===//
+//
+// Private to lib/Runtime: what Runtime.cpp runs and ManifestCheck.cpp checks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_RUNTIME_MODULEIMPL_H
+#define TBC_LIB_RUNTIME_MODULEIMPL_H
+
+#include "tbc/Runtime/Runtime.h"
+
+#include <cstdint>
+#include <dlfcn.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace tbc::rt {
+namespace detail {
+using KernelFn = void (*)(void **);
+
+struct WeightEntry {
+  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias
+  int param = -1;
+  std::vector<int> inputs;
+  int64_t dim = 0;
+  double offset = 0;
+  bool inOut = false;
+  std::vector<int64_t> shape;
+};
+
+struct BufferEntry {
+  std::string kind; // token_ids, positions, activation, view, kv_cache
+  int64_t width = 0;
+  int of = -1;        // view: the root buffer
+  int64_t offset = 0; // view: column offset in the root
+};
+
+struct Arg {
+  bool weight;
+  int id;
+};
+
+struct Step {
+  int kernel;
+  std::vector<Arg> args;
+  std::vector<int> caches;
+};
+
+inline int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+inline std::string shapeString(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+} // namespace detail
+
+struct Module::Impl {
+  using WeightEntry = detail::WeightEntry;
+  using BufferEntry = detail::BufferEntry;
+  using Step = detail::Step;
+  using KernelFn = detail::KernelFn;
+
+  void *library = nullptr;
+  int memfd = -1;
+  std::vector<WeightEntry> weightEntries;
+  std::vector<BufferEntry> buffers;
+  std::vector<KernelFn> kernels;
+  std::vector<std::string> kernelNames;
+  std::vector<bool> rowParallel; // rows of the chunk are independent
+  std::vector<Step> steps;
+  std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
+  int output = -1;
+  /// Positions a sequence may reach: the rows of a learned position table.
+  int64_t positionLimit = INT64_MAX;
+  std::vector<std::vector<float>> weights; // by weight id, after binding
+
+  ~Impl() {
+    if (library)
+      dlclose(library);
+    if (memfd >= 0)
+      close(memfd);
+  }
+
+  bool parseManifest(const std::string &text, Module &m, std::string &error);
+  /// Checks that the manifest's parts agree with each other and with the
+  /// shapes its kernels were compiled for (ManifestCheck.cpp); a manifest
+  /// that passes cannot make a kernel or a weight transform step outside
+  /// its memory.
+  bool checkConsistency(const Module &m, std::string &error);
+  void runTransforms();
+};
+
+} // namespace tbc::rt
+
+#endif // TBC_LIB_RUNTIME_MODULEIMPL_H
