@@ -110,7 +110,10 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
     (parameters, bind-time transforms, kernel calls, and `tbc.split` of the
     last dimension, which is a view). Attention kernels are marked
     `tbc.kv_cache`: the runtime passes each call site its own key/value
-    cache.
+    cache. Projection kernels (`tbc.linear`, `tbc.fused_linear`) are marked
+    `tbc.column_parallel`: their lowering takes a range of output columns
+    to compute, so that the runtime can split a one-token chunk across the
+    cores by columns as it splits a long chunk by rows.
   }];
 }
 

@@ -134,10 +134,19 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     const Step &step = steps[s];
     const std::vector<std::vector<int64_t>> &sig = signatures[step.kernel];
     std::string name = "step " + std::to_string(s) + " (" + kernelNames[step.kernel] + ")";
-    if (step.args.size() + step.caches.size() != sig.size())
-      return bad(name + " passes " +
-                 std::to_string(step.args.size() + step.caches.size()) +
+    size_t operands = step.args.size() + step.caches.size() +
+                      (columns[step.kernel] ? 1 : 0);
+    if (operands != sig.size())
+      return bad(name + " passes " + std::to_string(operands) +
                  " operands; the kernel takes " + std::to_string(sig.size()));
+    if (int64_t n = columns[step.kernel]) {
+      // The column range comes last; the columns are the result's width.
+      const Arg &result = step.args.back();
+      if (sig.back() != std::vector<int64_t>{2} || n < 1 || result.weight ||
+          buffers[result.id].width != n)
+        return bad(name + " splits " + std::to_string(n) +
+                   " columns that its kernel does not produce");
+    }
     for (size_t i = 0; i < step.args.size(); ++i) {
       const Arg &a = step.args[i];
       std::string what = name + " operand " + std::to_string(i);

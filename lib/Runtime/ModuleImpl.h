@@ -75,6 +75,9 @@ struct Module::Impl {
   std::vector<KernelFn> kernels;
   std::vector<std::string> kernelNames;
   std::vector<bool> rowParallel; // rows of the chunk are independent
+  /// Output columns of a column-parallel kernel (0: not one); it takes
+  /// the [begin, end) of them to compute as its last operand.
+  std::vector<int64_t> columns;
   std::vector<Step> steps;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   int output = -1;

@@ -187,6 +187,8 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     kernelNames.push_back(sym->asString());
     const json::Value *rp = k.get("row_parallel");
     rowParallel.push_back(rp && rp->isBool() && rp->asBool());
+    const json::Value *cols = k.get("columns");
+    columns.push_back(cols && cols->isInteger() ? cols->asInt() : 0);
     const json::Value *sig = k.get("signature");
     std::vector<std::vector<int64_t>> shapes;
     if (!sig || !sig->isArray())
@@ -509,6 +511,22 @@ bool Session::forward(const std::vector<int32_t> &tokens,
   std::vector<std::vector<float>> acts(nb);
   std::multimap<size_t, std::vector<float>> pool_;
 
+  // Below this many multiply-adds, waking the other cores costs more than
+  // sharing the work saves (a tiny model decodes faster on one core).
+  // TBC_SPLIT_MIN_WORK overrides it (the conformance tests set 0, so that
+  // their tiny models exercise the column split too).
+  static const int64_t kColumnSplitMinWork = [] {
+    const char *v = std::getenv("TBC_SPLIT_MIN_WORK");
+    return v ? std::atoll(v) : int64_t(1) << 18;
+  }();
+  auto weightElements = [&](const Step &step) {
+    int64_t n = 0;
+    for (const Arg &a : step.args)
+      if (a.weight)
+        n += product(im.weightEntries[a.id].shape);
+    return n;
+  };
+
   static const bool trace = std::getenv("TBC_TRACE") != nullptr;
   ThreadPool &pool = ThreadPool::shared();
   for (size_t s = 0; s < im.steps.size(); ++s) {
@@ -530,8 +548,11 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         acts[r].assign(size, 0.0f);
       }
     }
-    // Runs the kernel on rows [row0, row0 + rows) of the chunk.
-    auto launch = [&](int64_t row0, int64_t rows) {
+    // Runs the kernel on rows [row0, row0 + rows) of the chunk and, for a
+    // projection, on its output columns [col0, col1).
+    int64_t columns = im.columns[step.kernel];
+    auto launch = [&](int64_t row0, int64_t rows, int64_t col0, int64_t col1) {
+      int64_t range[2] = {col0, col1};
       std::vector<std::vector<int64_t>> descs;
       auto desc = [&](const void *data, int64_t offset,
                       std::vector<int64_t> sizes, std::vector<int64_t> strides) {
@@ -567,6 +588,8 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         int64_t w = im.buffers[c].width;
         desc(caches_[c].data(), 0, {position_ + T, w}, {w, 1});
       }
+      if (columns)
+        desc(range, 0, {2}, {1});
       std::vector<void *> argv;
       for (std::vector<int64_t> &d : descs)
         argv.push_back(d.data());
@@ -575,15 +598,26 @@ bool Session::forward(const std::vector<int32_t> &tokens,
     if (trace)
       std::fprintf(stderr, "tbc: step %zu: %s\n", s,
                    im.kernelNames[step.kernel].c_str());
-    // Row-independent kernels split the chunk across the cores.
+    // Row-independent kernels split a long chunk across the cores by rows;
+    // projections split a short one (decoding a token) by output columns,
+    // each core reading its share of the weight, at multiples of 16 so that
+    // shares start on whole cache lines of the output.
     unsigned parts = pool.size();
     if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
       pool.run([&](unsigned part) {
         int64_t begin = T * part / parts, end = T * (part + 1) / parts;
-        launch(begin, end - begin);
+        launch(begin, end - begin, 0, columns);
+      });
+    } else if (parts > 1 && columns >= 32 * int64_t(parts) &&
+               T * weightElements(step) >= kColumnSplitMinWork) {
+      auto boundary = [&](unsigned part) {
+        return part == parts ? columns : columns * part / parts / 16 * 16;
+      };
+      pool.run([&](unsigned part) {
+        launch(0, T, boundary(part), boundary(part + 1));
       });
     } else {
-      launch(0, T);
+      launch(0, T, 0, columns);
     }
     // Recycle buffers whose last reader this was.
     for (const Arg &a : step.args)

@@ -165,6 +165,13 @@ private:
       addShape({ShapedType::kDynamic, width});
       addShape({ShapedType::kDynamic, width});
     }
+    // A projection's last operand is the [begin, end) of its output columns.
+    std::string columns;
+    if (kernel->hasAttr("tbc.column_parallel")) {
+      addShape({2});
+      columns = ", \"columns\": " +
+                std::to_string(cast<ShapedType>(type.getResult(0)).getShape().back());
+    }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
                       quote(kernel.getSymName()) + ", \"symbol\": " +
                       quote((kernel.getSymName() + "_packed").str()) +
@@ -174,7 +181,7 @@ private:
                       // independently, so the runtime may split them.
                       ", \"row_parallel\": " +
                       (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") +
-                      ", \"signature\": [" + signature + "]}");
+                      columns + ", \"signature\": [" + signature + "]}");
     return id;
   }
 

@@ -53,6 +53,11 @@ struct TbcOutlineKernelsPass
         kernel->setAttr("tbc.kernel", b.getUnitAttr());
         if (isa<AttentionOp>(op))
           kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
+        // A projection's output columns are independent: the runtime may
+        // split them across cores when a chunk has too few rows to split
+        // (decoding one token).
+        if (isa<LinearOp, FusedLinearOp>(op))
+          kernel->setAttr("tbc.column_parallel", b.getUnitAttr());
         Block *body = kernel.addEntryBlock();
         b.setInsertionPointToEnd(body);
         IRMapping map;

@@ -32,6 +32,23 @@ void KernelBuilder::fill(Value buffer, double value) {
   linalg::FillOp::create(b, loc, ValueRange{f32(value)}, ValueRange{buffer});
 }
 
+Value KernelBuilder::slice(Value memref, unsigned d, Value begin, Value size) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    bool sliced = i == int64_t(d);
+    offsets.push_back(sliced ? OpFoldResult(begin) : b.getIndexAttr(0));
+    if (sliced)
+      sizes.push_back(size);
+    else if (type.isDynamicDim(i))
+      sizes.push_back(dim(memref, i));
+    else
+      sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
+}
+
 Value KernelBuilder::splitLastDim(Value memref, int64_t groups) {
   auto type = cast<MemRefType>(memref.getType());
   int64_t rank = type.getRank();

@@ -35,6 +35,10 @@ public:
   mlir::Value alloc(llvm::ArrayRef<int64_t> shape, mlir::ValueRange dynamic);
   void dealloc(mlir::Value buffer);
   void fill(mlir::Value buffer, double value);
+  /// The part [begin, begin + size) of dimension `d` of `memref` (index
+  /// values), every other dimension whole.
+  mlir::Value slice(mlir::Value memref, unsigned d, mlir::Value begin,
+                    mlir::Value size);
   /// Splits the last dimension of `memref` into [groups, last / groups].
   mlir::Value splitLastDim(mlir::Value memref, int64_t groups);
 

@@ -54,6 +54,13 @@ public:
   Emitter(OpBuilder &b, Location loc, ModuleOp module, int kernelIndex)
       : kb(b, loc), b(b), loc(loc), module(module), kernelIndex(kernelIndex) {}
 
+  /// The output columns [begin, end) a projection kernel computes (index
+  /// values): its `tbc.column_parallel` range operand, or all of them.
+  void setColumns(Value begin, Value end) {
+    colBegin = begin;
+    colEnd = end;
+  }
+
   LogicalResult emit(Operation *op, ValueRange in, ValueRange out,
                      ValueRange caches) {
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -110,6 +117,11 @@ private:
   Location loc;
   ModuleOp module;
   int kernelIndex;
+  Value colBegin, colEnd;
+
+  Value addIndex(Value a, int64_t c) {
+    return c == 0 ? a : arith::AddIOp::create(b, loc, a, kb.idx(c)).getResult();
+  }
 
   Value T(Value activation) { return kb.dim(activation, 1); }
   Value B(Value activation) { return kb.dim(activation, 0); }
@@ -269,10 +281,14 @@ private:
     return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps);
   }
 
-  /// acc[b, t, n] (+)= sum_k x[b, t, k] * W[n, k]   (W[k, n] with inOut).
-  void matmul(Value x, Value w, Value acc, bool inOut) {
-    if (emitTiledMatmul(b, loc, x, w, acc, inOut))
+  /// acc[b, t, n] (+)= sum_k x[b, t, k] * W[n, k]   (W[k, n] with inOut)
+  /// for n in [begin, end).
+  void matmul(Value x, Value w, Value acc, bool inOut, Value begin, Value end) {
+    if (emitTiledMatmul(b, loc, x, w, acc, inOut, begin, end))
       return;
+    Value n = arith::SubIOp::create(b, loc, end, begin);
+    w = kb.slice(w, inOut ? 1 : 0, begin, n);
+    acc = kb.slice(acc, 2, begin, n);
     AffineMap wMap = inOut ? kb.map(4, {kb.d(3), kb.d(2)})
                            : kb.map(4, {kb.d(2), kb.d(3)});
     kb.generic(ValueRange{x, w}, acc,
@@ -299,8 +315,10 @@ private:
   }
 
   LogicalResult linear(Value x, Value w, Value bias, Value out, bool inOut) {
-    initWithBias(out, bias);
-    matmul(x, w, out, inOut);
+    Value n = arith::SubIOp::create(b, loc, colEnd, colBegin);
+    initWithBias(kb.slice(out, 2, colBegin, n),
+                 bias ? kb.slice(bias, 0, colBegin, n) : Value());
+    matmul(x, w, out, inOut, colBegin, colEnd);
     return success();
   }
 
@@ -335,16 +353,21 @@ private:
     }
     Value acc = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, rows},
                          {B(x), T(x)});
-    kb.fill(acc, 0.0);
-    matmul(x, w, acc, inOut);
+    // Only this call's columns of the output (and, for a GLU, the matching
+    // up-projection columns half a width further on) are computed.
+    Value n = arith::SubIOp::create(b, loc, colEnd, colBegin);
+    bool glu = f.getGlu();
+    int64_t half = glu ? outW : 0;
+    for (int64_t at : glu ? SmallVector<int64_t>{0, half} : SmallVector<int64_t>{0}) {
+      kb.fill(kb.slice(acc, 2, addIndex(colBegin, at), n), 0.0);
+      matmul(x, w, acc, inOut, addIndex(colBegin, at), addIndex(colEnd, at));
+    }
 
     // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
-    bool glu = f.getGlu();
     std::optional<Activation> act = f.getAct();
     std::optional<double> cap;
     if (f.getSoftcap())
       cap = f.getSoftcap()->convertToDouble();
-    int64_t half = glu ? outW : 0;
     SmallVector<Value> ins;
     SmallVector<AffineMap> maps;
     auto add = [&](Value v, AffineMap m) {
@@ -354,24 +377,13 @@ private:
     AffineMap rowMapRms = kb.map(3, {kb.d(0), kb.d(1), b.getAffineConstantExpr(0)});
     AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
     AffineMap colMap = kb.map(3, {kb.d(2)});
-    // A GLU reads the gate and up halves as two views of `out`'s width, so
-    // that every operand agrees on the loop bounds.
+    // Every operand is viewed as this call's columns (a GLU reads the gate
+    // and up halves as two such views), so that all agree on loop bounds.
     auto half3 = [&](Value v, int64_t at) -> Value {
-      if (!glu)
-        return v;
-      return memref::SubViewOp::create(
-          b, loc, v,
-          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(at)},
-          ArrayRef<OpFoldResult>{B(x), T(x), b.getIndexAttr(outW)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+      return kb.slice(v, 2, addIndex(colBegin, at), n);
     };
     auto half1 = [&](Value v, int64_t at) -> Value {
-      if (!glu)
-        return v;
-      return memref::SubViewOp::create(b, loc, v,
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(at)},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(outW)},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      return kb.slice(v, 0, addIndex(colBegin, at), n);
     };
     add(half3(acc, 0), kb.identity(3));
     if (glu)
@@ -398,7 +410,7 @@ private:
       add(mean, rowMap);
     }
     maps.push_back(kb.identity(3));
-    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
+    kb.generic(ins, half3(out, 0), maps, KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  auto z = [&](int which) -> Value {
                    Value v = a[which];
@@ -711,6 +723,10 @@ struct TbcLowerToLinalgPass
             b.getF32Type());
         args.append({cacheType, cacheType});
       }
+      // Projections take the [begin, end) of the output columns to compute.
+      bool columnParallel = old->hasAttr("tbc.column_parallel");
+      if (columnParallel)
+        args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);
       auto fn = func::FuncOp::create(b, loc, old.getSymName(),
                                      b.getFunctionType(args, {}));
@@ -720,6 +736,23 @@ struct TbcLowerToLinalgPass
       unsigned nIn = old.getNumArguments(), nOut = old.getNumResults();
       ValueRange all = body->getArguments();
       Emitter emitter(b, loc, module, index++);
+      if (old.getNumResults() == 1) {
+        int64_t width =
+            cast<ShapedType>(old.getResultTypes()[0]).getShape().back();
+        Value begin = arith::ConstantIndexOp::create(b, loc, 0);
+        Value end = arith::ConstantIndexOp::create(b, loc, width);
+        if (columnParallel) {
+          Value range = body->getArguments().back();
+          auto load = [&](int64_t i) -> Value {
+            Value v = memref::LoadOp::create(
+                b, loc, range, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+            return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+          };
+          begin = load(0);
+          end = load(1);
+        }
+        emitter.setColumns(begin, end);
+      }
       if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),
                               cached ? all.drop_front(nIn + nOut) : ValueRange{})))
         return signalPassFailure();

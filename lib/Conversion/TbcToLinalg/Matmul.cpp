@@ -1,9 +1,10 @@
 //===- Matmul.cpp - register-tiled, vectorised projections ----------------===//
 //
 // acc[0, t, n] += sum_k x[0, t, k] * W[n, k] for torch-layout ([out, in])
-// weights: 4 rows x 4 output columns per tile, 16-wide FMAs along k (both x
-// rows and W rows are contiguous in k), 16 vector accumulators, one
-// horizontal sum per output. This is where a transformer spends its time.
+// weights, over a range of output columns n (a core's share when decoding):
+// 4 rows x 4 output columns per tile, 16-wide FMAs along k (both x rows and
+// W rows are contiguous in k), 16 vector accumulators, one horizontal sum
+// per output. This is where a transformer spends its time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,17 +18,16 @@ using namespace mlir;
 static constexpr int64_t kVector = 16, kCols = 4, kRows = 4;
 
 bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
-                          Value acc, bool inOut) {
+                          Value acc, bool inOut, Value colBegin,
+                          Value colEnd) {
   auto wType = cast<MemRefType>(w.getType());
   if (inOut || wType.getRank() != 2)
     return false;
-  int64_t n = wType.getShape()[0], k = wType.getShape()[1];
-  // Output columns that do not fill a tile (a vocabulary of 50257) get
-  // one-column tiles; a reduction that is not a whole number of vectors
-  // goes to the generic loop nest.
+  int64_t k = wType.getShape()[1];
+  // A reduction that is not a whole number of vectors goes to the generic
+  // loop nest.
   if (k % kVector != 0)
     return false;
-  int64_t nBlocked = n / kCols * kCols;
   auto vecType = VectorType::get({kVector}, b.getF32Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
@@ -92,9 +92,15 @@ bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
           scf::YieldOp::create(ob, loc);
         });
   };
-  if (nBlocked > 0)
-    columns(zero, idx(b, nBlocked), kCols);
-  if (nBlocked < n)
-    columns(idx(b, nBlocked), idx(b, n), 1);
+  // Columns that do not fill a tile (a vocabulary of 50257, or the end of
+  // a core's share) get one-column tiles.
+  Value span = arith::SubIOp::create(b, loc, colEnd, colBegin);
+  Value blockedEnd = arith::AddIOp::create(
+      b, loc, colBegin,
+      arith::MulIOp::create(b, loc,
+                            arith::DivUIOp::create(b, loc, span, idx(b, kCols)),
+                            idx(b, kCols)));
+  columns(colBegin, blockedEnd, kCols);
+  columns(blockedEnd, colEnd, 1);
   return true;
 }
