@@ -63,8 +63,9 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
   for (size_t id = 0; id < weightEntries.size(); ++id) {
     const WeightEntry &e = weightEntries[id];
     std::string name = "weight " + std::to_string(id) + " (" + e.op + ")";
-    if (e.shape.empty() || e.shape.size() > 2)
-      return bad(name + " must be a vector or a matrix");
+    if (e.shape.empty() || e.shape.size() > (e.op == "pack" ? 3 : 2))
+      return bad(name + (e.op == "pack" ? " must be [panels, in, panel width]"
+                                        : " must be a vector or a matrix"));
     int64_t elements = 1;
     for (int64_t d : e.shape) {
       if (d < 1 || d > kMaxDim)
@@ -89,7 +90,9 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
                    shapeString(m.params()[e.param].shape));
       continue;
     }
-    size_t want = e.op == "concat" ? e.inputs.size() : e.op == "weight_row_sums" ? 1 : 2;
+    size_t want = e.op == "concat" ? e.inputs.size()
+                  : e.op == "weight_row_sums" || e.op == "pack" ? 1
+                                                                : 2;
     if (e.inputs.empty() || e.inputs.size() < want ||
         e.inputs.size() > (e.op == "fold_bias" ? 3 : want))
       return bad(name + " has " + std::to_string(e.inputs.size()) + " inputs");
@@ -119,7 +122,10 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       return s.size() == 1 && s[0] == n;
     };
     bool ok = false;
-    if (e.op == "fold_gain")
+    if (e.op == "pack") {
+      int64_t panel = e.shape.size() == 3 ? e.shape[2] : 0;
+      ok = panel > 0 && e.shape[0] == (outDim + panel - 1) / panel && e.shape[1] == inDim;
+    } else if (e.op == "fold_gain")
       ok = sameShape(e.shape, w) && isVector(input(1), inDim);
     else if (e.op == "weight_row_sums")
       ok = isVector(e.shape, outDim);

@@ -152,7 +152,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
       if (const json::Value *io = w.get("in_out"); io && io->isBool())
         e.inOut = io->asBool();
       static const char *known[] = {"concat", "fold_gain", "weight_row_sums",
-                                    "fold_bias"};
+                                    "fold_bias", "pack"};
       if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
         return bad("unknown weight transform '" + e.op + "'");
     }
@@ -305,14 +305,49 @@ std::unique_ptr<Module> Module::load(const std::string &path,
 }
 
 void Module::Impl::runTransforms() {
+  // A weight no kernel reads (a checkpoint tensor that was concatenated,
+  // folded or packed) is freed after the last transform that reads it, so
+  // binding needs little more than the model's own size.
+  std::vector<bool> readByKernels(weightEntries.size(), false);
+  for (const Step &step : steps)
+    for (const Arg &a : step.args)
+      if (a.weight)
+        readByKernels[a.id] = true;
+  std::vector<size_t> lastRead(weightEntries.size(), 0);
+  for (size_t id = 0; id < weightEntries.size(); ++id)
+    for (int in : weightEntries[id].inputs)
+      lastRead[in] = id;
+  auto release = [&](size_t id) {
+    for (int in : weightEntries[id].inputs)
+      if (!readByKernels[in] && lastRead[in] == id)
+        std::vector<float>().swap(weights[in]);
+  };
+
   for (size_t id = 0; id < weightEntries.size(); ++id) {
     const WeightEntry &e = weightEntries[id];
-    if (e.op == "param")
+    if (e.op == "param") {
+      if (!readByKernels[id] && lastRead[id] == 0)
+        std::vector<float>().swap(weights[id]); // read by nothing at all
       continue;
+    }
     std::vector<float> &out = weights[id];
     out.assign(size_t(product(e.shape)), 0.0f);
     const std::vector<int64_t> &ws = weightEntries[e.inputs[0]].shape;
     const std::vector<float> &w = weights[e.inputs[0]];
+    if (e.op == "pack") {
+      // out[p, k, j] = W[p * panel + j, k] ([out, in]) or W[k, p * panel + j]
+      // ([in, out]); zero past the last output column.
+      int64_t panels = e.shape[0], in = e.shape[1], panel = e.shape[2];
+      int64_t outCols = e.inOut ? ws[1] : ws[0];
+      for (int64_t p = 0; p < panels; ++p)
+        for (int64_t j = 0; j < panel && p * panel + j < outCols; ++j) {
+          int64_t o = p * panel + j;
+          for (int64_t k = 0; k < in; ++k)
+            out[(p * in + k) * panel + j] = e.inOut ? w[k * outCols + o] : w[o * in + k];
+        }
+      release(id);
+      continue;
+    }
     if (e.op == "concat") {
       // Rows (dim 0) or columns (dim 1) of rank-2 weights; vectors: dim 0.
       int64_t cols = e.shape.size() > 1 ? e.shape[1] : 1;
@@ -328,6 +363,7 @@ void Module::Impl::runTransforms() {
           }
         at += e.dim == 0 ? r : c;
       }
+      release(id);
       continue;
     }
     int64_t r = ws[0], c = ws[1];
@@ -355,6 +391,7 @@ void Module::Impl::runTransforms() {
       for (size_t o = 0; o < out.size(); ++o)
         out[o] = float(acc[o]) + (e.inputs.size() > 2 ? weights[e.inputs[2]][o] : 0.0f);
     }
+    release(id);
   }
 }
 
@@ -440,7 +477,7 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       }
       cost.weightBytes += 4.0 * elements;
-      if (shape.size() == 2)
+      if (shape.size() >= 2) // a matrix, or one packed in panels
         cost.matmulFlops += 2.0 * elements;
     }
   }
@@ -600,8 +637,8 @@ bool Session::forward(const std::vector<int32_t> &tokens,
                    im.kernelNames[step.kernel].c_str());
     // Row-independent kernels split a long chunk across the cores by rows;
     // projections split a short one (decoding a token) by output columns,
-    // each core reading its share of the weight, at multiples of 16 so that
-    // shares start on whole cache lines of the output.
+    // each core reading its share of the weight, at multiples of 32 so that
+    // shares start on whole weight panels.
     unsigned parts = pool.size();
     if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
       pool.run([&](unsigned part) {
@@ -611,7 +648,7 @@ bool Session::forward(const std::vector<int32_t> &tokens,
     } else if (parts > 1 && columns >= 32 * int64_t(parts) &&
                T * weightElements(step) >= kColumnSplitMinWork) {
       auto boundary = [&](unsigned part) {
-        return part == parts ? columns : columns * part / parts / 16 * 16;
+        return part == parts ? columns : columns * part / parts / 32 * 32;
       };
       pool.run([&](unsigned part) {
         launch(0, T, boundary(part), boundary(part + 1));

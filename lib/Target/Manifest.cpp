@@ -2,6 +2,7 @@
 
 #include "tbc/Target/Manifest.h"
 
+#include "tbc/Conversion/WeightPanels.h"
 #include "tbc/Dialect/TbcDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -125,6 +126,21 @@ private:
     return r;
   }
 
+  /// The panel-packed copy of projection weight `w` (one per weight).
+  llvm::DenseMap<int, Ref> packedWeights;
+  Ref packedWeight(Ref w, func::FuncOp kernel) {
+    auto it = packedWeights.find(w.id);
+    if (it != packedWeights.end())
+      return it->second;
+    bool inOut = projectionWeightInOut(&kernel.getBody().front().front());
+    auto shape = cast<ShapedType>(kernel.getFunctionType().getInput(1)).getShape();
+    Ref packed = newWeight("{\"op\": \"pack\", \"inputs\": [" + std::to_string(w.id) +
+                           "], \"in_out\": " + (inOut ? "true" : "false") +
+                           ", \"shape\": " + shapeJson(packedWeightShape(shape, inOut)) + "}");
+    packedWeights[w.id] = packed;
+    return packed;
+  }
+
   /// Views record their root buffer and column offset.
   struct View {
     int root;
@@ -157,8 +173,16 @@ private:
       signature += (signature.empty() ? "[" : ", [") + dims + "]";
     };
     FunctionType type = kernel.getFunctionType();
-    for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults()))
-      addShape(cast<ShapedType>(t).getShape());
+    bool projection = kernel->hasAttr("tbc.column_parallel");
+    for (auto [i, t] : llvm::enumerate(
+             llvm::concat<const Type>(type.getInputs(), type.getResults()))) {
+      ArrayRef<int64_t> shape = cast<ShapedType>(t).getShape();
+      if (projection && i == 1)
+        addShape(packedWeightShape(
+            shape, projectionWeightInOut(&kernel.getBody().front().front())));
+      else
+        addShape(shape);
+    }
     if (kernel->hasAttr("tbc.kv_cache")) {
       auto attn = cast<AttentionOp>(kernel.getBody().front().front());
       int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
@@ -260,7 +284,12 @@ private:
           continue;
         }
         std::string args;
-        for (Ref r : inputs())
+        SmallVector<Ref> in = inputs();
+        // Projection kernels read their weight packed in panels
+        // (WeightPanels.h): the runtime packs it once, at bind time.
+        if (callee->hasAttr("tbc.column_parallel"))
+          in[1] = packedWeight(in[1], callee);
+        for (Ref r : in)
           args += (args.empty() ? "" : ", ") + r.json();
         for (Value r : call.getResults()) {
           Ref out = activation(r.getType());

@@ -9,6 +9,7 @@
 
 #include "KernelBuilder.h"
 #include "Matmul.h"
+#include "tbc/Conversion/WeightPanels.h"
 #include "tbc/Support/Rope.h"
 #include "tbc/Transforms/Passes.h"
 
@@ -75,8 +76,7 @@ public:
         })
         .Case([&](AddNormOp n) { return addNorm(n, in, out); })
         .Case([&](LinearOp l) {
-          return linear(in[0], in[1], l.getBias() ? in[2] : Value(), out[0],
-                        l.getWeightInOut());
+          return linear(in[0], in[1], l.getBias() ? in[2] : Value(), out[0]);
         })
         .Case([&](FusedLinearOp f) { return fusedLinear(f, in, out[0]); })
         .Case([&](SplitOp s) { return groupedSplit(s, in[0], out); })
@@ -281,24 +281,10 @@ private:
     return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps);
   }
 
-  /// acc[b, t, n] (+)= sum_k x[b, t, k] * W[n, k]   (W[k, n] with inOut)
-  /// for n in [begin, end).
-  void matmul(Value x, Value w, Value acc, bool inOut, Value begin, Value end) {
-    if (emitTiledMatmul(b, loc, x, w, acc, inOut, begin, end))
-      return;
-    Value n = arith::SubIOp::create(b, loc, end, begin);
-    w = kb.slice(w, inOut ? 1 : 0, begin, n);
-    acc = kb.slice(acc, 2, begin, n);
-    AffineMap wMap = inOut ? kb.map(4, {kb.d(3), kb.d(2)})
-                           : kb.map(4, {kb.d(2), kb.d(3)});
-    kb.generic(ValueRange{x, w}, acc,
-               {kb.map(4, {kb.d(0), kb.d(1), kb.d(3)}), wMap,
-                kb.map(4, {kb.d(0), kb.d(1), kb.d(2)})},
-               KernelBuilder::iterators(3, 1),
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-               });
+  /// acc[b, t, n] += sum_k x[b, t, k] * W[n, k] for n in [begin, end); the
+  /// weight comes packed in panels whatever its checkpoint layout.
+  void matmul(Value x, Value packed, Value acc, Value begin, Value end) {
+    emitPanelMatmul(b, loc, x, packed, acc, begin, end);
   }
 
   /// out = bias broadcast, or zero.
@@ -314,11 +300,11 @@ private:
                });
   }
 
-  LogicalResult linear(Value x, Value w, Value bias, Value out, bool inOut) {
+  LogicalResult linear(Value x, Value w, Value bias, Value out) {
     Value n = arith::SubIOp::create(b, loc, colEnd, colBegin);
     initWithBias(kb.slice(out, 2, colBegin, n),
                  bias ? kb.slice(bias, 0, colBegin, n) : Value());
-    matmul(x, w, out, inOut, colBegin, colEnd);
+    matmul(x, w, out, colBegin, colEnd);
     return success();
   }
 
@@ -327,7 +313,6 @@ private:
     unsigned next = 2;
     Value bias = f.getBias() ? in[next++] : Value();
     Value corr = f.getMeanCorrection() ? in[next++] : Value();
-    bool inOut = f.getWeightInOut();
     int64_t rows = f.getProjectionWidth();
     int64_t outW = width(out);
     std::optional<NormKind> norm = f.getNorm();
@@ -360,7 +345,7 @@ private:
     int64_t half = glu ? outW : 0;
     for (int64_t at : glu ? SmallVector<int64_t>{0, half} : SmallVector<int64_t>{0}) {
       kb.fill(kb.slice(acc, 2, addIndex(colBegin, at), n), 0.0);
-      matmul(x, w, acc, inOut, addIndex(colBegin, at), addIndex(colEnd, at));
+      matmul(x, w, acc, addIndex(colBegin, at), addIndex(colEnd, at));
     }
 
     // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
@@ -713,6 +698,13 @@ struct TbcLowerToLinalgPass
       SmallVector<Type> args;
       for (Type t : old.getArgumentTypes())
         args.push_back(operandType(t));
+      // Projections read their weight packed in panels (WeightPanels.h).
+      bool columnParallel = old->hasAttr("tbc.column_parallel");
+      if (columnParallel)
+        args[1] = MemRefType::get(
+            packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[1]).getShape(),
+                              projectionWeightInOut(op)),
+            b.getF32Type());
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
       bool cached = old->hasAttr("tbc.kv_cache");
@@ -724,7 +716,6 @@ struct TbcLowerToLinalgPass
         args.append({cacheType, cacheType});
       }
       // Projections take the [begin, end) of the output columns to compute.
-      bool columnParallel = old->hasAttr("tbc.column_parallel");
       if (columnParallel)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);

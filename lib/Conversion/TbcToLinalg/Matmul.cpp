@@ -1,106 +1,116 @@
 //===- Matmul.cpp - register-tiled, vectorised projections ----------------===//
 //
-// acc[0, t, n] += sum_k x[0, t, k] * W[n, k] for torch-layout ([out, in])
-// weights, over a range of output columns n (a core's share when decoding):
-// 4 rows x 4 output columns per tile, 16-wide FMAs along k (both x rows and
-// W rows are contiguous in k), 16 vector accumulators, one horizontal sum
-// per output. This is where a transformer spends its time.
+// acc[0, t, n] += sum_k x[0, t, k] * W[n, k] over a range of output columns
+// n (a core's share when decoding), with W packed in panels of 32 columns
+// contiguous along k (WeightPanels.h). A tile is up to 8 token rows x one
+// panel: per k, two 16-wide loads of the panel and one broadcast of x per
+// row feed 2 FMAs per row into 16 vector accumulators that stay in
+// registers for the whole reduction; no horizontal sums. Panels are
+// outermost, so a panel streams from L2 once per 8 token rows. This is
+// where a transformer spends its time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Matmul.h"
+
+#include "tbc/Conversion/WeightPanels.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
-static constexpr int64_t kVector = 16, kCols = 4, kRows = 4;
+static constexpr int64_t kVector = 16, kVectorsPerPanel = tbc::kPanelWidth / kVector;
 
-bool tbc::emitTiledMatmul(OpBuilder &b, Location loc, Value x, Value w,
-                          Value acc, bool inOut, Value colBegin,
-                          Value colEnd) {
-  auto wType = cast<MemRefType>(w.getType());
-  if (inOut || wType.getRank() != 2)
-    return false;
-  int64_t k = wType.getShape()[1];
-  // A reduction that is not a whole number of vectors goes to the generic
-  // loop nest.
-  if (k % kVector != 0)
-    return false;
+void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
+                          Value acc, Value colBegin, Value colEnd) {
+  int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
   auto vecType = VectorType::get({kVector}, b.getF32Type());
+  auto laneType = VectorType::get({kVector}, b.getI64Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
   };
+  auto i64 = [&](OpBuilder &ob, Value v) -> Value {
+    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
+  };
   Value zero = idx(b, 0);
   Value rows = memref::DimOp::create(b, loc, x, 1);
-  Value blocked = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, kRows)), idx(b, kRows));
+  auto roundDown = [&](Value v, int64_t m) -> Value {
+    return arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, v, idx(b, m)), idx(b, m));
+  };
+  // Token rows in tiles of 8, then 4, then 1.
+  Value rows8 = roundDown(rows, 8);
+  Value rows4 = arith::AddIOp::create(
+      b, loc, rows8,
+      roundDown(arith::SubIOp::create(b, loc, rows, rows8), 4));
+  // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
+  Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
+  Value panelEnd = arith::CeilDivUIOp::create(b, loc, colEnd, idx(b, kPanelWidth));
+  SmallVector<int64_t> lanes;
+  for (int64_t i = 0; i < kVector; ++i)
+    lanes.push_back(i);
+  Value iota = arith::ConstantOp::create(
+      b, loc, laneType, DenseElementsAttr::get(laneType, ArrayRef<int64_t>(lanes)));
+  Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
+  Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
 
-  // One tile: `r` rows from `t`, `cols` output columns from `col`.
-  auto tile = [&](OpBuilder &cb, Value t, Value col, int64_t r, int64_t cols) {
+  // One tile: `r` rows from `t`, all columns of panel `p`.
+  auto tile = [&](OpBuilder &cb, Value t, Value p, int64_t r) {
     Value init = arith::ConstantOp::create(
         cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-    SmallVector<Value> inits(r * cols, init);
+    SmallVector<Value> inits(r * kVectorsPerPanel, init);
+    SmallVector<Value> tokenRows;
+    for (int64_t i = 0; i < r; ++i)
+      tokenRows.push_back(arith::AddIOp::create(cb, loc, t, idx(cb, i)));
     auto kLoop = scf::ForOp::create(
-        cb, loc, zero, idx(cb, k), idx(cb, kVector), inits,
+        cb, loc, zero, idx(cb, k), idx(cb, 1), inits,
         [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
-          SmallVector<Value> xs, ws, next;
+          SmallVector<Value> ws, next;
+          for (int64_t h = 0; h < kVectorsPerPanel; ++h)
+            ws.push_back(vector::LoadOp::create(
+                kb, loc, vecType, packed, ValueRange{p, kk, idx(kb, h * kVector)}));
           for (int64_t i = 0; i < r; ++i) {
-            Value row = arith::AddIOp::create(kb, loc, t, idx(kb, i));
-            xs.push_back(vector::LoadOp::create(kb, loc, vecType, x,
-                                                ValueRange{zero, row, kk}));
+            Value xs = memref::LoadOp::create(kb, loc, x,
+                                              ValueRange{zero, tokenRows[i], kk});
+            Value xb = vector::BroadcastOp::create(kb, loc, vecType, xs);
+            for (int64_t h = 0; h < kVectorsPerPanel; ++h)
+              next.push_back(vector::FMAOp::create(
+                  kb, loc, xb, ws[h], accs[i * kVectorsPerPanel + h]));
           }
-          for (int64_t j = 0; j < cols; ++j) {
-            Value c = arith::AddIOp::create(kb, loc, col, idx(kb, j));
-            ws.push_back(vector::LoadOp::create(kb, loc, vecType, w,
-                                                ValueRange{c, kk}));
-          }
-          for (int64_t i = 0; i < r; ++i)
-            for (int64_t j = 0; j < cols; ++j)
-              next.push_back(vector::FMAOp::create(kb, loc, xs[i], ws[j],
-                                                   accs[i * cols + j]));
           scf::YieldOp::create(kb, loc, next);
         });
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        Value sum = vector::ReductionOp::create(
-            cb, loc, vector::CombiningKind::ADD, kLoop.getResult(i * cols + j));
-        Value row = arith::AddIOp::create(cb, loc, t, idx(cb, i));
-        Value c = arith::AddIOp::create(cb, loc, col, idx(cb, j));
-        Value old = memref::LoadOp::create(cb, loc, acc, ValueRange{zero, row, c});
-        memref::StoreOp::create(cb, loc, arith::AddFOp::create(cb, loc, old, sum),
-                                acc, ValueRange{zero, row, c});
+    Value panelCol = arith::MulIOp::create(cb, loc, p, idx(cb, kPanelWidth));
+    for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+      Value col = arith::AddIOp::create(cb, loc, panelCol, idx(cb, h * kVector));
+      Value cols = arith::AddIOp::create(
+          cb, loc, vector::BroadcastOp::create(cb, loc, laneType, i64(cb, col)), iota);
+      Value mask = arith::AndIOp::create(
+          cb, loc,
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::sge, cols, lo),
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::slt, cols, hi));
+      for (int64_t i = 0; i < r; ++i) {
+        ValueRange at{zero, tokenRows[i], col};
+        Value old = vector::MaskedLoadOp::create(cb, loc, vecType, acc, at, mask, init);
+        Value sum = arith::AddFOp::create(cb, loc, old,
+                                          kLoop.getResult(i * kVectorsPerPanel + h));
+        vector::MaskedStoreOp::create(cb, loc, acc, at, mask, sum);
       }
+    }
   };
-  // Output columns outermost: a tile's weight rows stay in cache while
-  // every token row streams past them.
-  auto columns = [&](Value from, Value to, int64_t cols) {
-    scf::ForOp::create(
-        b, loc, from, to, idx(b, cols), ValueRange{},
-        [&](OpBuilder &ob, Location, Value col, ValueRange) {
-          scf::ForOp::create(ob, loc, zero, blocked, idx(ob, kRows), ValueRange{},
+  scf::ForOp::create(
+      b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
+      [&](OpBuilder &ob, Location, Value p, ValueRange) {
+        auto rowLoop = [&](Value from, Value to, int64_t r) {
+          scf::ForOp::create(ob, loc, from, to, idx(ob, r), ValueRange{},
                              [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                               tile(rb, t, col, kRows, cols);
+                               tile(rb, t, p, r);
                                scf::YieldOp::create(rb, loc);
                              });
-          scf::ForOp::create(ob, loc, blocked, rows, idx(ob, 1), ValueRange{},
-                             [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                               tile(rb, t, col, 1, cols);
-                               scf::YieldOp::create(rb, loc);
-                             });
-          scf::YieldOp::create(ob, loc);
-        });
-  };
-  // Columns that do not fill a tile (a vocabulary of 50257, or the end of
-  // a core's share) get one-column tiles.
-  Value span = arith::SubIOp::create(b, loc, colEnd, colBegin);
-  Value blockedEnd = arith::AddIOp::create(
-      b, loc, colBegin,
-      arith::MulIOp::create(b, loc,
-                            arith::DivUIOp::create(b, loc, span, idx(b, kCols)),
-                            idx(b, kCols)));
-  columns(colBegin, blockedEnd, kCols);
-  columns(blockedEnd, colEnd, 1);
-  return true;
+        };
+        rowLoop(zero, rows8, 8);
+        rowLoop(rows8, rows4, 4);
+        rowLoop(rows4, rows, 1);
+        scf::YieldOp::create(ob, loc);
+      });
 }

@@ -10,12 +10,11 @@
 namespace tbc {
 
 /// Emits acc[0, t, n] += x[0, t, :] . W[n, :] for the output columns n in
-/// [colBegin, colEnd) (index values) as tiled vector loops; returns false
-/// (emitting nothing) when the shapes do not fit the tiling (then the
-/// caller emits a linalg reduction instead).
-bool emitTiledMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
-                     mlir::Value w, mlir::Value acc, bool inOut,
-                     mlir::Value colBegin, mlir::Value colEnd);
+/// [colBegin, colEnd) (index values) as tiled vector loops, with W packed in
+/// panels ([panels, in, kPanelWidth], see tbc/Conversion/WeightPanels.h).
+void emitPanelMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                     mlir::Value packed, mlir::Value acc, mlir::Value colBegin,
+                     mlir::Value colEnd);
 
 } // namespace tbc
 

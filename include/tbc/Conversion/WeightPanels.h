@@ -1,0 +1,43 @@
+//===- WeightPanels.h - the CPU path's packed projection weights -*- C++ -*-===//
+//
+// CPU projection kernels read their weight as panels of kPanelWidth output
+// columns, each panel contiguous along the reduction: packed[p, k, j] =
+// W[p * kPanelWidth + j, k] (W[k, ...] for [in, out] weights), zero past the
+// last column. One 16-wide load then gives 16 output columns of one k, so
+// the kernel accumulates outer products x[t, k] * W[k, cols] in registers
+// with no horizontal sums, whatever the weight's layout. The runtime packs
+// at bind time (the manifest's `pack` weights); the tbc IR keeps the
+// checkpoint's layout, since packing is this backend's business.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_CONVERSION_WEIGHTPANELS_H
+#define TBC_CONVERSION_WEIGHTPANELS_H
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+namespace tbc {
+
+constexpr int64_t kPanelWidth = 32;
+
+/// The projection a column-parallel kernel computes: its weight operand
+/// (index 1) and whether that weight is [in, out].
+inline bool projectionWeightInOut(mlir::Operation *op) {
+  if (auto l = llvm::dyn_cast<LinearOp>(op))
+    return l.getWeightInOut();
+  return llvm::cast<FusedLinearOp>(op).getWeightInOut();
+}
+
+/// [panels, in, kPanelWidth] for a weight of `shape` ([out, in], or
+/// [in, out] with `inOut`).
+inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> shape,
+                                                       bool inOut) {
+  int64_t out = inOut ? shape[1] : shape[0], in = inOut ? shape[0] : shape[1];
+  return {(out + kPanelWidth - 1) / kPanelWidth, in, kPanelWidth};
+}
+
+} // namespace tbc
+
+#endif // TBC_CONVERSION_WEIGHTPANELS_H
