@@ -113,7 +113,8 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
     cache. Projection kernels (`tbc.linear`, `tbc.fused_linear`) are marked
     `tbc.column_parallel`: their lowering takes a range of output columns
     to compute, so that the runtime can split a one-token chunk across the
-    cores by columns as it splits a long chunk by rows.
+    cores by columns as it splits a long chunk by rows. Attention kernels
+    are also `tbc.head_parallel`: they take a range of key/value heads.
   }];
 }
 
@@ -122,12 +123,15 @@ def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
   let description = [{
     Every `tbc.kernel` function becomes a function on memrefs in
     destination-passing style: its operands, then one buffer per result,
-    then (attention) the key and value caches. Activation operands may be
-    strided views (splits of a fused projection). Bodies are linalg
-    generics (matmuls as reductions, norms as row reductions, attention as
-    score / mask / softmax / weighted-sum steps) plus memref allocations for
-    temporaries. Functions that are not kernels (the schedule) are removed:
-    the module writer has already recorded them in the manifest.
+    then (attention) the key and value caches, then (projections and
+    attention) the [begin, end) of the share of the work to do: output
+    columns, or key/value heads. Activation operands may be strided views
+    (splits of a fused projection). Projections read their weight packed in
+    32-column panels and are register-tiled outer products (scf + vector);
+    attention is vector loops that skip masked positions; norms, RoPE and
+    pointwise ops are linalg generics. Functions that are not kernels (the
+    schedule) are removed: the module writer has already recorded them in
+    the manifest.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -26,7 +26,7 @@ using namespace tbc::rt;
 static const char *kUsage =
     "USAGE: tbc bench MODULE.tbcm [--weights DIR|FILE.safetensors | "
     "--random-weights [--seed N]]\n"
-    "                 [--prompt N] [--decode N] [--repeat N]\n\n"
+    "                 [--prompt N] [--decode N] [--repeat N] [--profile]\n\n"
     "Times prefill of an N-token prompt and greedy decoding of N more\n"
     "tokens through the KV cache, best of --repeat runs, and compares decode\n"
     "with its roofline: memory bandwidth (measured now) / weight bytes read\n"
@@ -35,7 +35,9 @@ static const char *kUsage =
     "  --random-weights    deterministic random weights (--seed N, default 0)\n"
     "  --prompt N          prompt length (default 128, capped by the model)\n"
     "  --decode N          decode steps (default 32)\n"
-    "  --repeat N          runs of each, best is reported (default 3)\n";
+    "  --repeat N          runs of each, best is reported (default 3)\n"
+    "  --profile           time every kernel call and print where prefill and\n"
+    "                      decode spend their time, per kernel\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -82,6 +84,28 @@ static double measureReadBandwidth() {
   return best;
 }
 
+/// The kernels that took the most time, with their share and the time per
+/// run (`runs`: forward calls the times add up over).
+static void printProfile(const char *what,
+                         std::vector<Session::KernelTime> kernels, int64_t runs) {
+  double total = 0;
+  for (const Session::KernelTime &k : kernels)
+    total += k.seconds;
+  std::sort(kernels.begin(), kernels.end(),
+            [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
+  std::printf("  %s profile (%.3f ms per forward call in kernels):\n", what,
+              total / double(runs) * 1e3);
+  for (size_t i = 0; i < kernels.size() && i < 12 && kernels[i].calls > 0; ++i) {
+    std::string name = kernels[i].name;
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, "_packed") == 0)
+      name.resize(name.size() - 7);
+    std::printf("    %-28s %5.1f%%  %9.3f ms  %4lld calls per forward call\n",
+                name.c_str(), total > 0 ? 100.0 * kernels[i].seconds / total : 0.0,
+                kernels[i].seconds / double(runs) * 1e3,
+                (long long)(kernels[i].calls / runs));
+  }
+}
+
 static int fail(const std::string &message) {
   std::fprintf(stderr, "tbc bench: error: %s\n", message.c_str());
   return 1;
@@ -91,6 +115,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   std::string modulePath;
   WeightChoice w;
   int64_t prompt = 128, decode = 32, repeat = 3;
+  bool profile = false;
   OptionReader opts(argc, argv);
   while (opts.next()) {
     if (opts.is("--help") || opts.is("-h")) {
@@ -105,6 +130,8 @@ int tbc::rt::benchCommand(int argc, char **argv) {
     } else if (opts.is("--decode")) {
       if (!opts.number(decode))
         return fail("--decode needs a non-negative integer");
+    } else if (opts.is("--profile")) {
+      profile = true;
     } else if (opts.is("--repeat")) {
       if (!opts.number(repeat, 1))
         return fail("--repeat needs a positive integer");
@@ -142,12 +169,27 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   Module::TokenCost cost = module->tokenCost();
   double bestPrefill = 1e300, bestDecode = 1e300;
   std::vector<float> logits;
+  std::vector<Session::KernelTime> prefillProfile, decodeProfile;
+  auto accumulate = [](std::vector<Session::KernelTime> &into, Session &session) {
+    const std::vector<Session::KernelTime> &p = session.profile();
+    if (into.empty())
+      into = p;
+    else
+      for (size_t k = 0; k < p.size(); ++k) {
+        into[k].seconds += p[k].seconds;
+        into[k].calls += p[k].calls;
+      }
+    session.clearProfile();
+  };
   for (int64_t r = 0; r < repeat; ++r) {
     Session session(*module);
+    session.setProfiling(profile);
     auto t0 = Clock::now();
     if (!session.forward(tokens, logits, error))
       return fail(error);
     bestPrefill = std::min(bestPrefill, secondsSince(t0));
+    if (profile)
+      accumulate(prefillProfile, session);
     if (decode == 0)
       continue;
     int32_t next = tokens.back();
@@ -158,6 +200,8 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     bestDecode = std::min(bestDecode, secondsSince(t1));
+    if (profile)
+      accumulate(decodeProfile, session);
   }
 
   std::printf("tbc bench: %s, %s weights, %.1f MB read per token, %u threads\n",
@@ -177,6 +221,11 @@ int tbc::rt::benchCommand(int argc, char **argv) {
     std::printf("  decode roofline   %9.1f tokens/s (bandwidth / bytes per token): "
                 "tbc at %.2fx of it\n",
                 roofline, (1.0 / perToken) / roofline);
+  }
+  if (profile) {
+    printProfile("prefill", prefillProfile, repeat);
+    if (decode > 0)
+      printProfile("decode", decodeProfile, repeat * decode);
   }
   return 0;
 }

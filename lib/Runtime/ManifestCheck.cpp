@@ -140,19 +140,17 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     const Step &step = steps[s];
     const std::vector<std::vector<int64_t>> &sig = signatures[step.kernel];
     std::string name = "step " + std::to_string(s) + " (" + kernelNames[step.kernel] + ")";
-    size_t operands = step.args.size() + step.caches.size() +
-                      (columns[step.kernel] ? 1 : 0);
+    const Split &split = splits[step.kernel];
+    size_t operands = step.args.size() + step.caches.size() + (split.units ? 1 : 0);
     if (operands != sig.size())
       return bad(name + " passes " + std::to_string(operands) +
                  " operands; the kernel takes " + std::to_string(sig.size()));
-    if (int64_t n = columns[step.kernel]) {
-      // The column range comes last; the columns are the result's width.
-      const Arg &result = step.args.back();
-      if (sig.back() != std::vector<int64_t>{2} || n < 1 || result.weight ||
-          buffers[result.id].width != n)
-        return bad(name + " splits " + std::to_string(n) +
-                   " columns that its kernel does not produce");
-    }
+    // The share's range comes last. (Kernels clamp it to what they were
+    // compiled for, so a wrong count costs results, not memory safety.)
+    if (split.units && (sig.back() != std::vector<int64_t>{2} || split.units < 1 ||
+                        split.units > kMaxDim))
+      return bad(name + " splits " + std::to_string(split.units) +
+                 " units it cannot take a range of");
     for (size_t i = 0; i < step.args.size(); ++i) {
       const Arg &a = step.args[i];
       std::string what = name + " operand " + std::to_string(i);

@@ -75,9 +75,14 @@ struct Module::Impl {
   std::vector<KernelFn> kernels;
   std::vector<std::string> kernelNames;
   std::vector<bool> rowParallel; // rows of the chunk are independent
-  /// Output columns of a column-parallel kernel (0: not one); it takes
-  /// the [begin, end) of them to compute as its last operand.
-  std::vector<int64_t> columns;
+  /// How a kernel's work splits across the cores: `units` (0: it does not)
+  /// are output columns (projections, shares aligned to 32 columns, one
+  /// weight panel) or key/value heads (attention, aligned to 1); the kernel
+  /// takes the [begin, end) of its share as its last operand.
+  struct Split {
+    int64_t units = 0, align = 1;
+  };
+  std::vector<Split> splits;
   std::vector<Step> steps;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   int output = -1;
@@ -98,6 +103,8 @@ struct Module::Impl {
   /// that passes cannot make a kernel or a weight transform step outside
   /// its memory.
   bool checkConsistency(const Module &m, std::string &error);
+  /// Puts converted parameters (by param index) into their weight slots.
+  void takeParams(std::vector<std::vector<float>> &values);
   void runTransforms();
 };
 

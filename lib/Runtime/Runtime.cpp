@@ -9,6 +9,7 @@
 #include "tbc/Support/Json.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -187,8 +188,12 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     kernelNames.push_back(sym->asString());
     const json::Value *rp = k.get("row_parallel");
     rowParallel.push_back(rp && rp->isBool() && rp->asBool());
-    const json::Value *cols = k.get("columns");
-    columns.push_back(cols && cols->isInteger() ? cols->asInt() : 0);
+    Split split;
+    if (const json::Value *c = k.get("columns"); c && c->isInteger())
+      split = {c->asInt(), 32};
+    else if (const json::Value *h = k.get("kv_heads"); h && h->isInteger())
+      split = {h->asInt(), 1};
+    splits.push_back(split);
     const json::Value *sig = k.get("signature");
     std::vector<std::vector<int64_t>> shapes;
     if (!sig || !sig->isArray())
@@ -302,6 +307,25 @@ std::unique_ptr<Module> Module::load(const std::string &path,
     return nullptr;
   }
   return m;
+}
+
+void Module::Impl::takeParams(std::vector<std::vector<float>> &values) {
+  // A parameter several weights name (tied embeddings) is copied to all but
+  // its last; the last takes it.
+  std::vector<size_t> lastEntry(values.size(), 0);
+  for (size_t id = 0; id < weightEntries.size(); ++id)
+    if (weightEntries[id].op == "param")
+      lastEntry[weightEntries[id].param] = id;
+  weights.assign(weightEntries.size(), {});
+  for (size_t id = 0; id < weightEntries.size(); ++id) {
+    int p = weightEntries[id].param;
+    if (weightEntries[id].op != "param")
+      continue;
+    if (lastEntry[p] == id)
+      weights[id] = std::move(values[p]);
+    else
+      weights[id] = values[p];
+  }
 }
 
 void Module::Impl::runTransforms() {
@@ -418,13 +442,10 @@ bool Module::bindWeights(const WeightStore &store, std::string &error) {
     views[i] = t;
   }
   Impl &im = *impl_;
-  im.weights.assign(im.weightEntries.size(), {});
   std::vector<std::vector<float>> converted(params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     converted[i] = toFloat(*views[i]);
-  for (size_t id = 0; id < im.weightEntries.size(); ++id)
-    if (im.weightEntries[id].op == "param")
-      im.weights[id] = converted[im.weightEntries[id].param];
+  im.takeParams(converted);
   im.runTransforms();
   bound_ = true;
   return true;
@@ -434,30 +455,26 @@ void Module::bindRandomWeights(uint64_t seed) {
   Impl &im = *impl_;
   std::vector<std::vector<float>> values(params_.size());
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&]() { // splitmix64 -> uniform (0, 1)
+  auto next = [&]() { // splitmix64 -> uniform [-1, 1)
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (double((z ^ (z >> 31)) >> 11) + 0.5) / 9007199254740992.0;
+    return float(int32_t(uint32_t((z ^ (z >> 31)) >> 32))) * (1.0f / 2147483648.0f);
   };
   for (size_t i = 0; i < params_.size(); ++i) {
     const ParamInfo &p = params_[i];
-    // Matrices ~ N(0, 1/in) keep activations O(1); vectors (norm gains,
-    // biases) ~ 1 + N(0, 0.1) for gains, N(0, 0.1) otherwise.
+    // Matrices with variance 1/in keep activations O(1); vectors (norm
+    // gains, biases) get sd 0.1 around 1 for gains, around 0 otherwise.
+    // Uniform, not normal: a 7B model's worth takes seconds, not minutes.
     bool gain = p.shape.size() == 1 && p.name.find("norm") != std::string::npos &&
                 p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
     double sd = p.shape.size() == 2 ? 1.0 / std::sqrt(double(p.shape[1])) : 0.1;
     values[i].resize(size_t(product(p.shape)));
-    for (float &v : values[i]) {
-      double n = std::sqrt(-2.0 * std::log(next())) *
-                 std::cos(6.283185307179586 * next());
-      v = float((gain ? 1.0 : 0.0) + sd * n);
-    }
+    float center = gain ? 1.0f : 0.0f, halfWidth = float(sd * std::sqrt(3.0));
+    for (float &v : values[i])
+      v = center + halfWidth * next();
   }
-  im.weights.assign(im.weightEntries.size(), {});
-  for (size_t id = 0; id < im.weightEntries.size(); ++id)
-    if (im.weightEntries[id].op == "param")
-      im.weights[id] = values[im.weightEntries[id].param];
+  im.takeParams(values);
   im.runTransforms();
   bound_ = true;
 }
@@ -501,6 +518,19 @@ Session::Session(const Module &module, int64_t capacity)
 }
 
 Session::~Session() = default;
+
+void Session::setProfiling(bool on) {
+  profiling_ = on;
+  if (on && profile_.empty())
+    clearProfile();
+}
+
+void Session::clearProfile() {
+  const auto &names = module_.impl().kernelNames;
+  profile_.assign(names.size(), {});
+  for (size_t k = 0; k < names.size(); ++k)
+    profile_[k].name = names[k];
+}
 
 bool Session::forward(const std::vector<int32_t> &tokens,
                       std::vector<float> &logits, std::string &error) {
@@ -551,17 +581,21 @@ bool Session::forward(const std::vector<int32_t> &tokens,
   // Below this many multiply-adds, waking the other cores costs more than
   // sharing the work saves (a tiny model decodes faster on one core).
   // TBC_SPLIT_MIN_WORK overrides it (the conformance tests set 0, so that
-  // their tiny models exercise the column split too).
-  static const int64_t kColumnSplitMinWork = [] {
+  // their tiny models exercise the splits too).
+  static const int64_t kSplitMinWork = [] {
     const char *v = std::getenv("TBC_SPLIT_MIN_WORK");
     return v ? std::atoll(v) : int64_t(1) << 18;
   }();
-  auto weightElements = [&](const Step &step) {
+  // A step's multiply-adds: a projection's weight per row, an attention's
+  // query width per row and cached position.
+  auto stepWork = [&](const Step &step, int64_t rows) {
     int64_t n = 0;
+    if (!step.caches.empty())
+      return rows * (position_ + rows) * im.buffers[step.args.back().id].width;
     for (const Arg &a : step.args)
       if (a.weight)
         n += product(im.weightEntries[a.id].shape);
-    return n;
+    return rows * n;
   };
 
   static const bool trace = std::getenv("TBC_TRACE") != nullptr;
@@ -587,7 +621,7 @@ bool Session::forward(const std::vector<int32_t> &tokens,
     }
     // Runs the kernel on rows [row0, row0 + rows) of the chunk and, for a
     // projection, on its output columns [col0, col1).
-    int64_t columns = im.columns[step.kernel];
+    const Module::Impl::Split &split = im.splits[step.kernel];
     auto launch = [&](int64_t row0, int64_t rows, int64_t col0, int64_t col1) {
       int64_t range[2] = {col0, col1};
       std::vector<std::vector<int64_t>> descs;
@@ -625,7 +659,7 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         int64_t w = im.buffers[c].width;
         desc(caches_[c].data(), 0, {position_ + T, w}, {w, 1});
       }
-      if (columns)
+      if (split.units)
         desc(range, 0, {2}, {1});
       std::vector<void *> argv;
       for (std::vector<int64_t> &d : descs)
@@ -637,24 +671,33 @@ bool Session::forward(const std::vector<int32_t> &tokens,
                    im.kernelNames[step.kernel].c_str());
     // Row-independent kernels split a long chunk across the cores by rows;
     // projections split a short one (decoding a token) by output columns,
-    // each core reading its share of the weight, at multiples of 32 so that
-    // shares start on whole weight panels.
+    // each core reading its share of the weight (shares start on whole
+    // weight panels); attention splits by key/value heads, each core
+    // appending and attending over its heads' share of the cache.
     unsigned parts = pool.size();
+    auto started = std::chrono::steady_clock::now();
     if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
       pool.run([&](unsigned part) {
         int64_t begin = T * part / parts, end = T * (part + 1) / parts;
-        launch(begin, end - begin, 0, columns);
+        launch(begin, end - begin, 0, split.units);
       });
-    } else if (parts > 1 && columns >= 32 * int64_t(parts) &&
-               T * weightElements(step) >= kColumnSplitMinWork) {
+    } else if (parts > 1 && split.units >= int64_t(parts) * split.align &&
+               stepWork(step, T) >= kSplitMinWork) {
       auto boundary = [&](unsigned part) {
-        return part == parts ? columns : columns * part / parts / 32 * 32;
+        return part == parts ? split.units
+                             : split.units * part / parts / split.align * split.align;
       };
       pool.run([&](unsigned part) {
         launch(0, T, boundary(part), boundary(part + 1));
       });
     } else {
-      launch(0, T, 0, columns);
+      launch(0, T, 0, split.units);
+    }
+    if (profiling_) {
+      profile_[step.kernel].seconds += std::chrono::duration<double>(
+                                           std::chrono::steady_clock::now() - started)
+                                           .count();
+      ++profile_[step.kernel].calls;
     }
     // Recycle buffers whose last reader this was.
     for (const Arg &a : step.args)

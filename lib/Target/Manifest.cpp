@@ -189,12 +189,18 @@ private:
       addShape({ShapedType::kDynamic, width});
       addShape({ShapedType::kDynamic, width});
     }
-    // A projection's last operand is the [begin, end) of its output columns.
+    // A projection's last operand is the [begin, end) of its output columns,
+    // an attention's the [begin, end) of its key/value heads.
     std::string columns;
     if (kernel->hasAttr("tbc.column_parallel")) {
       addShape({2});
       columns = ", \"columns\": " +
                 std::to_string(cast<ShapedType>(type.getResult(0)).getShape().back());
+    } else if (kernel->hasAttr("tbc.head_parallel")) {
+      addShape({2});
+      columns = ", \"kv_heads\": " +
+                std::to_string(cast<AttentionOp>(kernel.getBody().front().front())
+                                   .getNumKvHeads());
     }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
                       quote(kernel.getSymName()) + ", \"symbol\": " +

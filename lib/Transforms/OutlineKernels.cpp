@@ -51,8 +51,12 @@ struct TbcOutlineKernelsPass
             b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
         kernel.setPrivate();
         kernel->setAttr("tbc.kernel", b.getUnitAttr());
-        if (isa<AttentionOp>(op))
+        // Attention keeps a KV cache per call site; its key/value heads are
+        // independent, so the runtime may split them across the cores.
+        if (isa<AttentionOp>(op)) {
           kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
+          kernel->setAttr("tbc.head_parallel", b.getUnitAttr());
+        }
         // A projection's output columns are independent: the runtime may
         // split them across cores when a chunk has too few rows to split
         // (decoding one token).

@@ -89,11 +89,25 @@ public:
   int64_t capacity() const { return capacity_; }
   void reset() { position_ = 0; }
 
+  /// Time spent in each kernel of the module (wall clock around each call,
+  /// all cores' share included), accumulated while profiling is on.
+  struct KernelTime {
+    std::string name;
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  void setProfiling(bool on);
+  /// Per kernel, in the module's kernel order; clearProfile() zeroes it.
+  const std::vector<KernelTime> &profile() const { return profile_; }
+  void clearProfile();
+
 private:
   const Module &module_;
   int64_t capacity_;
   int64_t position_ = 0;
   std::vector<std::vector<float>> caches_; // indexed by buffer id
+  bool profiling_ = false;
+  std::vector<KernelTime> profile_;
 };
 
 } // namespace tbc::rt

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "Attention.h"
 #include "Matmul.h"
 #include "tbc/Conversion/WeightPanels.h"
 #include "tbc/Support/Rope.h"
@@ -55,11 +56,12 @@ public:
   Emitter(OpBuilder &b, Location loc, ModuleOp module, int kernelIndex)
       : kb(b, loc), b(b), loc(loc), module(module), kernelIndex(kernelIndex) {}
 
-  /// The output columns [begin, end) a projection kernel computes (index
-  /// values): its `tbc.column_parallel` range operand, or all of them.
-  void setColumns(Value begin, Value end) {
-    colBegin = begin;
-    colEnd = end;
+  /// The share of the work a kernel does (index values): the output
+  /// columns [begin, end) of a projection, the key/value heads of an
+  /// attention; its range operand, or everything.
+  void setRange(Value begin, Value end) {
+    rangeBegin = begin;
+    rangeEnd = end;
   }
 
   LogicalResult emit(Operation *op, ValueRange in, ValueRange out,
@@ -117,7 +119,7 @@ private:
   Location loc;
   ModuleOp module;
   int kernelIndex;
-  Value colBegin, colEnd;
+  Value rangeBegin, rangeEnd;
 
   Value addIndex(Value a, int64_t c) {
     return c == 0 ? a : arith::AddIOp::create(b, loc, a, kb.idx(c)).getResult();
@@ -301,10 +303,10 @@ private:
   }
 
   LogicalResult linear(Value x, Value w, Value bias, Value out) {
-    Value n = arith::SubIOp::create(b, loc, colEnd, colBegin);
-    initWithBias(kb.slice(out, 2, colBegin, n),
-                 bias ? kb.slice(bias, 0, colBegin, n) : Value());
-    matmul(x, w, out, colBegin, colEnd);
+    Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
+    initWithBias(kb.slice(out, 2, rangeBegin, n),
+                 bias ? kb.slice(bias, 0, rangeBegin, n) : Value());
+    matmul(x, w, out, rangeBegin, rangeEnd);
     return success();
   }
 
@@ -340,12 +342,12 @@ private:
                          {B(x), T(x)});
     // Only this call's columns of the output (and, for a GLU, the matching
     // up-projection columns half a width further on) are computed.
-    Value n = arith::SubIOp::create(b, loc, colEnd, colBegin);
+    Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
     bool glu = f.getGlu();
     int64_t half = glu ? outW : 0;
     for (int64_t at : glu ? SmallVector<int64_t>{0, half} : SmallVector<int64_t>{0}) {
-      kb.fill(kb.slice(acc, 2, addIndex(colBegin, at), n), 0.0);
-      matmul(x, w, acc, addIndex(colBegin, at), addIndex(colEnd, at));
+      kb.fill(kb.slice(acc, 2, addIndex(rangeBegin, at), n), 0.0);
+      matmul(x, w, acc, addIndex(rangeBegin, at), addIndex(rangeEnd, at));
     }
 
     // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
@@ -365,10 +367,10 @@ private:
     // Every operand is viewed as this call's columns (a GLU reads the gate
     // and up halves as two such views), so that all agree on loop bounds.
     auto half3 = [&](Value v, int64_t at) -> Value {
-      return kb.slice(v, 2, addIndex(colBegin, at), n);
+      return kb.slice(v, 2, addIndex(rangeBegin, at), n);
     };
     auto half1 = [&](Value v, int64_t at) -> Value {
-      return kb.slice(v, 0, addIndex(colBegin, at), n);
+      return kb.slice(v, 0, addIndex(rangeBegin, at), n);
     };
     add(half3(acc, 0), kb.identity(3));
     if (glu)
@@ -566,116 +568,8 @@ private:
   /// attends the T queries over all L cached positions.
   LogicalResult attention(AttentionOp a, ValueRange in, Value out,
                           ValueRange caches) {
-    Value q = in[0], kNew = in[1], vNew = in[2];
-    Value kCache = caches[0], vCache = caches[1];
-    int64_t heads = a.getNumHeads(), kvHeads = a.getNumKvHeads(),
-            D = a.getHeadDim(), group = heads / kvHeads;
-    double scale = a.getScale().convertToDouble();
-    std::optional<double> cap;
-    if (a.getSoftcap())
-      cap = a.getSoftcap()->convertToDouble();
-    int64_t window = a.getWindow().value_or(0);
-    bool causal = a.getCausal();
-
-    Value t = T(q), L = kb.dim(kCache, 0);
-    Value past = arith::SubIOp::create(b, loc, L, t);
-    // Append the new keys and values.
-    for (auto [src, cache] : {std::pair{kNew, kCache}, std::pair{vNew, vCache}}) {
-      auto rows = memref::SubViewOp::create(
-          b, loc, cache, ArrayRef<OpFoldResult>{past, b.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{t, b.getIndexAttr(kvHeads * D)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-      kb.generic(src, rows.getResult(),
-                 {kb.map(2, {b.getAffineConstantExpr(0), kb.d(0), kb.d(1)}),
-                  kb.identity(2)},
-                 KernelBuilder::iterators(2),
-                 [&](OpBuilder &nb, Location l, ValueRange v) {
-                   linalg::YieldOp::create(nb, l, v[0]);
-                 });
-    }
-    Value q4 = kb.splitLastDim(q, heads);        // [1, T, H, D]
-    Value k3 = kb.splitLastDim(kCache, kvHeads); // [L, KV, D]
-    Value v3 = kb.splitLastDim(vCache, kvHeads);
-    Value out4 = kb.splitLastDim(out, heads);
-
-    // scores[t, h, j] = q[t, h, :] . k[j, h / group, :]
-    Value S = kb.alloc({ShapedType::kDynamic, heads, ShapedType::kDynamic}, {t, L});
-    kb.fill(S, 0.0);
-    AffineExpr kvHead = kb.d(2).floorDiv(group);
-    kb.generic(ValueRange{q4, k3}, S,
-               {kb.map(5, {kb.d(0), kb.d(1), kb.d(2), kb.d(4)}),
-                kb.map(5, {kb.d(3), kvHead, kb.d(4)}),
-                kb.map(5, {kb.d(1), kb.d(2), kb.d(3)})},
-               KernelBuilder::iterators(4, 1),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 Value p = arith::MulFOp::create(nb, l, v[0], v[1]);
-                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[2], p).getResult());
-               });
-    // Scale, soft-cap, mask.
-    kb.generic(ValueRange{}, S, {kb.identity(3)}, KernelBuilder::iterators(3),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 auto cf = [&](float x) {
-                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(x));
-                 };
-                 auto ci = [&](int64_t x) { return arith::ConstantIndexOp::create(nb, l, x); };
-                 Value s = arith::MulFOp::create(nb, l, v[0], cf(float(scale)));
-                 if (cap)
-                   s = emitSoftcap(nb, l, *cap, s);
-                 if (causal) {
-                   Value ti = linalg::IndexOp::create(nb, l, 0);
-                   Value j = linalg::IndexOp::create(nb, l, 2);
-                   Value p = arith::AddIOp::create(nb, l, past, ti);
-                   Value ok = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ule, j, p);
-                   if (window > 0) {
-                     // j > p - W  <=>  j + W > p
-                     Value jw = arith::AddIOp::create(nb, l, j, ci(window));
-                     ok = arith::AndIOp::create(
-                         nb, l, ok, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, jw, p));
-                   }
-                   s = arith::SelectOp::create(
-                       nb, l, ok, s, cf(-std::numeric_limits<float>::infinity()));
-                 }
-                 linalg::YieldOp::create(nb, l, s);
-               });
-    // Softmax over j.
-    Value m = kb.alloc({ShapedType::kDynamic, heads}, {t});
-    Value sum = kb.alloc({ShapedType::kDynamic, heads}, {t});
-    kb.fill(m, -std::numeric_limits<double>::infinity());
-    kb.fill(sum, 0.0);
-    AffineMap th = kb.map(3, {kb.d(0), kb.d(1)});
-    kb.generic(S, m, {kb.identity(3), th}, KernelBuilder::iterators(2, 1),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, v[0], v[1]).getResult());
-               });
-    kb.generic(m, S, {th, kb.identity(3)}, KernelBuilder::iterators(3),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 Value e = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, v[1], v[0]));
-                 linalg::YieldOp::create(nb, l, e);
-               });
-    kb.generic(S, sum, {kb.identity(3), th}, KernelBuilder::iterators(2, 1),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[0], v[1]).getResult());
-               });
-    // out[t, h, d] = sum_j p[t, h, j] v[j, h / group, d] / sum[t, h]
-    kb.fill(out, 0.0);
-    kb.generic(ValueRange{S, v3}, out4,
-               {kb.map(5, {kb.d(1), kb.d(2), kb.d(4)}),
-                kb.map(5, {kb.d(4), kvHead, kb.d(3)}),
-                kb.map(5, {kb.d(0), kb.d(1), kb.d(2), kb.d(3)})},
-               KernelBuilder::iterators(4, 1),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 Value p = arith::MulFOp::create(nb, l, v[0], v[1]);
-                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v[2], p).getResult());
-               });
-    kb.generic(sum, out4,
-               {kb.map(4, {kb.d(1), kb.d(2)}), kb.identity(4)},
-               KernelBuilder::iterators(4),
-               [&](OpBuilder &nb, Location l, ValueRange v) {
-                 linalg::YieldOp::create(nb, l, arith::DivFOp::create(nb, l, v[1], v[0]).getResult());
-               });
-    kb.dealloc(S);
-    kb.dealloc(m);
-    kb.dealloc(sum);
+    emitAttention(b, loc, a, in[0], in[1], in[2], out, caches[0], caches[1],
+                  rangeBegin, rangeEnd);
     return success();
   }
 };
@@ -715,8 +609,10 @@ struct TbcLowerToLinalgPass
             b.getF32Type());
         args.append({cacheType, cacheType});
       }
-      // Projections take the [begin, end) of the output columns to compute.
-      if (columnParallel)
+      // Projections take the [begin, end) of the output columns to compute,
+      // attention the [begin, end) of its key/value heads: a core's share.
+      bool ranged = columnParallel || old->hasAttr("tbc.head_parallel");
+      if (ranged)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);
       auto fn = func::FuncOp::create(b, loc, old.getSymName(),
@@ -728,24 +624,27 @@ struct TbcLowerToLinalgPass
       ValueRange all = body->getArguments();
       Emitter emitter(b, loc, module, index++);
       if (old.getNumResults() == 1) {
-        int64_t width =
-            cast<ShapedType>(old.getResultTypes()[0]).getShape().back();
-        Value begin = arith::ConstantIndexOp::create(b, loc, 0);
-        Value end = arith::ConstantIndexOp::create(b, loc, width);
-        if (columnParallel) {
+        // The range, clamped to what the kernel was compiled for, so that
+        // no range a manifest passes makes it step outside its buffers.
+        int64_t units =
+            cached ? cast<AttentionOp>(op).getNumKvHeads()
+                   : cast<ShapedType>(old.getResultTypes()[0]).getShape().back();
+        Value count = arith::ConstantIndexOp::create(b, loc, units);
+        Value begin = arith::ConstantIndexOp::create(b, loc, 0), end = count;
+        if (ranged) {
           Value range = body->getArguments().back();
           auto load = [&](int64_t i) -> Value {
             Value v = memref::LoadOp::create(
                 b, loc, range, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
             return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
           };
-          begin = load(0);
-          end = load(1);
+          end = arith::MinUIOp::create(b, loc, load(1), count);
+          begin = arith::MinUIOp::create(b, loc, load(0), end);
         }
-        emitter.setColumns(begin, end);
+        emitter.setRange(begin, end);
       }
       if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),
-                              cached ? all.drop_front(nIn + nOut) : ValueRange{})))
+                              cached ? all.slice(nIn + nOut, 2) : ValueRange{})))
         return signalPassFailure();
       func::ReturnOp::create(b, loc);
       old.erase();
