@@ -5,6 +5,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace tbc {
@@ -33,6 +35,11 @@ struct TbcOutlineKernelsPass
     SymbolTable symbols(module);
     OpBuilder b(module.getContext());
     int counter = 0;
+    // Ops that compute the same thing (same op, attributes and types: the
+    // norms of Gemma's sandwich, everything but attention in its local and
+    // global layers) share one kernel; each call site still gets its own
+    // buffers and KV caches from the schedule.
+    std::map<SmallVector<const void *>, func::FuncOp> kernelsByKey;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp fn : functions) {
       if (fn->hasAttr("tbc.kernel") || fn.isExternal())
@@ -43,33 +50,18 @@ struct TbcOutlineKernelsPass
           compute.push_back(op);
       });
       for (Operation *op : compute) {
-        std::string name = "k" + std::to_string(counter++) + "_" +
-                           op->getName().stripDialect().str();
-        b.setInsertionPointToEnd(module.getBody());
-        auto kernel = func::FuncOp::create(
-            b, op->getLoc(), name,
-            b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
-        kernel.setPrivate();
-        kernel->setAttr("tbc.kernel", b.getUnitAttr());
-        // Attention keeps a KV cache per call site; its key/value heads are
-        // independent, so the runtime may split them across the cores.
-        if (isa<AttentionOp>(op)) {
-          kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
-          kernel->setAttr("tbc.head_parallel", b.getUnitAttr());
-        }
-        // A projection's output columns are independent: the runtime may
-        // split them across cores when a chunk has too few rows to split
-        // (decoding one token).
-        if (isa<LinearOp, FusedLinearOp>(op))
-          kernel->setAttr("tbc.column_parallel", b.getUnitAttr());
-        Block *body = kernel.addEntryBlock();
-        b.setInsertionPointToEnd(body);
-        IRMapping map;
-        map.map(op->getOperands(), body->getArguments());
-        Operation *clone = b.clone(*op, map);
-        func::ReturnOp::create(b, op->getLoc(), clone->getResults());
-        symbols.insert(kernel);
-
+        SmallVector<const void *> key{op->getName().getAsOpaquePointer(),
+                                      op->getAttrDictionary().getAsOpaquePointer()};
+        for (Type t : op->getOperandTypes())
+          key.push_back(t.getAsOpaquePointer());
+        key.push_back(nullptr); // operands | results
+        for (Type t : op->getResultTypes())
+          key.push_back(t.getAsOpaquePointer());
+        func::FuncOp &kernel = kernelsByKey[key];
+        if (!kernel)
+          kernel = outline(op, "k" + std::to_string(counter++) + "_" +
+                                   op->getName().stripDialect().str(),
+                           b, symbols);
         b.setInsertionPoint(op);
         auto call = func::CallOp::create(b, op->getLoc(), kernel,
                                          op->getOperands());
@@ -77,6 +69,37 @@ struct TbcOutlineKernelsPass
         op->erase();
       }
     }
+  }
+
+  /// A private kernel function holding a copy of `op`.
+  func::FuncOp outline(Operation *op, const std::string &name, OpBuilder &b,
+                       SymbolTable &symbols) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(getOperation().getBody());
+    auto kernel = func::FuncOp::create(
+        b, op->getLoc(), name,
+        b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
+    kernel.setPrivate();
+    kernel->setAttr("tbc.kernel", b.getUnitAttr());
+    // Attention keeps a KV cache per call site; its key/value heads are
+    // independent, so the runtime may split them across the cores.
+    if (isa<AttentionOp>(op)) {
+      kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
+      kernel->setAttr("tbc.head_parallel", b.getUnitAttr());
+    }
+    // A projection's output columns are independent: the runtime may split
+    // them across cores when a chunk has too few rows to split (decoding
+    // one token).
+    if (isa<LinearOp, FusedLinearOp>(op))
+      kernel->setAttr("tbc.column_parallel", b.getUnitAttr());
+    Block *body = kernel.addEntryBlock();
+    b.setInsertionPointToEnd(body);
+    IRMapping map;
+    map.map(op->getOperands(), body->getArguments());
+    Operation *clone = b.clone(*op, map);
+    func::ReturnOp::create(b, op->getLoc(), clone->getResults());
+    symbols.insert(kernel);
+    return kernel;
   }
 };
 } // namespace

@@ -345,10 +345,20 @@ private:
     Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
     bool glu = f.getGlu();
     int64_t half = glu ? outW : 0;
-    for (int64_t at : glu ? SmallVector<int64_t>{0, half} : SmallVector<int64_t>{0}) {
-      kb.fill(kb.slice(acc, 2, addIndex(rangeBegin, at), n), 0.0);
-      matmul(x, w, acc, addIndex(rangeBegin, at), addIndex(rangeEnd, at));
-    }
+    // One loop over the halves rather than two copies of the matmul: the
+    // tiles are big, and LLVM's time grows with their number.
+    scf::ForOp::create(
+        b, loc, kb.idx(0), kb.idx(glu ? 2 : 1), kb.idx(1), ValueRange{},
+        [&](OpBuilder &hb, Location, Value which, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(hb.getInsertionBlock(), hb.getInsertionPoint());
+          Value at = arith::MulIOp::create(b, loc, which, kb.idx(half));
+          Value begin = arith::AddIOp::create(b, loc, rangeBegin, at);
+          Value end = arith::AddIOp::create(b, loc, rangeEnd, at);
+          kb.fill(kb.slice(acc, 2, begin, n), 0.0);
+          matmul(x, w, acc, begin, end);
+          scf::YieldOp::create(b, loc);
+        });
 
     // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
     std::optional<Activation> act = f.getAct();

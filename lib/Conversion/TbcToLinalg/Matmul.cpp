@@ -2,10 +2,10 @@
 //
 // acc[0, t, n] += sum_k x[0, t, k] * W[n, k] over a range of output columns
 // n (a core's share when decoding), with W packed in panels of 32 columns
-// contiguous along k (WeightPanels.h). A tile is up to 8 token rows x one
+// contiguous along k (WeightPanels.h). A tile is 8 token rows (or 1) x one
 // panel: per k, two 16-wide loads of the panel and one broadcast of x per
 // row feed 2 FMAs per row into 16 vector accumulators that stay in
-// registers for the whole reduction; no horizontal sums. Panels are
+// registers through a block of 128 k; no horizontal sums. Panels are
 // outermost, so a panel streams from L2 once per 8 token rows. This is
 // where a transformer spends its time.
 //
@@ -44,11 +44,9 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     return arith::MulIOp::create(
         b, loc, arith::DivUIOp::create(b, loc, v, idx(b, m)), idx(b, m));
   };
-  // Token rows in tiles of 8, then 4, then 1.
+  // Token rows in tiles of 8, the rest one at a time (two tile shapes, not
+  // more: each is a big unrolled loop, and LLVM's time grows with them).
   Value rows8 = roundDown(rows, 8);
-  Value rows4 = arith::AddIOp::create(
-      b, loc, rows8,
-      roundDown(arith::SubIOp::create(b, loc, rows, rows8), 4));
   // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
   Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
   Value panelEnd = arith::CeilDivUIOp::create(b, loc, colEnd, idx(b, kPanelWidth));
@@ -65,19 +63,47 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     Value init = arith::ConstantOp::create(
         cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
     SmallVector<Value> inits(r * kVectorsPerPanel, init);
-    SmallVector<Value> tokenRows;
-    for (int64_t i = 0; i < r; ++i)
+    // Each token row and the panel as 1-D/2-D views hoisted out of the k
+    // loop: addresses inside it are invariant bases plus k, which keeps
+    // LLVM's loop strength reduction (and so compile time) cheap.
+    SmallVector<Value> tokenRows, xRows;
+    auto unit = [&](int64_t n) {
+      return SmallVector<OpFoldResult>(n, cb.getIndexAttr(1));
+    };
+    for (int64_t i = 0; i < r; ++i) {
       tokenRows.push_back(arith::AddIOp::create(cb, loc, t, idx(cb, i)));
+      auto rowType = memref::SubViewOp::inferRankReducedResultType(
+          {k}, cast<MemRefType>(x.getType()),
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(0), tokenRows.back(), cb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(1), cb.getIndexAttr(k)},
+          unit(3));
+      xRows.push_back(memref::SubViewOp::create(
+          cb, loc, cast<MemRefType>(rowType), x,
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(0), tokenRows.back(), cb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(1), cb.getIndexAttr(k)},
+          unit(3)));
+    }
+    auto panelType = memref::SubViewOp::inferRankReducedResultType(
+        {k, kPanelWidth}, cast<MemRefType>(packed.getType()),
+        ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
+                               cb.getIndexAttr(kPanelWidth)},
+        unit(3));
+    Value panel = memref::SubViewOp::create(
+        cb, loc, cast<MemRefType>(panelType), packed,
+        ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
+                               cb.getIndexAttr(kPanelWidth)},
+        unit(3));
     auto kLoop = scf::ForOp::create(
         cb, loc, k0, k1, idx(cb, 1), inits,
         [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
           SmallVector<Value> ws, next;
           for (int64_t h = 0; h < kVectorsPerPanel; ++h)
             ws.push_back(vector::LoadOp::create(
-                kb, loc, vecType, packed, ValueRange{p, kk, idx(kb, h * kVector)}));
+                kb, loc, vecType, panel, ValueRange{kk, idx(kb, h * kVector)}));
           for (int64_t i = 0; i < r; ++i) {
-            Value xs = memref::LoadOp::create(kb, loc, x,
-                                              ValueRange{zero, tokenRows[i], kk});
+            Value xs = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
             Value xb = vector::BroadcastOp::create(kb, loc, vecType, xs);
             for (int64_t h = 0; h < kVectorsPerPanel; ++h)
               next.push_back(vector::FMAOp::create(
@@ -123,8 +149,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
               });
         };
         rowLoop(zero, rows8, 8);
-        rowLoop(rows8, rows4, 4);
-        rowLoop(rows4, rows, 1);
+        rowLoop(rows8, rows, 1);
         scf::YieldOp::create(ob, loc);
       });
 }
