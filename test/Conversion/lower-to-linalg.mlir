@@ -1,0 +1,49 @@
+// RUN: tbc-opt %s -split-input-file --tbc-outline-kernels --tbc-lower-to-linalg | FileCheck %s
+
+// The CPU path's kernels: destination-passing functions on memrefs that the
+// module's runtime calls through the C interface.
+
+// A projection reads its weight packed in 32-column panels ([out, in] 96x64
+// becomes 3 x 64 x 32) and takes the [begin, end) of its output columns
+// last; 8-row x 32-column outer-product tiles (16 vector FMAs per k) add
+// into the output through stores masked to the columns in range.
+// CHECK-LABEL: func.func @k{{[0-9]+}}_linear(
+// CHECK-SAME: memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, %{{.*}}: memref<3x64x32xf32>, %{{.*}}: memref<?x?x96xf32>, %[[RANGE:.*]]: memref<2xi64>) attributes {llvm.emit_c_interface}
+// CHECK: memref.load %[[RANGE]]
+// CHECK: arith.minui
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.maskedload
+// CHECK: vector.maskedstore
+
+// Attention takes its key/value caches and then the range of key/value
+// heads to do; per row it scores only the positions it may see (causal:
+// up to its own), with 16-wide dot products and value sums.
+// CHECK-LABEL: func.func @k{{[0-9]+}}_attention(
+// CHECK-SAME: %{{.*}}: memref<?x?x64xf32>, %{{.*}}: memref<?x16xf32>, %{{.*}}: memref<?x16xf32>, %{{.*}}: memref<2xi64>)
+// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK: scf.for
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// CHECK: math.exp
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.store
+// CHECK: memref.dealloc
+func.func @forward(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %w = tbc.param "w.weight" : tensor<96x64xf32>
+  %p = tbc.linear %x, %w : tensor<?x?x64xf32>, tensor<96x64xf32> -> tensor<?x?x96xf32>
+  %q, %k, %v = tbc.split %p : tensor<?x?x96xf32> -> tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
+  %a = tbc.attention %q, %k, %v heads = 4 kv_heads = 1 head_dim = 16 scale = 0.25 causal : tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
+  return %a : tensor<?x?x64xf32>
+}
+
+// -----
+
+// [in, out] weights (GPT-2's Conv1D) pack into the same panels: 64 x 40
+// becomes 2 x 64 x 32 (the last panel zero-padded).
+// CHECK-LABEL: func.func @k{{[0-9]+}}_linear(
+// CHECK-SAME: %{{.*}}: memref<2x64x32xf32>, %{{.*}}: memref<?x?x40xf32>, %{{.*}}: memref<2xi64>)
+func.func @conv1d(%x: tensor<?x?x64xf32>) -> tensor<?x?x40xf32> {
+  %w = tbc.param "c_fc.weight" : tensor<64x40xf32>
+  %p = tbc.linear %x, %w weight_in_out : tensor<?x?x64xf32>, tensor<64x40xf32> -> tensor<?x?x40xf32>
+  return %p : tensor<?x?x40xf32>
+}
