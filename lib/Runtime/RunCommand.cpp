@@ -176,12 +176,12 @@ int tbc::rt::runCommand(int argc, char **argv) {
       std::printf("generated: %s\n", ids.c_str());
     }
   }
-  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s)\n",
-               (long long)prefillTokens, prefillSeconds,
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f ms (%.1f tokens/s)\n",
+               (long long)prefillTokens, prefillSeconds * 1e3,
                prefillSeconds > 0 ? prefillTokens / prefillSeconds : 0.0);
   if (decodeTokens > 0)
-    std::fprintf(stderr, "decode: %lld tokens in %.3f s (%.1f tokens/s)\n",
-                 (long long)decodeTokens, decodeSeconds,
+    std::fprintf(stderr, "decode: %lld tokens in %.3f ms (%.1f tokens/s)\n",
+                 (long long)decodeTokens, decodeSeconds * 1e3,
                  decodeSeconds > 0 ? decodeTokens / decodeSeconds : 0.0);
 
   if (!output.empty()) {
