@@ -121,7 +121,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::sge, cols, lo),
           arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::slt, cols, hi));
       for (int64_t i = 0; i < r; ++i) {
-        ValueRange at{zero, tokenRows[i], col};
+        SmallVector<Value, 3> at{zero, tokenRows[i], col};
         Value old = vector::MaskedLoadOp::create(cb, loc, vecType, acc, at, mask, init);
         Value sum = arith::AddFOp::create(cb, loc, old,
                                           kLoop.getResult(i * kVectorsPerPanel + h));

@@ -135,7 +135,7 @@ FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
     error = "cannot create temporary files";
     return failure();
   }
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(objPath);
     llvm::sys::fs::remove(soPath);
   });
