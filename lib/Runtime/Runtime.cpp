@@ -576,7 +576,6 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         lastUse[root(a.id)] = s;
   lastUse[im.output] = im.steps.size();
   std::vector<std::vector<float>> acts(nb);
-  std::multimap<size_t, std::vector<float>> pool_;
 
   // Below this many multiply-adds, waking the other cores costs more than
   // sharing the work saves (a tiny model decodes faster on one core).
@@ -610,11 +609,18 @@ bool Session::forward(const std::vector<int32_t> &tokens,
       int r = root(a.id);
       if (!acts[r].empty())
         continue;
+      // Memory is reused, never returned: fresh pages cost more than the
+      // kernels that fill them (a 262k-token vocabulary's logits for a
+      // 64-token prompt are 67 MB). The logits take the caller's vector
+      // back; everything else comes from the session's spare buffers.
       size_t size = size_t(T * im.buffers[r].width);
-      auto it = pool_.find(size);
-      if (it != pool_.end()) {
+      auto it = spare_.find(size);
+      if (r == im.output && logits.capacity() >= size) {
+        acts[r] = std::move(logits);
+        acts[r].resize(size);
+      } else if (it != spare_.end()) {
         acts[r] = std::move(it->second);
-        pool_.erase(it);
+        spare_.erase(it);
       } else {
         acts[r].assign(size, 0.0f);
       }
@@ -705,7 +711,7 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         int r = root(a.id);
         if (lastUse[r] == s && !acts[r].empty()) {
           size_t size = acts[r].size();
-          pool_.emplace(size, std::move(acts[r]));
+          spare_.emplace(size, std::move(acts[r]));
           acts[r].clear();
         }
       }

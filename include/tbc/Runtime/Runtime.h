@@ -14,6 +14,7 @@
 #include "tbc/Runtime/Safetensors.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,6 +107,8 @@ private:
   int64_t capacity_;
   int64_t position_ = 0;
   std::vector<std::vector<float>> caches_; // indexed by buffer id
+  /// Activation buffers between calls, by size (reused, never freed).
+  std::multimap<size_t, std::vector<float>> spare_;
   bool profiling_ = false;
   std::vector<KernelTime> profile_;
 };
