@@ -118,6 +118,21 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
   }];
 }
 
+def TbcApproximateMath : Pass<"tbc-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Replace exp, tanh, erf and friends by inline polynomials (the CPU path)";
+  let description = [{
+    Rewrites the transcendental math ops of the kernels (`math.exp` in
+    softmax and SiLU, `math.tanh` in GELU-tanh and soft-caps, `math.erf` in
+    exact GELU, ...) into MLIR's polynomial approximations: arith ops that
+    LLVM vectorises, instead of one libm call per element. Their error is a
+    few ulp of f32; the conformance tests hold every architecture to 1e-4
+    of transformers through them. Runs between `--tbc-lower-to-linalg` and
+    the conversion to LLVM.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lower outlined tbc kernels to linalg on memrefs (the CPU path)";
   let description = [{

@@ -29,9 +29,12 @@ void tbc::buildLinalgPipeline(OpPassManager &pm) {
 
 LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
   return parsePassPipeline(
-      "convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-libm,"
-      "convert-math-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,"
+      // Polynomials for exp/tanh/erf first; then math ops with an LLVM
+      // intrinsic (fma, floor, sqrt, ...) become intrinsics, and only what
+      // is left (sin, cos of the RoPE tables) calls libm.
+      "tbc-approximate-math,convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
+      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+      "convert-math-to-libm,finalize-memref-to-llvm,convert-arith-to-llvm,"
       "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
       "reconcile-unrealized-casts",
       pm);
