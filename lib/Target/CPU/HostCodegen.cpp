@@ -9,6 +9,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -20,6 +21,9 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+#include <thread>
 
 using namespace mlir;
 
@@ -89,8 +93,6 @@ llvm::TargetMachine *hostMachine(std::string &error) {
 FailureOr<std::unique_ptr<llvm::Module>>
 toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
                   llvm::TargetMachine *tm, std::string &error) {
-  registerBuiltinDialectTranslation(*module.getContext());
-  registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> m = translateModuleToLLVMIR(module, ctx, "tbc");
   if (!m) {
     error = "translation to LLVM IR failed";
@@ -122,8 +124,49 @@ std::string tbc::hostCpuRequirements() {
   return out;
 }
 
-FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
-                                                 std::string &error) {
+namespace {
+/// Splits the module's kernels into at most `parts` modules of about equal
+/// size, each kernel with its C-interface wrapper; every part keeps the
+/// declarations and (private) constants, which the optimiser drops where
+/// unused.
+SmallVector<OwningOpRef<ModuleOp>> splitKernels(ModuleOp module, unsigned parts) {
+  auto group = [](StringRef name) {
+    name.consume_front("_mlir_ciface_");
+    return name;
+  };
+  llvm::StringMap<int64_t> sizes;
+  for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+    if (!f.isExternal()) {
+      int64_t n = 0;
+      f.walk([&](Operation *) { ++n; });
+      sizes[group(f.getName())] += n;
+    }
+  // Largest first onto the least loaded part (deterministic: ties by name).
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (auto &e : sizes)
+    order.push_back({-e.second, e.first().str()});
+  std::sort(order.begin(), order.end());
+  parts = std::max(1u, std::min<unsigned>(parts, order.size()));
+  std::vector<int64_t> load(parts, 0);
+  llvm::StringMap<unsigned> partOf;
+  for (auto &[negSize, name] : order) {
+    unsigned p = unsigned(std::min_element(load.begin(), load.end()) - load.begin());
+    partOf[name] = p;
+    load[p] -= negSize;
+  }
+  SmallVector<OwningOpRef<ModuleOp>> out;
+  for (unsigned p = 0; p < parts; ++p) {
+    OwningOpRef<ModuleOp> part = cast<ModuleOp>(module->clone());
+    for (auto f : llvm::make_early_inc_range(part->getOps<LLVM::LLVMFuncOp>()))
+      if (!f.isExternal() && partOf.lookup(group(f.getName())) != p)
+        f.erase();
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+/// LLVM dialect -> optimised object code for the host CPU, written to `path`.
+LogicalResult emitObject(ModuleOp module, StringRef path, std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm(hostMachine(error));
   if (!tm)
     return failure();
@@ -131,40 +174,78 @@ FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
   auto m = toOptimisedModule(module, ctx, tm.get(), error);
   if (failed(m))
     return failure();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    error = "cannot write " + path.str() + ": " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    error = "the host target cannot emit object files";
+    return failure();
+  }
+  pm.run(**m);
+  return success();
+}
+} // namespace
 
-  SmallString<128> objPath, soPath;
-  if (llvm::sys::fs::createTemporaryFile("tbc-kernels", "o", objPath) ||
-      llvm::sys::fs::createTemporaryFile("tbc-kernels", "so", soPath)) {
+FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
+                                                 std::string &error) {
+  // LLVM's optimiser and code generator are most of a compile: the kernels
+  // are independent, so each core compiles its share into its own object.
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  unsigned threads = module.getContext()->isMultithreadingEnabled()
+                         ? std::max(1u, std::thread::hardware_concurrency())
+                         : 1u;
+  SmallVector<OwningOpRef<ModuleOp>> parts = splitKernels(module, threads);
+
+  SmallVector<SmallString<128>> objPaths(parts.size());
+  SmallString<128> soPath;
+  bool madeFiles = !llvm::sys::fs::createTemporaryFile("tbc-kernels", "so", soPath);
+  for (SmallString<128> &path : objPaths)
+    madeFiles &= !llvm::sys::fs::createTemporaryFile("tbc-kernels", "o", path);
+  llvm::scope_exit cleanup([&] {
+    for (SmallString<128> &path : objPaths)
+      if (!path.empty())
+        llvm::sys::fs::remove(path);
+    if (!soPath.empty())
+      llvm::sys::fs::remove(soPath);
+  });
+  if (!madeFiles) {
     error = "cannot create temporary files";
     return failure();
   }
-  llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(objPath);
-    llvm::sys::fs::remove(soPath);
-  });
+  std::vector<std::string> errors(parts.size());
+  std::vector<bool> ok(parts.size(), false);
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec);
-    if (ec) {
-      error = "cannot write " + objPath.str().str() + ": " + ec.message();
-      return failure();
-    }
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr,
-                                llvm::CodeGenFileType::ObjectFile)) {
-      error = "the host target cannot emit object files";
-      return failure();
-    }
-    pm.run(**m);
+    std::vector<std::thread> workers;
+    for (size_t i = 1; i < parts.size(); ++i)
+      workers.emplace_back([&, i] {
+        ok[i] = succeeded(emitObject(*parts[i], objPaths[i], errors[i]));
+      });
+    ok[0] = succeeded(emitObject(*parts[0], objPaths[0], errors[0]));
+    for (std::thread &w : workers)
+      w.join();
   }
-  // The system linker turns the object into a loadable shared object; the
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!ok[i]) {
+      error = errors[i];
+      return failure();
+    }
+
+  // The system linker turns the objects into a loadable shared object; the
   // runtime then needs only dlopen (no LLVM).
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
   if (!cc) {
     error = "no system C compiler ('cc') to link the kernels; install gcc";
     return failure();
   }
-  SmallVector<StringRef> argv{*cc, "-shared", "-o", soPath, objPath, "-lm"};
+  SmallVector<StringRef> argv{*cc, "-shared", "-o", soPath};
+  for (SmallString<128> &path : objPaths)
+    argv.push_back(path);
+  argv.push_back("-lm");
   std::string linkError;
   if (llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0,
                                 &linkError) != 0) {
