@@ -162,15 +162,18 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         // A gather indexes its table with token ids (below the vocabulary)
         // or positions (a learned position table bounds the sequence).
         if (kernelNames[step.kernel].find("embedding") != std::string::npos) {
+          // A packed table's rows are its source's (the panels pad them).
+          const WeightEntry &table = weightEntries[a.id];
+          int64_t rows = table.op == "pack" ? weightEntries[table.inputs[0]].shape[0]
+                                            : shape[0];
           for (const Arg &index : step.args) {
             if (index.weight)
               continue;
-            if (buffers[index.id].kind == "token_ids" && shape[0] < m.vocabSize())
-              return bad(what + ": the embedding table has " +
-                         std::to_string(shape[0]) + " rows for a vocabulary of " +
-                         std::to_string(m.vocabSize()));
+            if (buffers[index.id].kind == "token_ids" && rows < m.vocabSize())
+              return bad(what + ": the embedding table has " + std::to_string(rows) +
+                         " rows for a vocabulary of " + std::to_string(m.vocabSize()));
             if (buffers[index.id].kind == "positions")
-              positionLimit = std::min(positionLimit, shape[0]);
+              positionLimit = std::min(positionLimit, rows);
           }
         }
         continue;

@@ -489,7 +489,7 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       const std::vector<int64_t> &shape = impl_->weightEntries[a.id].shape;
       double elements = double(product(shape));
-      if (gather && shape.size() == 2) {
+      if (gather && shape.size() >= 2) { // one row: [rows, hidden] or packed
         cost.weightBytes += 4.0 * double(shape[1]);
         continue;
       }

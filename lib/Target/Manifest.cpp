@@ -132,8 +132,10 @@ private:
     auto it = packedWeights.find(w.id);
     if (it != packedWeights.end())
       return it->second;
-    bool inOut = projectionWeightInOut(&kernel.getBody().front().front());
-    auto shape = cast<ShapedType>(kernel.getFunctionType().getInput(1)).getShape();
+    Operation *op = &kernel.getBody().front().front();
+    bool inOut = packedOperandInOut(op);
+    auto shape = cast<ShapedType>(kernel.getFunctionType().getInput(*packedOperand(op)))
+                     .getShape();
     Ref packed = newWeight("{\"op\": \"pack\", \"inputs\": [" + std::to_string(w.id) +
                            "], \"in_out\": " + (inOut ? "true" : "false") +
                            ", \"shape\": " + shapeJson(packedWeightShape(shape, inOut)) + "}");
@@ -173,13 +175,13 @@ private:
       signature += (signature.empty() ? "[" : ", [") + dims + "]";
     };
     FunctionType type = kernel.getFunctionType();
-    bool projection = kernel->hasAttr("tbc.column_parallel");
+    Operation *op = &kernel.getBody().front().front();
+    std::optional<unsigned> packed = packedOperand(op);
     for (auto [i, t] : llvm::enumerate(
              llvm::concat<const Type>(type.getInputs(), type.getResults()))) {
       ArrayRef<int64_t> shape = cast<ShapedType>(t).getShape();
-      if (projection && i == 1)
-        addShape(packedWeightShape(
-            shape, projectionWeightInOut(&kernel.getBody().front().front())));
+      if (packed && i == *packed)
+        addShape(packedWeightShape(shape, packedOperandInOut(op)));
       else
         addShape(shape);
     }
@@ -291,10 +293,11 @@ private:
         }
         std::string args;
         SmallVector<Ref> in = inputs();
-        // Projection kernels read their weight packed in panels
-        // (WeightPanels.h): the runtime packs it once, at bind time.
-        if (callee->hasAttr("tbc.column_parallel"))
-          in[1] = packedWeight(in[1], callee);
+        // Projections read their weight and embeddings their table packed
+        // in panels (WeightPanels.h): the runtime packs once, at bind time.
+        if (std::optional<unsigned> p =
+                packedOperand(&callee.getBody().front().front()))
+          in[*p] = packedWeight(in[*p], callee);
         for (Ref r : in)
           args += (args.empty() ? "" : ", ") + r.json();
         for (Value r : call.getResults()) {

@@ -1,7 +1,7 @@
 //===- WeightPanels.h - the CPU path's packed projection weights -*- C++ -*-===//
 //
-// CPU projection kernels read their weight as panels of kPanelWidth output
-// columns, each panel contiguous along the reduction: packed[p, k, j] =
+// CPU projection kernels read their weight (and embeddings their table) as
+// panels of kPanelWidth output columns, each panel contiguous along the reduction: packed[p, k, j] =
 // W[p * kPanelWidth + j, k] (W[k, ...] for [in, out] weights), zero past the
 // last column. One 16-wide load then gives 16 output columns of one k, so
 // the kernel accumulates outer products x[t, k] * W[k, cols] in registers
@@ -18,16 +18,31 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace tbc {
 
 constexpr int64_t kPanelWidth = 32;
 
-/// The projection a column-parallel kernel computes: its weight operand
-/// (index 1) and whether that weight is [in, out].
-inline bool projectionWeightInOut(mlir::Operation *op) {
+/// The operand of a kernel's op that is read packed: a projection's weight,
+/// or an embedding's table (so that a table tied to the LM head is stored
+/// once, packed, and gathered from there); none for other ops.
+inline std::optional<unsigned> packedOperand(mlir::Operation *op) {
+  if (llvm::isa<LinearOp, FusedLinearOp>(op))
+    return 1;
+  if (llvm::isa<EmbeddingOp>(op))
+    return 0;
+  return std::nullopt;
+}
+
+/// Whether that operand is [in, out] (GPT-2's Conv1D) rather than [out, in]
+/// (an embedding table's rows are its "outputs").
+inline bool packedOperandInOut(mlir::Operation *op) {
   if (auto l = llvm::dyn_cast<LinearOp>(op))
     return l.getWeightInOut();
-  return llvm::cast<FusedLinearOp>(op).getWeightInOut();
+  if (auto f = llvm::dyn_cast<FusedLinearOp>(op))
+    return f.getWeightInOut();
+  return false;
 }
 
 /// [panels, in, kPanelWidth] for a weight of `shape` ([out, in], or

@@ -151,9 +151,14 @@ private:
     kb.generic(ids, out, {kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
                KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
+                 // Row r of the table is column r % 32 of panel r / 32.
                  Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                 Value panelWidth = arith::ConstantIndexOp::create(nb, l, kPanelWidth);
                  Value col = linalg::IndexOp::create(nb, l, 2);
-                 Value v = memref::LoadOp::create(nb, l, table, ValueRange{row, col});
+                 Value v = memref::LoadOp::create(
+                     nb, l, table,
+                     ValueRange{arith::DivUIOp::create(nb, l, row, panelWidth), col,
+                                arith::RemUIOp::create(nb, l, row, panelWidth)});
                  if (scale)
                    v = arith::MulFOp::create(
                        nb, l, v,
@@ -602,12 +607,13 @@ struct TbcLowerToLinalgPass
       SmallVector<Type> args;
       for (Type t : old.getArgumentTypes())
         args.push_back(operandType(t));
-      // Projections read their weight packed in panels (WeightPanels.h).
+      // Projections read their weight, embeddings their table, packed in
+      // panels (WeightPanels.h).
       bool columnParallel = old->hasAttr("tbc.column_parallel");
-      if (columnParallel)
-        args[1] = MemRefType::get(
-            packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[1]).getShape(),
-                              projectionWeightInOut(op)),
+      if (std::optional<unsigned> p = packedOperand(op))
+        args[*p] = MemRefType::get(
+            packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
+                              packedOperandInOut(op)),
             b.getF32Type());
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
