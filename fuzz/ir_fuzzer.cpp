@@ -8,6 +8,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static mlir::DialectRegistry *registry = [] {
     auto *r = new mlir::DialectRegistry;
@@ -17,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext context(*registry, mlir::MLIRContext::Threading::DISABLED);
   context.allowUnregisteredDialects(false);
   context.getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer expects the text to be followed by a NUL (as a file read
+  // into a MemoryBuffer is); libFuzzer's bytes are not, so copy them.
+  std::string text(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &context);
   if (!module || mlir::failed(mlir::verify(*module)))
