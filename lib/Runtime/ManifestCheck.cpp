@@ -161,7 +161,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
                      " weight; the kernel was compiled for " + shapeString(sig[i]));
         // A gather indexes its table with token ids (below the vocabulary)
         // or positions (a learned position table bounds the sequence).
-        if (kernelNames[step.kernel].find("embedding") != std::string::npos) {
+        if (gathers[step.kernel]) {
           // A packed table's rows are its source's (the panels pad them).
           const WeightEntry &table = weightEntries[a.id];
           int64_t rows = table.op == "pack" ? weightEntries[table.inputs[0]].shape[0]

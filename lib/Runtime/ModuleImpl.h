@@ -75,6 +75,8 @@ struct Module::Impl {
   std::vector<KernelFn> kernels;
   std::vector<std::string> kernelNames;
   std::vector<bool> rowParallel; // rows of the chunk are independent
+  /// Embedding gathers: they read one row of their table per token.
+  std::vector<bool> gathers;
   /// How a kernel's work splits across the cores: `units` (0: it does not)
   /// are output columns (projections, shares aligned to 32 columns, one
   /// weight panel) or key/value heads (attention, aligned to 1); the kernel
@@ -84,6 +86,8 @@ struct Module::Impl {
   };
   std::vector<Split> splits;
   std::vector<Step> steps;
+  /// Weight elements each step reads in full (what splitting it shares).
+  std::vector<int64_t> stepWeightElements;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   int output = -1;
   /// Positions a sequence may reach: the rows of a learned position table.

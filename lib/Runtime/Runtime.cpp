@@ -188,6 +188,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     kernelNames.push_back(sym->asString());
     const json::Value *rp = k.get("row_parallel");
     rowParallel.push_back(rp && rp->isBool() && rp->asBool());
+    gathers.push_back(sym->asString().find("embedding") != std::string::npos);
     Split split;
     if (const json::Value *c = k.get("columns"); c && c->isInteger())
       split = {c->asInt(), 32};
@@ -246,7 +247,16 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   if (output < 0 || output >= int(buffers.size()) ||
       buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
     return bad("the output must be a vocab-wide activation buffer");
-  return checkConsistency(m, error);
+  if (!checkConsistency(m, error))
+    return false;
+  for (const Step &step : steps) {
+    int64_t n = 0;
+    for (const Arg &a : step.args)
+      if (a.weight)
+        n += product(weightEntries[a.id].shape);
+    stepWeightElements.push_back(n);
+  }
+  return true;
 }
 
 bool Module::checkManifest(const std::string &manifest, std::string &error) {
@@ -482,8 +492,7 @@ void Module::bindRandomWeights(uint64_t seed) {
 Module::TokenCost Module::tokenCost() const {
   TokenCost cost;
   for (const Step &step : impl_->steps) {
-    bool gather =
-        impl_->kernelNames[step.kernel].find("embedding") != std::string::npos;
+    bool gather = impl_->gathers[step.kernel];
     for (const Arg &a : step.args) {
       if (!a.weight)
         continue;
@@ -587,14 +596,11 @@ bool Session::forward(const std::vector<int32_t> &tokens,
   }();
   // A step's multiply-adds: a projection's weight per row, an attention's
   // query width per row and cached position.
-  auto stepWork = [&](const Step &step, int64_t rows) {
-    int64_t n = 0;
+  auto stepWork = [&](size_t s, int64_t rows) {
+    const Step &step = im.steps[s];
     if (!step.caches.empty())
       return rows * (position_ + rows) * im.buffers[step.args.back().id].width;
-    for (const Arg &a : step.args)
-      if (a.weight)
-        n += product(im.weightEntries[a.id].shape);
-    return rows * n;
+    return rows * im.stepWeightElements[s];
   };
 
   static const bool trace = std::getenv("TBC_TRACE") != nullptr;
@@ -688,7 +694,7 @@ bool Session::forward(const std::vector<int32_t> &tokens,
         launch(begin, end - begin, 0, split.units);
       });
     } else if (parts > 1 && split.units >= int64_t(parts) * split.align &&
-               stepWork(step, T) >= kSplitMinWork) {
+               stepWork(s, T) >= kSplitMinWork) {
       auto boundary = [&](unsigned part) {
         return part == parts ? split.units
                              : split.units * part / parts / split.align * split.align;

@@ -2,7 +2,7 @@
 
 #include "tbc/Target/Manifest.h"
 
-#include "tbc/Conversion/WeightPanels.h"
+#include "tbc/Conversion/KernelABI.h"
 #include "tbc/Dialect/TbcDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -191,18 +191,14 @@ private:
       addShape({ShapedType::kDynamic, width});
       addShape({ShapedType::kDynamic, width});
     }
-    // A projection's last operand is the [begin, end) of its output columns,
-    // an attention's the [begin, end) of its key/value heads.
-    std::string columns;
-    if (kernel->hasAttr("tbc.column_parallel")) {
+    // A ranged kernel's last operand is the [begin, end) of its work: output
+    // columns of a projection, key/value heads of an attention.
+    std::string units;
+    if (std::optional<int64_t> n = workUnits(kernel)) {
       addShape({2});
-      columns = ", \"columns\": " +
-                std::to_string(cast<ShapedType>(type.getResult(0)).getShape().back());
-    } else if (kernel->hasAttr("tbc.head_parallel")) {
-      addShape({2});
-      columns = ", \"kv_heads\": " +
-                std::to_string(cast<AttentionOp>(kernel.getBody().front().front())
-                                   .getNumKvHeads());
+      units = std::string(", \"") +
+              (kernel->hasAttr("tbc.kv_cache") ? "kv_heads" : "columns") +
+              "\": " + std::to_string(*n);
     }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
                       quote(kernel.getSymName()) + ", \"symbol\": " +
@@ -213,7 +209,7 @@ private:
                       // independently, so the runtime may split them.
                       ", \"row_parallel\": " +
                       (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") +
-                      columns + ", \"signature\": [" + signature + "]}");
+                      units + ", \"signature\": [" + signature + "]}");
     return id;
   }
 
@@ -294,7 +290,7 @@ private:
         std::string args;
         SmallVector<Ref> in = inputs();
         // Projections read their weight and embeddings their table packed
-        // in panels (WeightPanels.h): the runtime packs once, at bind time.
+        // in panels (KernelABI.h): the runtime packs once, at bind time.
         if (std::optional<unsigned> p =
                 packedOperand(&callee.getBody().front().front()))
           in[*p] = packedWeight(in[*p], callee);

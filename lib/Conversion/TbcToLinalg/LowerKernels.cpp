@@ -10,7 +10,7 @@
 #include "KernelBuilder.h"
 #include "Attention.h"
 #include "Matmul.h"
-#include "tbc/Conversion/WeightPanels.h"
+#include "tbc/Conversion/KernelABI.h"
 #include "tbc/Support/Rope.h"
 #include "tbc/Transforms/Passes.h"
 
@@ -608,8 +608,7 @@ struct TbcLowerToLinalgPass
       for (Type t : old.getArgumentTypes())
         args.push_back(operandType(t));
       // Projections read their weight, embeddings their table, packed in
-      // panels (WeightPanels.h).
-      bool columnParallel = old->hasAttr("tbc.column_parallel");
+      // panels (KernelABI.h).
       if (std::optional<unsigned> p = packedOperand(op))
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
@@ -627,8 +626,8 @@ struct TbcLowerToLinalgPass
       }
       // Projections take the [begin, end) of the output columns to compute,
       // attention the [begin, end) of its key/value heads: a core's share.
-      bool ranged = columnParallel || old->hasAttr("tbc.head_parallel");
-      if (ranged)
+      std::optional<int64_t> units = workUnits(old);
+      if (units)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);
       auto fn = func::FuncOp::create(b, loc, old.getSymName(),
@@ -639,25 +638,18 @@ struct TbcLowerToLinalgPass
       unsigned nIn = old.getNumArguments(), nOut = old.getNumResults();
       ValueRange all = body->getArguments();
       Emitter emitter(b, loc, module, index++);
-      if (old.getNumResults() == 1) {
+      if (units) {
         // The range, clamped to what the kernel was compiled for, so that
         // no range a manifest passes makes it step outside its buffers.
-        int64_t units =
-            cached ? cast<AttentionOp>(op).getNumKvHeads()
-                   : cast<ShapedType>(old.getResultTypes()[0]).getShape().back();
-        Value count = arith::ConstantIndexOp::create(b, loc, units);
-        Value begin = arith::ConstantIndexOp::create(b, loc, 0), end = count;
-        if (ranged) {
-          Value range = body->getArguments().back();
-          auto load = [&](int64_t i) -> Value {
-            Value v = memref::LoadOp::create(
-                b, loc, range, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-            return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-          };
-          end = arith::MinUIOp::create(b, loc, load(1), count);
-          begin = arith::MinUIOp::create(b, loc, load(0), end);
-        }
-        emitter.setRange(begin, end);
+        Value range = body->getArguments().back();
+        auto load = [&](int64_t i) -> Value {
+          Value v = memref::LoadOp::create(
+              b, loc, range, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+          return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+        };
+        Value end = arith::MinUIOp::create(
+            b, loc, load(1), arith::ConstantIndexOp::create(b, loc, *units));
+        emitter.setRange(arith::MinUIOp::create(b, loc, load(0), end), end);
       }
       if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),
                               cached ? all.slice(nIn + nOut, 2) : ValueRange{})))

@@ -2,7 +2,7 @@
 //
 // acc[0, t, n] += sum_k x[0, t, k] * W[n, k] over a range of output columns
 // n (a core's share when decoding), with W packed in panels of 32 columns
-// contiguous along k (WeightPanels.h). A tile is 8 token rows (or 1) x one
+// contiguous along k (KernelABI.h). A tile is 8 token rows (or 1) x one
 // panel: per k, two 16-wide loads of the panel and one broadcast of x per
 // row feed 2 FMAs per row into 16 vector accumulators that stay in
 // registers through a block of 128 k; no horizontal sums. Panels are
@@ -13,7 +13,7 @@
 
 #include "Matmul.h"
 
-#include "tbc/Conversion/WeightPanels.h"
+#include "tbc/Conversion/KernelABI.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -11,7 +11,7 @@ namespace tbc {
 
 /// Emits acc[0, t, n] += x[0, t, :] . W[n, :] for the output columns n in
 /// [colBegin, colEnd) (index values) as tiled vector loops, with W packed in
-/// panels ([panels, in, kPanelWidth], see tbc/Conversion/WeightPanels.h).
+/// panels ([panels, in, kPanelWidth], see tbc/Conversion/KernelABI.h).
 void emitPanelMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      mlir::Value packed, mlir::Value acc, mlir::Value colBegin,
                      mlir::Value colEnd);

@@ -1,0 +1,81 @@
+//===- KernelABI.h - what the CPU kernels take besides their op's operands ===//
+//
+// The lowering (`--tbc-lower-to-linalg`) and the module writer (the
+// manifest) must agree on two departures from the tbc op's own signature:
+//
+// * Packed operands. Projection kernels read their weight (and embeddings
+//   their table) as panels of kPanelWidth output columns, each contiguous
+//   along the reduction: packed[p, k, j] = W[p * kPanelWidth + j, k]
+//   (W[k, ...] for [in, out] weights), zero past the last column. One
+//   16-wide load then gives 16 output columns of one k, so the kernel
+//   accumulates outer products x[t, k] * W[k, cols] in registers with no
+//   horizontal sums, whatever the weight's layout. The runtime packs at
+//   bind time (the manifest's `pack` weights); the tbc IR keeps the
+//   checkpoint's layout, since packing is this backend's business.
+// * Work ranges. Projections (`tbc.column_parallel`) take the [begin, end)
+//   of their output columns as a last operand, attention
+//   (`tbc.head_parallel`) of its key/value heads, so that the runtime can
+//   give each core a share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_CONVERSION_KERNELABI_H
+#define TBC_CONVERSION_KERNELABI_H
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace tbc {
+
+constexpr int64_t kPanelWidth = 32;
+
+/// The operand of a kernel's op that is read packed: a projection's weight,
+/// or an embedding's table (so that a table tied to the LM head is stored
+/// once, packed, and gathered from there); none for other ops.
+inline std::optional<unsigned> packedOperand(mlir::Operation *op) {
+  if (llvm::isa<LinearOp, FusedLinearOp>(op))
+    return 1;
+  if (llvm::isa<EmbeddingOp>(op))
+    return 0;
+  return std::nullopt;
+}
+
+/// Whether that operand is [in, out] (GPT-2's Conv1D) rather than [out, in]
+/// (an embedding table's rows are its "outputs").
+inline bool packedOperandInOut(mlir::Operation *op) {
+  if (auto l = llvm::dyn_cast<LinearOp>(op))
+    return l.getWeightInOut();
+  if (auto f = llvm::dyn_cast<FusedLinearOp>(op))
+    return f.getWeightInOut();
+  return false;
+}
+
+/// [panels, in, kPanelWidth] for a weight of `shape` ([out, in], or
+/// [in, out] with `inOut`).
+inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> shape,
+                                                       bool inOut) {
+  int64_t out = inOut ? shape[1] : shape[0], in = inOut ? shape[0] : shape[1];
+  return {(out + kPanelWidth - 1) / kPanelWidth, in, kPanelWidth};
+}
+
+/// How many units a kernel's work range counts (output columns of a
+/// projection, key/value heads of an attention), or none when its op takes
+/// no range. Outlining marks such kernels `tbc.column_parallel` /
+/// `tbc.head_parallel` for the reader; the op decides.
+inline std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) {
+  mlir::Operation *op = &kernel.getBody().front().front();
+  if (auto a = llvm::dyn_cast<AttentionOp>(op))
+    return a.getNumKvHeads();
+  if (llvm::isa<LinearOp, FusedLinearOp>(op))
+    return llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getShape().back();
+  return std::nullopt;
+}
+
+} // namespace tbc
+
+#endif // TBC_CONVERSION_KERNELABI_H
