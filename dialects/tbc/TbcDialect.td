@@ -30,8 +30,15 @@ def Tbc_Dialect : Dialect {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+// Every tbc op: tensors have no zero or absurd dimensions (their element
+// counts cannot overflow), float attributes are finite (no NaN eps, no
+// infinite soft-cap). Checked before any op's own verifier.
+def Tbc_SaneShapesAndAttrs : NativeOpTrait<"SaneShapesAndAttrs"> {
+  let cppNamespace = "::tbc";
+}
+
 class Tbc_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Tbc_Dialect, mnemonic, traits>;
+    : Op<Tbc_Dialect, mnemonic, !listconcat([Tbc_SaneShapesAndAttrs], traits)>;
 
 // Activations and weights: f32, f16 or bf16 ranked tensors.
 def Tbc_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;

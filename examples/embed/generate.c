@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < prompt; ++i)
     tokens[i] = atoi(argv[4 + i]);
 
-  tbc_session *session = tbc_session_create(module, 0);
-  int ok = tbc_session_forward(session, tokens, prompt, logits, &error);
+  tbc_session *session = tbc_session_create(module, 0, &error);
+  int ok = session && tbc_session_forward(session, tokens, prompt, logits, &error);
   int32_t next = argmax(logits + (prompt - 1) * vocab, vocab);
   for (int i = 0; ok && i < n; ++i) {
     printf("%d%s", next, i + 1 < n ? "," : "\n");

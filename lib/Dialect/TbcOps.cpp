@@ -75,6 +75,54 @@ static LogicalResult leadingDimsAgree(Operation *op, Value a, StringRef aName,
   return success();
 }
 
+/// a * b, or failure (with a message) when it overflows or passes kMaxDim.
+static FailureOr<int64_t> checkedProduct(Operation *op, int64_t a, int64_t b,
+                                         StringRef what) {
+  int64_t p;
+  if (llvm::MulOverflow(a, b, p) || p > kMaxDim)
+    return op->emitOpError() << what << " " << a << " x " << b
+                             << " overflows tbc's limit of " << kMaxDim;
+  return p;
+}
+
+LogicalResult tbc::verifySaneShapesAndAttrs(Operation *op) {
+  auto checkType = [&](Type t, StringRef role, unsigned index) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor)
+      return success();
+    int64_t elements = 1;
+    for (auto [d, size] : llvm::enumerate(tensor.getShape())) {
+      if (ShapedType::isDynamic(size))
+        continue;
+      if (size < 1 || size > kMaxDim)
+        return op->emitOpError() << role << " #" << index << " has dimension " << d
+                                 << " of size " << size << " (tbc tensors have 1 to "
+                                 << kMaxDim << " elements per dimension)";
+      if (llvm::MulOverflow(elements, size, elements) || elements > kMaxElements)
+        return op->emitOpError() << role << " #" << index << " (" << t
+                                 << ") has more than " << kMaxElements << " elements";
+    }
+    return success();
+  };
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (failed(checkType(v.getType(), "operand", i)))
+      return failure();
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (failed(checkType(v.getType(), "result", i)))
+      return failure();
+  for (NamedAttribute a : op->getAttrs()) {
+    if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+      if (!f.getValue().isFinite())
+        return op->emitOpError() << "'" << a.getName().getValue()
+                                 << "' must be finite, got " << f.getValueAsDouble();
+    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      if (i.getType().isSignlessInteger(64) && i.getInt() > kMaxDim)
+        return op->emitOpError() << "'" << a.getName().getValue() << "' is "
+                                 << i.getInt() << ", past tbc's limit of " << kMaxDim;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ParamOp
 //===----------------------------------------------------------------------===//
@@ -157,7 +205,10 @@ LogicalResult RMSNormOp::verify() {
     return failure();
   if (ShapedType::isDynamic(*hidden))
     return emitOpError("input feature dimension must be static");
-  if (*len * groups != *hidden) {
+  FailureOr<int64_t> grouped = checkedProduct(*this, *len, groups, "weight length x groups");
+  if (failed(grouped))
+    return failure();
+  if (*grouped != *hidden) {
     if (groups == 1)
       return emitOpError("weight length ")
              << *len << " does not match the hidden size " << *hidden;
@@ -272,7 +323,8 @@ LogicalResult SplitOp::verify() {
       return emitOpError("result #")
              << i << " width " << width
              << " must be static and divisible by groups " << groups;
-    total += width;
+    if (llvm::AddOverflow(total, width, total))
+      return emitOpError("result widths overflow");
   }
   if (!dimsAgree(*in, total))
     return emitOpError("result widths sum to ")
@@ -338,10 +390,12 @@ LogicalResult AttentionOp::verify() {
     FailureOr<int64_t> width = featureDim(*this, v, name);
     if (failed(width))
       return failure();
-    if (!dimsAgree(*width, n * headDim))
+    FailureOr<int64_t> want = checkedProduct(*this, n, headDim, "heads x head_dim");
+    if (failed(want))
+      return failure();
+    if (!dimsAgree(*width, *want))
       return emitOpError() << name << " width " << *width << " must be "
-                           << n << " heads x " << headDim << " = "
-                           << n * headDim;
+                           << n << " heads x " << headDim << " = " << *want;
     return success();
   };
   if (failed(checkWidth(getQuery(), "query", heads)) ||

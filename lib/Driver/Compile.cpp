@@ -19,6 +19,8 @@
 #include "tbc/InitAll.h"
 #include "tbc/Runtime/ModuleFile.h"
 #include "tbc/Support/FileIO.h"
+#include "tbc/Support/IRNesting.h"
+#include "tbc/Support/Limits.h"
 #include "tbc/Target/HostCodegen.h"
 #include "tbc/Target/Manifest.h"
 #include "tbc/Transforms/Passes.h"
@@ -30,6 +32,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -117,6 +120,12 @@ int tbc::compileMain(int argc, char **argv) {
                 "(bf16/f16 checkpoints are converted when weights are bound)");
   if (reportTokens < 1)
     return fail("--report-tokens must be at least 1");
+  if (output.empty())
+    return fail("-o needs a path ('-' for stdout)");
+  // Checked before any work: the output must not destroy an input.
+  if (output != "-")
+    if (std::string why = checkOutputPath(output, {model, weights}); !why.empty())
+      return fail(why);
   Type (*eltType)(MLIRContext *) = nullptr;
   if (dtype == "f32")
     eltType = [](MLIRContext *c) -> Type { return Float32Type::get(c); };
@@ -140,15 +149,24 @@ int tbc::compileMain(int argc, char **argv) {
   std::string configPath;
   SourceError error;
   std::optional<DescriptionKind> kind;
+  std::string sourceConfig; // the config.json fields the model depends on
   {
     TimingScope t = timing.nest("frontend");
     kind = classifyModelPath(model, configPath, error);
     if (!kind)
       return fail(error.str());
     if (*kind == DescriptionKind::TbcIR) {
+      std::string text;
+      if (std::string why = readRegularFile(model, limits::kIRFileBytes, text);
+          !why.empty())
+        return fail(why);
+      if (std::string why = checkIRNesting(text, limits::kIRNesting); !why.empty())
+        return fail(model + ": " + why);
       llvm::SourceMgr sourceMgr;
+      sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, model),
+                                   llvm::SMLoc());
       SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-      module = parseSourceFile<ModuleOp>(model, sourceMgr, &context);
+      module = parseSourceFile<ModuleOp>(sourceMgr, &context);
       if (!module)
         return 1; // the parser reported the location
     } else {
@@ -157,6 +175,7 @@ int tbc::compileMain(int argc, char **argv) {
       if (!spec)
         return fail(error.str());
       module = buildModelIR(context, *spec, eltType(&context));
+      sourceConfig = spec->sourceConfig;
     }
   }
   {
@@ -221,7 +240,7 @@ int tbc::compileMain(int argc, char **argv) {
           return success();
         })))
       return fail("outlining kernels failed");
-    FailureOr<std::string> m = buildManifest(*module, "cpu");
+    FailureOr<std::string> m = buildManifest(*module, "cpu", sourceConfig);
     if (failed(m))
       return fail("the model cannot be scheduled");
     manifest = *m;

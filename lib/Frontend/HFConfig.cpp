@@ -478,7 +478,9 @@ std::optional<ModelSpec> tbc::readHFConfig(const json::Value &rootIn,
              "expected a JSON object"};
     return std::nullopt;
   }
+  std::set<std::string> read;
   JsonFields top(rootIn, file, error);
+  top.trackReads(&read);
   const json::Value *archs = top.raw("architectures");
   if (!archs || !archs->isArray() || archs->elements().size() != 1 ||
       !archs->elements()[0].isString()) {
@@ -506,6 +508,7 @@ std::optional<ModelSpec> tbc::readHFConfig(const json::Value &rootIn,
           ? *top.raw("text_config")
           : rootIn;
   JsonFields f(root, file, error);
+  f.trackReads(&read, &root == &rootIn ? "" : "text_config");
   ModelSpec spec;
   spec.architecture = arch;
   (*reader)(f, spec);
@@ -515,5 +518,16 @@ std::optional<ModelSpec> tbc::readHFConfig(const json::Value &rootIn,
     f.fail(hfFieldFor(v->key, root), v->message);
     return std::nullopt;
   }
+  // What the module depends on, as the file has it (null: absent).
+  std::set<std::string> topLevel;
+  for (const std::string &path : read)
+    topLevel.insert(path.substr(0, path.find('.')));
+  std::string config = "{";
+  for (const std::string &key : topLevel) {
+    const json::Value *v = rootIn.get(key);
+    config += (config.size() > 1 ? ", " : "") + json::quote(key) + ": " +
+              (v ? json::serialize(*v) : "null");
+  }
+  spec.sourceConfig = config + "}";
   return spec;
 }

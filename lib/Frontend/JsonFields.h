@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,13 +29,21 @@ public:
       : obj(object), file(file), err(error), prefix(std::move(prefix)) {}
 
   bool ok() const { return err.empty(); }
-  bool has(const std::string &key) const {
-    const json::Value *v = obj.get(key);
-    return v && !v->isNull();
-  }
+  bool has(const std::string &key) const { return raw(key) != nullptr; }
   const json::Value *raw(const std::string &key) const {
+    if (touched)
+      touched->insert(trackAs.empty() ? prefix + key : trackAs + "." + prefix + key);
     const json::Value *v = obj.get(key);
     return v && !v->isNull() ? v : nullptr;
+  }
+
+  /// Records in `keys` the dotted path of every field read from now on
+  /// (through this object and those nested() from it), under `as` when this
+  /// object is itself a field of the file (Gemma 3's text_config): what a
+  /// compiled module depends on, and what a reader knows (unknownField).
+  void trackReads(std::set<std::string> *keys, std::string as = "") {
+    touched = keys;
+    trackAs = std::move(as);
   }
 
   /// Records an error at `key` (a dotted path such as "attention.heads" is
@@ -166,15 +175,27 @@ public:
   }
 
   JsonFields nested(const json::Value &child, const std::string &key) {
-    return JsonFields(child, file, err, prefix + key + ".");
+    JsonFields n(child, file, err, prefix + key + ".");
+    n.trackReads(touched, trackAs);
+    return n;
   }
 
 private:
+  std::set<std::string> *touched = nullptr;
+  std::string trackAs;
   const json::Value &obj;
   const std::string &file;
   SourceError &err;
   std::string prefix;
 };
+
+/// The first field of `object` (recursively, for objects whose fields were
+/// read) that no reader asked for, given the dotted paths in `read`; fails
+/// `f` at it with a did-you-mean among the fields read beside it. Native
+/// specs are tbc's own format: a typo ("kv_head") must not pass silently.
+void failUnknownFields(JsonFields &f, const json::Value &object,
+                       const std::set<std::string> &read,
+                       const std::string &base = "");
 
 } // namespace tbc
 

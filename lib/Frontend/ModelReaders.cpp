@@ -2,8 +2,10 @@
 
 #include "tbc/Frontend/ModelReaders.h"
 
-#include <fstream>
-#include <sstream>
+#include "tbc/Support/FileIO.h"
+#include "tbc/Support/Limits.h"
+
+#include <algorithm>
 #include <sys/stat.h>
 
 using namespace tbc;
@@ -20,19 +22,15 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
 
 std::optional<json::Value> tbc::readJsonFile(const std::string &path,
                                              SourceError &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = {path, 0, 0, "", "cannot open file"};
-    return std::nullopt;
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) {
-    error = {path, 0, 0, "", "cannot read file"};
+  std::string text;
+  if (std::string why = readRegularFile(path, limits::kConfigJson.maxBytes, text);
+      !why.empty()) {
+    // readRegularFile names the path; SourceError adds it again.
+    error = {path, 0, 0, "", why.substr(std::min(why.size(), path.size() + 2))};
     return std::nullopt;
   }
   json::ParseError pe;
-  std::optional<json::Value> v = json::parse(buf.str(), pe);
+  std::optional<json::Value> v = json::parse(text, pe, limits::kConfigJson);
   if (!v)
     error = {path, pe.pos.line, pe.pos.column, "",
              "invalid JSON: " + pe.message};
@@ -44,8 +42,8 @@ tbc::classifyModelPath(const std::string &model, std::string &configPath,
                        SourceError &error) {
   if (isDirectory(model)) {
     configPath = model + "/config.json";
-    std::ifstream probe(configPath);
-    if (!probe) {
+    struct stat st; // lstat: a FIFO or dangling link is reported when read
+    if (::lstat(configPath.c_str(), &st) != 0) {
       error = {model, 0, 0, "",
                "not a Hugging Face model folder: it has no config.json"};
       return std::nullopt;

@@ -209,9 +209,14 @@ std::string specFieldFor(const std::string &key) {
 std::optional<ModelSpec> tbc::readNativeSpec(const json::Value &root,
                                              const std::string &file,
                                              SourceError &error) {
+  std::set<std::string> read;
   JsonFields f(root, file, error);
+  f.trackReads(&read);
   ModelSpec s;
   s.architecture = "native spec";
+  // Free text for people (docs/spec.md): known, so not a typo.
+  f.getString("name", "");
+  f.getString("description", "");
   if (f.getInt("tbc_spec", 0, 1, 1) != 1)
     f.fail("tbc_spec", "required field is missing (this format is version 1)");
   s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
@@ -248,6 +253,9 @@ std::optional<ModelSpec> tbc::readNativeSpec(const json::Value &root,
   s.finalNorm = f.getBool("final_norm", true);
   s.tiedEmbeddings = f.getBool("tied_embeddings", false);
   s.finalSoftcap = f.optPositive("final_logit_softcap");
+  if (!f.ok())
+    return std::nullopt;
+  failUnknownFields(f, root, read);
   if (!f.ok())
     return std::nullopt;
   if (std::optional<SpecViolation> v = validateModelSpec(s)) {

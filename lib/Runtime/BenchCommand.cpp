@@ -11,6 +11,7 @@
 #include "tbc/Runtime/RunCommand.h"
 
 #include "CommandLine.h"
+#include "tbc/Support/Limits.h"
 #include "ThreadPool.h"
 #include "tbc/Runtime/Runtime.h"
 
@@ -125,15 +126,15 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       if (!why.empty())
         return fail(why);
     } else if (opts.is("--prompt")) {
-      if (!opts.number(prompt, 1))
+      if (!opts.number(prompt, 1, limits::kMaxPositions))
         return fail("--prompt needs a positive integer");
     } else if (opts.is("--decode")) {
-      if (!opts.number(decode))
+      if (!opts.number(decode, 0, limits::kMaxPositions))
         return fail("--decode needs a non-negative integer");
     } else if (opts.is("--profile")) {
       profile = true;
     } else if (opts.is("--repeat")) {
-      if (!opts.number(repeat, 1))
+      if (!opts.number(repeat, 1, 1000000))
         return fail("--repeat needs a positive integer");
     } else if (std::string why = opts.positional(modulePath, kUsage); !why.empty()) {
       return fail(why);

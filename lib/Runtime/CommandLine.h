@@ -10,6 +10,7 @@
 #ifndef TBC_LIB_RUNTIME_COMMANDLINE_H
 #define TBC_LIB_RUNTIME_COMMANDLINE_H
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -44,35 +45,30 @@ public:
     out = argv_[++i_];
     return true;
   }
-  /// The current option's value as an integer >= least.
-  bool number(int64_t &out, int64_t least = 0) {
-    std::string v;
-    if (!value(v) || v.empty())
+  /// The current option's value as an integer in [least, most]: digits
+  /// only, no sign, no overflow (a value past the range is an error, never
+  /// clamped).
+  bool number(int64_t &out, int64_t least = 0, int64_t most = INT64_MAX) {
+    uint64_t n = 0;
+    if (!digits(n) || n > uint64_t(most) || int64_t(n) < least)
       return false;
-    char *end = nullptr;
-    out = std::strtoll(v.c_str(), &end, 10);
-    return *end == '\0' && out >= least;
-  }
-  bool number(uint64_t &out) {
-    int64_t n = 0;
-    if (!number(n))
-      return false;
-    out = uint64_t(n);
+    out = int64_t(n);
     return true;
   }
+  bool number(uint64_t &out) { return digits(out); }
 
   /// Takes --weights PATH, --random-weights and --seed N into `w`: true
   /// when the current argument was one of them (`error` says what was wrong
   /// with its value, if anything).
   bool weightOption(WeightChoice &w, std::string &error) {
     if (is("--weights")) {
-      if (!value(w.path))
+      if (!value(w.path) || w.path.empty())
         error = "--weights needs a path";
     } else if (is("--random-weights")) {
       w.random = true;
     } else if (is("--seed")) {
       if (!number(w.seed))
-        error = "--seed needs a non-negative integer";
+        error = "--seed needs an integer in [0, 2^64)";
     } else {
       return false;
     }
@@ -92,6 +88,16 @@ public:
   }
 
 private:
+  bool digits(uint64_t &out) {
+    std::string v;
+    if (!value(v) || v.empty() || v.size() > 20 ||
+        v.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    errno = 0;
+    out = std::strtoull(v.c_str(), nullptr, 10);
+    return errno == 0;
+  }
+
   int argc_;
   char **argv_;
   int i_ = 0;

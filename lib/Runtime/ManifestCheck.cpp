@@ -178,11 +178,18 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         }
         continue;
       }
+      // Every dimension: the runtime passes [1, T] ids and [1, T, width]
+      // activations for any T (and row shares of them), so the compiled
+      // shape must leave the sequence dynamic; a kernel built for 7 tokens
+      // and run on 40 would write past its buffers.
       const BufferEntry &b = buffers[a.id];
+      auto rowsFit = [&](const std::vector<int64_t> &s) {
+        return (s[0] == -1 || s[0] == 1) && s[1] == -1;
+      };
       bool ok = b.kind == "token_ids" || b.kind == "positions"
-                    ? sig[i].size() == 2
+                    ? sig[i].size() == 2 && rowsFit(sig[i])
                     : b.kind != "kv_cache" && sig[i].size() == 3 &&
-                          sig[i][2] == b.width;
+                          rowsFit(sig[i]) && sig[i][2] == b.width;
       if (!ok)
         return bad(what + " is a " + b.kind + " buffer" +
                    (b.width ? " " + std::to_string(b.width) + " wide" : "") +
@@ -191,7 +198,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     for (size_t c = 0; c < step.caches.size(); ++c) {
       const std::vector<int64_t> &want = sig[step.args.size() + c];
       int64_t width = buffers[step.caches[c]].width;
-      if (want.size() != 2 || want[1] != width)
+      if (want.size() != 2 || want[0] != -1 || want[1] != width)
         return bad(name + " cache " + std::to_string(c) + " is " +
                    std::to_string(width) + " wide; the kernel was compiled for " +
                    shapeString(want));

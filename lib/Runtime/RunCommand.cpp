@@ -5,9 +5,11 @@
 #include "CommandLine.h"
 #include "tbc/Runtime/Runtime.h"
 #include "tbc/Support/FileIO.h"
+#include "tbc/Support/Limits.h"
 #include "tbc/Support/Npy.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -44,14 +46,19 @@ static int fail(const std::string &message) {
 
 static bool parseTokens(const std::string &text, std::vector<int32_t> &out,
                         std::string &error) {
+  if (text.find('\0') != std::string::npos) {
+    error = "holds a NUL byte (not a text file of token ids?)";
+    return false;
+  }
   std::string s = text;
   std::replace(s.begin(), s.end(), ',', ' ');
   std::istringstream in(s);
   std::string word;
   while (in >> word) {
     char *end = nullptr;
+    errno = 0;
     long long v = std::strtoll(word.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > INT32_MAX) {
+    if (*end != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
       error = "'" + word + "' is not a token id";
       return false;
     }
@@ -71,7 +78,12 @@ bool tbc::rt::bindModuleWeights(Module &module, const std::string &weights,
     return true;
   }
   std::unique_ptr<WeightStore> store = WeightStore::open(weights, error);
-  return store && module.bindWeights(*store, error);
+  std::vector<std::string> warnings;
+  if (!store || !module.bindWeights(*store, error, &warnings))
+    return false;
+  for (const std::string &w : warnings)
+    std::fprintf(stderr, "tbc: warning: %s\n", w.c_str());
+  return true;
 }
 
 int tbc::rt::runCommand(int argc, char **argv) {
@@ -93,14 +105,15 @@ int tbc::rt::runCommand(int argc, char **argv) {
       if (!opts.value(tokensFile))
         return fail("--tokens-file needs a path");
     } else if (opts.is("--output") || opts.is("-o")) {
-      if (!opts.value(output))
+      if (!opts.value(output) || output.empty())
         return fail("--output needs a path");
     } else if (opts.is("--generate")) {
       if (!opts.number(generate))
         return fail("--generate needs a non-negative integer");
     } else if (opts.is("--max-tokens")) {
-      if (!opts.number(maxTokens))
-        return fail("--max-tokens needs a non-negative integer");
+      if (!opts.number(maxTokens, 0, limits::kMaxPositions))
+        return fail("--max-tokens needs an integer in [0, " +
+                    std::to_string(limits::kMaxPositions) + "] (0: the model's maximum)");
     } else if (std::string why = opts.positional(modulePath, kUsage); !why.empty()) {
       return fail(why);
     }
@@ -111,6 +124,11 @@ int tbc::rt::runCommand(int argc, char **argv) {
     return fail("give exactly one of --weights PATH and --random-weights");
   if (tokensArg.empty() == tokensFile.empty())
     return fail("give exactly one of --tokens and --tokens-file");
+  // Checked before any work: an output must not destroy an input.
+  if (!output.empty())
+    if (std::string why = checkOutputPath(output, {modulePath, w.path, tokensFile});
+        !why.empty())
+      return fail(why);
 
   std::vector<std::vector<int32_t>> batch;
   std::string error;
@@ -119,9 +137,11 @@ int tbc::rt::runCommand(int argc, char **argv) {
     if (!parseTokens(tokensArg, batch.back(), error))
       return fail("--tokens: " + error);
   } else {
-    std::ifstream in(tokensFile);
-    if (!in)
-      return fail(tokensFile + ": cannot open");
+    std::string text;
+    if (std::string why = readRegularFile(tokensFile, limits::kTokensFileBytes, text);
+        !why.empty())
+      return fail(why);
+    std::istringstream in(text);
     std::string line;
     int lineNo = 0;
     while (std::getline(in, line)) {
@@ -159,13 +179,29 @@ int tbc::rt::runCommand(int argc, char **argv) {
     if (generate > 0) {
       std::vector<int32_t> generated;
       int32_t next = int32_t(argmax(logits.data() + (seq.size() - 1) * vocab, vocab));
+      // Positions the sequence may reach: the session's and the model's.
+      int64_t room = std::min(session.capacity(), module->positionLimit());
+      std::string stopped;
+      bool failed = false;
       for (int64_t g = 0; g < generate; ++g) {
         generated.push_back(next);
         if (g + 1 == generate)
           break;
+        if (session.position() >= room) {
+          stopped = "generation stopped after " + std::to_string(g + 1) + " of " +
+                    std::to_string(generate) + " tokens: the sequence reached " +
+                    std::to_string(room) + " positions, " +
+                    (room == session.capacity() ? "the session's capacity (--max-tokens)"
+                                                : "the model's position table");
+          break;
+        }
         auto t1 = Clock::now();
-        if (!session.forward({next}, logits, error))
-          return fail(error);
+        if (!session.forward({next}, logits, error)) {
+          stopped = "generation stopped after " + std::to_string(g + 1) +
+                    " tokens: " + error;
+          failed = true;
+          break;
+        }
         decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
         ++decodeTokens;
         next = int32_t(argmax(logits.data(), vocab));
@@ -174,6 +210,11 @@ int tbc::rt::runCommand(int argc, char **argv) {
       for (int32_t t : generated)
         ids += (ids.empty() ? "" : ",") + std::to_string(t);
       std::printf("generated: %s\n", ids.c_str());
+      std::fflush(stdout);
+      if (failed)
+        return fail(stopped);
+      if (!stopped.empty())
+        std::fprintf(stderr, "tbc run: %s\n", stopped.c_str());
     }
   }
   std::fprintf(stderr, "prefill: %lld tokens in %.3f ms (%.1f tokens/s)\n",

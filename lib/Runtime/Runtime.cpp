@@ -6,9 +6,12 @@
 #include "tbc/Runtime/ModuleFile.h"
 #include "ModuleImpl.h"
 #include "ThreadPool.h"
+#include "tbc/Support/FileIO.h"
 #include "tbc/Support/Json.h"
+#include "tbc/Support/Limits.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +21,9 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <set>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tbc;
@@ -50,9 +55,11 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
-std::vector<float> toFloat(const TensorView &t) {
+/// Converts to f32; false and `bad` (the first non-finite element) when the
+/// tensor holds a NaN or an infinity: such a weight makes every logit NaN.
+bool toFloat(const TensorView &t, std::vector<float> &out, size_t &bad) {
   size_t n = size_t(t.numElements());
-  std::vector<float> out(n);
+  out.resize(n);
   if (t.dtype == DType::F32) {
     std::memcpy(out.data(), t.data, n * 4);
   } else if (t.dtype == DType::BF16) {
@@ -69,7 +76,17 @@ std::vector<float> toFloat(const TensorView &t) {
       out[i] = halfToFloat(v);
     }
   }
-  return out;
+  // One pass over memory just written (cache-warm for small tensors); a
+  // vectorisable OR of "exponent all ones" keeps it cheap for large ones.
+  const uint32_t *bits = reinterpret_cast<const uint32_t *>(out.data());
+  uint32_t any = 0;
+  for (size_t i = 0; i < n; ++i)
+    any |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+  if (!any)
+    return true;
+  for (bad = 0; bad < n && std::isfinite(out[bad]); ++bad)
+    ;
+  return false;
 }
 
 } // namespace
@@ -81,7 +98,7 @@ Module::~Module() = default;
 bool Module::Impl::parseManifest(const std::string &text, Module &m,
                                  std::string &error) {
   json::ParseError pe;
-  std::optional<json::Value> root = json::parse(text, pe);
+  std::optional<json::Value> root = json::parse(text, pe, limits::kManifest);
   if (!root || !root->isObject()) {
     error = "manifest is not valid JSON (line " + std::to_string(pe.pos.line) +
             "): " + pe.message;
@@ -105,8 +122,17 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   if (!model || !model->get("vocab_size") || !model->get("vocab_size")->isInteger())
     return bad("missing model.vocab_size");
   m.vocab_ = model->get("vocab_size")->asInt();
+  if (m.vocab_ < 1 || m.vocab_ > (int64_t(1) << 31))
+    return bad("model.vocab_size " + std::to_string(m.vocab_) + " is out of range");
   if (const json::Value *mp = model->get("max_positions"); mp && mp->isInteger())
     m.maxPositions_ = mp->asInt();
+  if (m.maxPositions_ < 0)
+    return bad("model.max_positions is negative");
+  if (const json::Value *c = model->get("config")) {
+    if (!c->isObject())
+      return bad("model.config must be an object");
+    m.sourceConfig_ = std::make_shared<json::Value>(*c);
+  }
   if (const json::Value *a = model->get("architecture"); a && a->isString())
     m.architecture_ = a->asString();
 
@@ -243,10 +269,21 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     }
     steps.push_back(std::move(step));
   }
+  if (steps.empty())
+    return bad("the schedule has no steps");
+  if (out->asInt() < 0 || out->asInt() >= int64_t(buffers.size()))
+    return bad("the output must be a vocab-wide activation buffer");
   output = int(out->asInt());
   if (output < 0 || output >= int(buffers.size()) ||
       buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
     return bad("the output must be a vocab-wide activation buffer");
+  if (std::none_of(steps.begin(), steps.end(), [&](const Step &step) {
+        return std::any_of(step.args.begin(), step.args.end(), [&](const Arg &a) {
+          return !a.weight && (a.id == output ||
+                               (buffers[a.id].kind == "view" && buffers[a.id].of == output));
+        });
+      }))
+    return bad("no step writes the output buffer");
   if (!checkConsistency(m, error))
     return false;
   for (const Step &step : steps) {
@@ -266,38 +303,43 @@ bool Module::checkManifest(const std::string &manifest, std::string &error) {
 
 std::unique_ptr<Module> Module::load(const std::string &path,
                                      std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open";
+  std::string bytes;
+  if (std::string why = readRegularFile(path, limits::kModuleFileBytes, bytes);
+      !why.empty()) {
+    error = why;
     return nullptr;
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
   ModuleFile file;
   std::string why;
-  if (!decodeModuleFile(buf.str(), file, why)) {
+  if (!decodeModuleFile(bytes, file, why)) {
     error = path + ": " + why;
     return nullptr;
   }
   std::unique_ptr<Module> m(new Module());
-  const CodeBlob *host = nullptr;
-  for (const CodeBlob &b : file.blobs)
+  const CodeBlob *host = nullptr, *cpu = nullptr;
+  for (const CodeBlob &b : file.blobs) {
     if (b.name == "host.so")
       host = &b;
+    if (b.name == "host.cpu")
+      cpu = &b;
+  }
   if (!host) {
     error = path + ": the module carries no host code (compiled for another target?)";
     return nullptr;
   }
-  for (const CodeBlob &b : file.blobs)
-    if (b.name == "host.cpu") {
-      std::string missing = missingCpuFeatures(b.bytes);
-      if (!missing.empty()) {
-        error = path + ": the host code was compiled for a CPU with " + missing +
-                ", which this CPU lacks; compile the model again on this "
-                "machine (tbc compile)";
-        return nullptr;
-      }
-    }
+  // Without the record of what the code needs, loading it could die of
+  // SIGILL: a module without one is refused, not trusted.
+  if (!cpu) {
+    error = path + ": the module does not record the CPU its host code was "
+                   "compiled for (host.cpu); compile the model again (tbc compile)";
+    return nullptr;
+  }
+  if (std::string missing = missingCpuFeatures(cpu->bytes); !missing.empty()) {
+    error = path + ": the host code was compiled for a CPU with " + missing +
+            ", which this CPU lacks; compile the model again on this "
+            "machine (tbc compile)";
+    return nullptr;
+  }
   // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
   m->impl_->memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
   if (m->impl_->memfd < 0 ||
@@ -429,7 +471,66 @@ void Module::Impl::runTransforms() {
   }
 }
 
-bool Module::bindWeights(const WeightStore &store, std::string &error) {
+/// Buffers real checkpoints carry that no module reads: GPT-2's and
+/// GPT-NeoX's causal masks, older rotary inverse frequencies.
+static bool isKnownUnusedTensor(const std::string &name) {
+  static const char *const suffixes[] = {".attn.bias", ".attn.masked_bias",
+                                         ".attention.bias", ".attention.masked_bias",
+                                         "rotary_emb.inv_freq"};
+  for (const char *suffix : suffixes) {
+    size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0)
+      return true;
+  }
+  return false;
+}
+
+bool Module::checkSourceConfig(const WeightStore &store, std::string &error) const {
+  if (!sourceConfig_)
+    return true; // compiled from a native spec or IR: nothing to compare
+  std::string path = store.folder() + "/config.json";
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return true; // a bare .safetensors file: no config beside it
+  std::string text;
+  if (std::string why = readRegularFile(path, limits::kConfigJson.maxBytes, text);
+      !why.empty()) {
+    error = why;
+    return false;
+  }
+  json::ParseError pe;
+  std::optional<json::Value> config = json::parse(text, pe, limits::kConfigJson);
+  if (!config || !config->isObject()) {
+    error = path + ":" + std::to_string(pe.pos.line) + ":" +
+            std::to_string(pe.pos.column) + ": invalid JSON: " +
+            (config ? "expected an object" : pe.message);
+    return false;
+  }
+  auto shown = [](const json::Value *v) {
+    std::string s = v ? json::serialize(*v) : "absent";
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  };
+  for (const auto &[key, want] : sourceConfig_->members()) {
+    const json::Value *got = config->get(key);
+    if (got && got->isNull())
+      got = nullptr;
+    bool same = got ? json::equal(*got, want) : want.isNull();
+    if (!same) {
+      error = path + ": field '" + key + "' is " + shown(got) +
+              ", but the module was compiled from a config where it is " +
+              shown(want.isNull() ? nullptr : &want) +
+              ": these weights belong to another model (compile the module "
+              "from this folder)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Module::bindWeights(const WeightStore &store, std::string &error,
+                         std::vector<std::string> *warnings) {
+  if (!checkSourceConfig(store, error))
+    return false;
   // Check everything before converting anything.
   std::vector<const TensorView *> views(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -451,10 +552,34 @@ bool Module::bindWeights(const WeightStore &store, std::string &error) {
     }
     views[i] = t;
   }
+  if (warnings) {
+    std::set<const TensorView *> used(views.begin(), views.end());
+    std::vector<std::string> unused;
+    for (const auto &[name, t] : store.all())
+      if (!used.count(t) && !isKnownUnusedTensor(name))
+        unused.push_back(name);
+    if (!unused.empty()) {
+      std::string list;
+      for (size_t i = 0; i < unused.size() && i < 5; ++i)
+        list += (i ? ", " : "") + unused[i];
+      if (unused.size() > 5)
+        list += ", ... (" + std::to_string(unused.size() - 5) + " more)";
+      warnings->push_back(std::to_string(unused.size()) +
+                          " checkpoint tensor(s) the module does not use: " + list);
+    }
+  }
   Impl &im = *impl_;
   std::vector<std::vector<float>> converted(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i)
-    converted[i] = toFloat(*views[i]);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    size_t bad = 0;
+    if (!toFloat(*views[i], converted[i], bad)) {
+      error = views[i]->file + ": tensor '" + params_[i].name + "' holds " +
+              (std::isnan(converted[i][bad]) ? "NaN" : "an infinity") +
+              " at element " + std::to_string(bad) +
+              "; a non-finite weight makes every logit NaN";
+      return false;
+    }
+  }
   im.takeParams(converted);
   im.runTransforms();
   bound_ = true;
@@ -489,6 +614,8 @@ void Module::bindRandomWeights(uint64_t seed) {
   bound_ = true;
 }
 
+int64_t Module::positionLimit() const { return impl_->positionLimit; }
+
 Module::TokenCost Module::tokenCost() const {
   TokenCost cost;
   for (const Step &step : impl_->steps) {
@@ -516,14 +643,42 @@ Module::TokenCost Module::tokenCost() const {
 
 Session::Session(const Module &module, int64_t capacity)
     : module_(module),
-      capacity_(capacity > 0 ? capacity
-                             : module.maxPositions() > 0 ? module.maxPositions()
-                                                         : 4096) {
-  const auto &buffers = module.impl().buffers;
-  caches_.resize(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].kind == "kv_cache")
-      caches_[i].assign(size_t(capacity_ * buffers[i].width), 0.0f);
+      capacity_(std::min(capacity > 0                  ? capacity
+                         : module.maxPositions() > 0 ? module.maxPositions()
+                                                     : 4096,
+                         limits::kMaxPositions)) {
+  // The caches start empty and grow with the sequence (growCaches): a
+  // session costs memory in proportion to what it has seen, not to the
+  // model's maximum length (34 GB up front for Llama-3.1-8B's 131k).
+  caches_.resize(module.impl().buffers.size());
+}
+
+bool Session::growCaches(int64_t positions, std::string &error) {
+  const auto &buffers = module_.impl().buffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].kind != "kv_cache")
+      continue;
+    size_t width = size_t(buffers[i].width);
+    std::vector<float> &cache = caches_[i];
+    if (cache.size() >= size_t(positions) * width)
+      continue;
+    // Doubling (from 256 positions), capped at the capacity: amortised
+    // O(1) copies per position, at most twice the memory needed.
+    int64_t want = std::max<int64_t>(256, int64_t(cache.size() / width));
+    while (want < positions)
+      want *= 2;
+    want = std::min(want, capacity_);
+    try {
+      std::vector<float> grown(size_t(want) * width, 0.0f);
+      std::copy(cache.begin(), cache.end(), grown.begin());
+      cache.swap(grown);
+    } catch (const std::bad_alloc &) {
+      error = "out of memory growing a key/value cache to " + std::to_string(want) +
+              " positions (" + std::to_string(want * int64_t(width) * 4 >> 20) + " MiB)";
+      return false;
+    }
+  }
+  return true;
 }
 
 Session::~Session() = default;
@@ -543,6 +698,29 @@ void Session::clearProfile() {
 
 bool Session::forward(const std::vector<int32_t> &tokens,
                       std::vector<float> &logits, std::string &error) {
+  // One session is one sequence: two threads running it at once would
+  // interleave their positions in the cache.
+  if (busy_.exchange(true)) {
+    error = "this session is already running a forward on another thread; "
+            "use one session per thread";
+    return false;
+  }
+  struct Release {
+    std::atomic<bool> &flag;
+    ~Release() { flag = false; }
+  } release{busy_};
+  try {
+    return run(tokens, logits, error);
+  } catch (const std::bad_alloc &) {
+    error = "out of memory running " + std::to_string(tokens.size()) + " tokens";
+  } catch (const std::exception &e) {
+    error = std::string("internal error: ") + e.what();
+  }
+  return false;
+}
+
+bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
+                  std::string &error) {
   const Module::Impl &im = module_.impl();
   if (!module_.bound()) {
     error = "no weights are bound to the module";
@@ -559,11 +737,13 @@ bool Session::forward(const std::vector<int32_t> &tokens,
             std::to_string(im.positionLimit - 1);
     return false;
   }
-  if (position_ + T > capacity_) {
+  if (T > capacity_ - position_) {
     error = "the sequence would hold " + std::to_string(position_ + T) +
             " positions; this session holds at most " + std::to_string(capacity_);
     return false;
   }
+  if (!growCaches(position_ + T, error))
+    return false;
   for (int32_t t : tokens)
     if (t < 0 || t >= module_.vocabSize()) {
       error = "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
@@ -724,5 +904,16 @@ bool Session::forward(const std::vector<int32_t> &tokens,
   }
   logits = std::move(acts[im.output]);
   position_ += T;
+  // NaN or infinite logits would make greedy decoding print token 0 forever.
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isfinite(logits[i])) {
+      int64_t vocab = module_.vocabSize();
+      error = "the forward produced a non-finite logit (" +
+              std::string(std::isnan(logits[i]) ? "NaN" : "infinity") +
+              ") at position " + std::to_string(position_ - T + int64_t(i) / vocab) +
+              ", vocabulary entry " + std::to_string(int64_t(i) % vocab) +
+              "; the weights or activations overflow f32";
+      return false;
+    }
   return true;
 }

@@ -2,7 +2,9 @@
 
 #include "tbc/Runtime/Safetensors.h"
 
+#include "tbc/Support/FileIO.h"
 #include "tbc/Support/Json.h"
+#include "tbc/Support/Limits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,7 +34,7 @@ const DTypeInfo kDTypes[] = {
     {DType::F8E4M3, "F8_E4M3", 1}, {DType::F8E5M2, "F8_E5M2", 1}};
 
 /// Safetensors headers are capped at 100 MB by the format.
-constexpr uint64_t kMaxHeader = 100ull * 1000 * 1000;
+constexpr uint64_t kMaxHeader = limits::kSafetensorsHeader.maxBytes;
 } // namespace
 
 const char *tbc::rt::dtypeName(DType d) {
@@ -75,16 +77,15 @@ SafetensorsFile::open(const std::string &path, std::string &error) {
     error = path + ": " + msg;
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
+  uint64_t fileSize = 0;
+  std::string why;
+  int fd = openRegularFile(path, fileSize, why);
+  if (fd < 0) {
+    error = why;
+    return nullptr;
   }
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
-  f->size_ = size_t(st.st_size);
+  f->size_ = size_t(fileSize);
   if (f->size_ < 8) {
     ::close(fd);
     return fail("truncated: shorter than the 8-byte header length");
@@ -109,7 +110,8 @@ SafetensorsFile::open(const std::string &path, std::string &error) {
   std::string_view header(reinterpret_cast<const char *>(bytes + 8),
                           size_t(headerLen));
   json::ParseError pe;
-  std::optional<json::Value> root = json::parse(header, pe);
+  std::optional<json::Value> root =
+      json::parse(header, pe, limits::kSafetensorsHeader);
   if (!root)
     return fail("header is not valid JSON (line " +
                 std::to_string(pe.pos.line) + ", column " +
@@ -150,8 +152,10 @@ SafetensorsFile::open(const std::string &path, std::string &error) {
     for (const json::Value &d : shape->elements()) {
       if (!d.isInteger() || d.asInt() < 0)
         return fail(where + "shape entries must be non-negative integers");
+      // Elements x 8 bytes must not wrap (2^62 F32 elements would make
+      // 0 bytes); nothing real comes near 2^56.
       uint64_t dim = uint64_t(d.asInt());
-      if (dim != 0 && elements > (uint64_t(1) << 62) / dim)
+      if (dim != 0 && elements > (uint64_t(1) << 56) / dim)
         return fail(where + "shape is too large");
       elements *= dim;
       t.shape.push_back(d.asInt());
@@ -195,9 +199,11 @@ static bool isDir(const std::string &p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
+// lstat: a dangling symlink exists too, so that opening it reports the
+// broken link instead of the folder silently having no weights.
 static bool exists(const std::string &p) {
   struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
+  return ::lstat(p.c_str(), &st) == 0;
 }
 
 bool WeightStore::folderHasWeights(const std::string &dir) {
@@ -220,6 +226,8 @@ std::unique_ptr<WeightStore> WeightStore::open(const std::string &pathIn,
     }
   }
   auto store = std::make_unique<WeightStore>();
+  size_t slash = path.find_last_of('/');
+  store->folder_ = slash == std::string::npos ? "." : path.substr(0, slash);
   auto add = [&](std::unique_ptr<SafetensorsFile> f) -> bool {
     for (const TensorView &t : f->tensors()) {
       if (store->byName_.count(t.name)) {
@@ -236,15 +244,13 @@ std::unique_ptr<WeightStore> WeightStore::open(const std::string &pathIn,
   if (path.size() > indexSuffix.size() &&
       path.compare(path.size() - indexSuffix.size(), indexSuffix.size(),
                    indexSuffix) == 0) {
-    std::ifstream in(path);
-    if (!in) {
-      error = path + ": cannot open";
+    std::string text;
+    if (std::string why = readRegularFile(path, limits::kIndexJson.maxBytes, text); !why.empty()) {
+      error = why;
       return nullptr;
     }
-    std::stringstream buf;
-    buf << in.rdbuf();
     json::ParseError pe;
-    std::optional<json::Value> root = json::parse(buf.str(), pe);
+    std::optional<json::Value> root = json::parse(text, pe, limits::kIndexJson);
     if (!root) {
       error = path + ":" + std::to_string(pe.pos.line) + ":" +
               std::to_string(pe.pos.column) + ": invalid JSON: " + pe.message;

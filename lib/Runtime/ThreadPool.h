@@ -33,8 +33,19 @@ public:
   }
   unsigned size() const { return unsigned(workers_.size()) + 1; }
 
-  /// Runs fn(0) ... fn(size() - 1) concurrently and waits for all.
+  /// Runs fn(0) ... fn(size() - 1) and waits for all: concurrently, or,
+  /// when another thread's run() holds the workers (two sessions on two
+  /// threads), one after another on the calling thread. The parts are
+  /// independent shares of one kernel, so either order gives the same
+  /// result; the pool never hands a second caller's task to workers still
+  /// busy with the first's.
   void run(const std::function<void(unsigned)> &fn) {
+    std::unique_lock<std::mutex> owner(runMutex_, std::try_to_lock);
+    if (!owner.owns_lock()) {
+      for (unsigned part = 0; part < size(); ++part)
+        fn(part);
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       task_ = &fn;
@@ -76,6 +87,7 @@ private:
   }
 
   std::vector<std::thread> workers_;
+  std::mutex runMutex_; // held by the one run() the workers serve
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(unsigned)> *task_ = nullptr;

@@ -34,9 +34,14 @@ const char *Value::kindName(Kind k) {
 namespace tbc::json {
 class Parser {
 public:
-  Parser(std::string_view text, ParseError &error) : s(text), err(error) {}
+  Parser(std::string_view text, ParseError &error, const Limits &limits)
+      : s(text), err(error), limits(limits) {}
 
   std::optional<Value> document() {
+    if (s.size() > limits.maxBytes)
+      return fail("document of " + std::to_string(s.size()) +
+                  " bytes exceeds the reader's limit of " +
+                  std::to_string(limits.maxBytes) + " bytes");
     Value v;
     skipSpace();
     if (!value(v, 0))
@@ -51,6 +56,8 @@ private:
   static constexpr int kMaxDepth = 256;
   std::string_view s;
   ParseError &err;
+  const Limits &limits;
+  size_t values = 0;
   size_t i = 0;
   int line = 1;
   size_t lineStart = 0;
@@ -93,6 +100,10 @@ private:
   bool value(Value &v, int depth) {
     if (depth > kMaxDepth)
       return failB("JSON nested deeper than 256 levels");
+    if (++values > limits.maxValues)
+      return failB("document holds more than " +
+                   std::to_string(limits.maxValues) +
+                   " values, the reader's limit");
     v.pos_ = here();
     if (i >= s.size())
       return failB("unexpected end of input, expected a value");
@@ -337,6 +348,8 @@ private:
     }
     std::string text(s.substr(start, i - start));
     v.number_ = std::strtod(text.c_str(), nullptr);
+    if (!std::isfinite(v.number_))
+      return failB("number " + text + " is out of range (not a finite double)");
     if (integral) {
       errno = 0;
       long long x = std::strtoll(text.c_str(), nullptr, 10);
@@ -344,20 +357,18 @@ private:
         v.isInteger_ = true;
         v.integer_ = x;
       }
-    } else if (std::isfinite(v.number_) && v.number_ == std::floor(v.number_) &&
-               std::fabs(v.number_) < 9.0e15) {
-      // 8.0 and 1e4 are accepted where an integer is expected.
-      v.isInteger_ = true;
-      v.integer_ = int64_t(v.number_);
     }
+    // 8.0 and 1e4 are not integers: a shape of [64.0] or a token id of 1e4
+    // is more likely a mistake than a convention.
     return true;
   }
 };
 } // namespace tbc::json
 
-std::optional<Value> tbc::json::parse(std::string_view text, ParseError &error) {
+std::optional<Value> tbc::json::parse(std::string_view text, ParseError &error,
+                                      const Limits &limits) {
   error = {};
-  return Parser(text, error).document();
+  return Parser(text, error, limits).document();
 }
 
 std::string tbc::json::formatNumber(double d) {
@@ -368,4 +379,100 @@ std::string tbc::json::formatNumber(double d) {
       break;
   }
   return buf;
+}
+
+static void quoteTo(const std::string &str, std::string &out) {
+  out += '"';
+  for (unsigned char c : str) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\t': out += "\\t"; break;
+    case '\r': out += "\\r"; break;
+    default:
+      if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += char(c);
+      }
+    }
+  }
+  out += '"';
+}
+
+static void serializeTo(const Value &v, std::string &out) {
+  switch (v.kind()) {
+  case Value::Kind::Null: out += "null"; break;
+  case Value::Kind::Bool: out += v.asBool() ? "true" : "false"; break;
+  case Value::Kind::Number:
+    out += v.isInteger() ? std::to_string(v.asInt()) : formatNumber(v.asDouble());
+    break;
+  case Value::Kind::String: quoteTo(v.asString(), out); break;
+  case Value::Kind::Array:
+    out += '[';
+    for (size_t i = 0; i < v.elements().size(); ++i) {
+      if (i)
+        out += ", ";
+      serializeTo(v.elements()[i], out);
+    }
+    out += ']';
+    break;
+  case Value::Kind::Object:
+    out += '{';
+    for (size_t i = 0; i < v.members().size(); ++i) {
+      if (i)
+        out += ", ";
+      quoteTo(v.members()[i].first, out);
+      out += ": ";
+      serializeTo(v.members()[i].second, out);
+    }
+    out += '}';
+    break;
+  }
+}
+
+std::string tbc::json::quote(const std::string &str) {
+  std::string out;
+  quoteTo(str, out);
+  return out;
+}
+
+std::string tbc::json::serialize(const Value &v) {
+  std::string out;
+  serializeTo(v, out);
+  return out;
+}
+
+bool tbc::json::equal(const Value &a, const Value &b) {
+  if (a.kind() != b.kind())
+    return false;
+  switch (a.kind()) {
+  case Value::Kind::Null: return true;
+  case Value::Kind::Bool: return a.asBool() == b.asBool();
+  case Value::Kind::Number:
+    if (a.isInteger() && b.isInteger())
+      return a.asInt() == b.asInt();
+    return a.asDouble() == b.asDouble();
+  case Value::Kind::String: return a.asString() == b.asString();
+  case Value::Kind::Array:
+    if (a.elements().size() != b.elements().size())
+      return false;
+    for (size_t i = 0; i < a.elements().size(); ++i)
+      if (!equal(a.elements()[i], b.elements()[i]))
+        return false;
+    return true;
+  case Value::Kind::Object:
+    if (a.members().size() != b.members().size())
+      return false;
+    for (const auto &[k, v] : a.members()) {
+      const Value *o = b.get(k);
+      if (!o || !equal(v, *o))
+        return false;
+    }
+    return true;
+  }
+  return false;
 }

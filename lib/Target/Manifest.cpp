@@ -57,7 +57,8 @@ struct Ref {
 
 class Flattener {
 public:
-  explicit Flattener(ModuleOp module) : module(module) {}
+  Flattener(ModuleOp module, StringRef sourceConfig)
+      : module(module), sourceConfig(sourceConfig) {}
 
   LogicalResult run(std::string &json, StringRef target) {
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -70,6 +71,16 @@ public:
       if (kind != "token_ids" && kind != "positions")
         return forward.emitError("@forward argument ")
                << i << " must be token_ids or positions";
+      // A runnable module takes any number of tokens (a prompt, then one at
+      // a time): kernels compiled for a fixed count would be run on others.
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() != 2 || !type.getElementType().isInteger(32) ||
+          !(type.getDimSize(0) == 1 || type.isDynamicDim(0)) || !type.isDynamicDim(1))
+        return forward.emitError("@forward argument ")
+               << i << " (" << kind << ") must be tensor<?x?xi32> ([batch, seq]), got "
+               << arg.getType()
+               << ": a runnable module takes any number of tokens, so its "
+                  "sequence dimension must be dynamic";
       args.push_back(newBuffer("{\"kind\": " + quote(kind) + ", \"dtype\": \"i32\"}"));
     }
     SmallVector<Ref> results;
@@ -84,6 +95,8 @@ public:
            quote(stringAttr("tbc.architecture")) +
            ", \"vocab_size\": " + std::to_string(intAttr("tbc.vocab_size")) +
            ", \"max_positions\": " + std::to_string(intAttr("tbc.max_positions")) +
+           (sourceConfig.empty() ? std::string()
+                                 : ", \"config\": " + sourceConfig.str()) +
            "},\n";
     auto list = [&](const char *key, const std::vector<std::string> &items) {
       out += std::string("  \"") + key + "\": [\n";
@@ -103,6 +116,7 @@ public:
 
 private:
   ModuleOp module;
+  StringRef sourceConfig;
   std::vector<std::string> params, weights, buffers, kernels, steps;
   llvm::StringMap<int> paramIds, kernelIds;
 
@@ -329,9 +343,10 @@ private:
 };
 } // namespace
 
-FailureOr<std::string> tbc::buildManifest(ModuleOp outlined, StringRef target) {
+FailureOr<std::string> tbc::buildManifest(ModuleOp outlined, StringRef target,
+                                          StringRef sourceConfig) {
   std::string json;
-  if (failed(Flattener(outlined).run(json, target)))
+  if (failed(Flattener(outlined, sourceConfig).run(json, target)))
     return failure();
   return json;
 }

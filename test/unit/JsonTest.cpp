@@ -38,8 +38,8 @@ TEST(Json, IntegersAndFloats) {
   EXPECT_EQ(e[1].asInt(), -7);
   EXPECT_FALSE(e[2].isInteger());
   EXPECT_DOUBLE_EQ(e[2].asDouble(), 1e-05);
-  EXPECT_TRUE(e[3].isInteger()); // 500000.0 is usable where ints are expected
-  EXPECT_EQ(e[3].asInt(), 500000);
+  EXPECT_FALSE(e[3].isInteger()); // a shape of [64.0] is a mistake
+  EXPECT_DOUBLE_EQ(e[3].asDouble(), 500000.0);
   EXPECT_EQ(e[4].asInt(), 9007199254740993); // exact, not through double
   EXPECT_FALSE(e[5].isInteger());
 }
@@ -82,4 +82,21 @@ TEST(Json, FormatNumberRoundTrips) {
   EXPECT_EQ(formatNumber(10000.0), "1e+04");
   EXPECT_EQ(formatNumber(0.1), "0.1");
   EXPECT_EQ(formatNumber(-30.0), "-3e+01");
+}
+
+TEST(Json, NumbersMustBeFinite) {
+  EXPECT_EQ(parseFail("{\"eps\": 1e999}").message,
+            "number 1e999 is out of range (not a finite double)");
+  EXPECT_EQ(parseFail("[-1e400]").message,
+            "number -1e400 is out of range (not a finite double)");
+}
+
+TEST(Json, ReadersRefuseDocumentsPastTheirBudget) {
+  tbc::json::ParseError e;
+  tbc::json::Limits small{64, 5};
+  EXPECT_FALSE(tbc::json::parse(std::string(65, ' '), e, small));
+  EXPECT_EQ(e.message, "document of 65 bytes exceeds the reader's limit of 64 bytes");
+  EXPECT_TRUE(tbc::json::parse("[1,2,3,4]", e, small));
+  EXPECT_FALSE(tbc::json::parse("[1,2,3,4,5]", e, small));
+  EXPECT_EQ(e.message, "document holds more than 5 values, the reader's limit");
 }

@@ -13,6 +13,22 @@
 #include "tbc/TbcDialect.h.inc"
 
 namespace tbc {
+/// Bounds on tensors in tbc IR: any one dimension, any one tensor.
+inline constexpr int64_t kMaxDim = int64_t(1) << 32;
+inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+/// The checks of SaneShapesAndAttrs (TbcOps.cpp).
+mlir::LogicalResult verifySaneShapesAndAttrs(mlir::Operation *op);
+
+template <typename ConcreteType>
+class SaneShapesAndAttrs
+    : public mlir::OpTrait::TraitBase<ConcreteType, SaneShapesAndAttrs> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifySaneShapesAndAttrs(op);
+  }
+};
+
 /// Ops with this trait are pure functions of parameters, evaluated once by
 /// the runtime when it binds weights (never per token).
 template <typename ConcreteType>

@@ -89,6 +89,10 @@ struct WeightNames {
 
 struct ModelSpec {
   std::string architecture; // e.g. "LlamaForCausalLM" or "native spec"
+  /// A config.json's fields this spec was read from, as a JSON object
+  /// (null for fields read but absent); empty for native specs. Recorded in
+  /// a module so that binding can check a checkpoint's config against it.
+  std::string sourceConfig;
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0;
   int64_t numHeads = 0, numKvHeads = 0, headDim = 0, ffnSize = 0;
   int64_t maxPositions = 0;

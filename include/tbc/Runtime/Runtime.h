@@ -12,7 +12,9 @@
 #define TBC_RUNTIME_RUNTIME_H
 
 #include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Json.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,14 +43,22 @@ public:
   static bool checkManifest(const std::string &manifest, std::string &error);
 
   /// Binds every parameter from `weights` (f32/f16/bf16, converted to f32),
-  /// checking names and shapes first, then runs the bind-time transforms.
-  bool bindWeights(const WeightStore &weights, std::string &error);
+  /// checking names, shapes and finiteness first, then runs the bind-time
+  /// transforms. When the module records the config it was compiled from
+  /// and the checkpoint's folder has a config.json, every field the module
+  /// depends on must agree. `warnings` (if given) receives checkpoint
+  /// tensors the module does not use.
+  bool bindWeights(const WeightStore &weights, std::string &error,
+                   std::vector<std::string> *warnings = nullptr);
   /// Deterministic random weights (for trying a module without a checkpoint).
   void bindRandomWeights(uint64_t seed);
   bool bound() const { return bound_; }
 
   int64_t vocabSize() const { return vocab_; }
   int64_t maxPositions() const { return maxPositions_; }
+  /// Positions a sequence may reach whatever its capacity (the rows of a
+  /// learned position table; INT64_MAX when there is none).
+  int64_t positionLimit() const;
   const std::string &architecture() const { return architecture_; }
   const std::vector<ParamInfo> &params() const { return params_; }
 
@@ -67,23 +77,37 @@ public:
 
 private:
   Module();
+  /// The checkpoint folder's config.json against sourceConfig_.
+  bool checkSourceConfig(const WeightStore &store, std::string &error) const;
   std::unique_ptr<Impl> impl_;
   bool bound_ = false;
   int64_t vocab_ = 0, maxPositions_ = 0;
   std::string architecture_;
   std::vector<ParamInfo> params_;
+  /// The config.json fields the module was compiled from (null: absent).
+  std::shared_ptr<const json::Value> sourceConfig_;
 };
 
 /// One sequence: its KV caches and how many positions it has seen.
+///
+/// Threads: sessions of one module may run on different threads at once
+/// (the module is read-only once bound; kernels share the process's worker
+/// pool, and a forward that finds it busy runs its shares on its own
+/// thread). One session must not run on two threads at once: the second
+/// forward is refused with an error. The module must outlive its sessions.
 class Session {
 public:
   /// `capacity`: most positions the session holds (0: the model's maximum,
-  /// or 4096 when the model has none).
+  /// or 4096 when the model has none; never more than
+  /// limits::kMaxPositions). The key/value caches grow as the sequence
+  /// does, so a large capacity costs nothing until it is used.
   Session(const Module &module, int64_t capacity = 0);
   ~Session();
 
   /// Runs `tokens` after everything seen so far; `logits` receives
-  /// [tokens.size(), vocab] floats.
+  /// [tokens.size(), vocab] floats. Fails (never throws) on tokens outside
+  /// the vocabulary or past the capacity, on running out of memory, and
+  /// when a logit comes out non-finite (the logits are still filled then).
   bool forward(const std::vector<int32_t> &tokens, std::vector<float> &logits,
                std::string &error);
   int64_t position() const { return position_; }
@@ -103,9 +127,15 @@ public:
   void clearProfile();
 
 private:
+  bool run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
+           std::string &error);
+  /// Makes every key/value cache hold at least `positions` rows.
+  bool growCaches(int64_t positions, std::string &error);
+
   const Module &module_;
   int64_t capacity_;
   int64_t position_ = 0;
+  std::atomic<bool> busy_{false};
   std::vector<std::vector<float>> caches_; // indexed by buffer id
   /// Activation buffers between calls, by size (reused, never freed).
   std::multimap<size_t, std::vector<float>> spare_;

@@ -74,8 +74,11 @@ public:
   const std::map<std::string, const TensorView *> &all() const { return byName_; }
   /// True when `path` is a folder holding a checkpoint.
   static bool folderHasWeights(const std::string &dir);
+  /// The folder the checkpoint's files are in (where its config.json is).
+  const std::string &folder() const { return folder_; }
 
 private:
+  std::string folder_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView *> byName_;
 };

@@ -73,12 +73,33 @@ struct ParseError {
   std::string message;
 };
 
+/// Compact JSON text of `v` (members in source order); parse(serialize(v))
+/// gives back an equal value.
+std::string serialize(const Value &v);
+
+/// `str` as a JSON string literal, quotes and escapes included.
+std::string quote(const std::string &str);
+
+/// Whether two values are equal as JSON: numbers by value (1 == 1.0),
+/// objects regardless of member order.
+bool equal(const Value &a, const Value &b);
+
 /// Shortest round-tripping text of a double (1e-05, 10000, 0.5).
 std::string formatNumber(double d);
 
-/// Parses one JSON document (RFC 8259; duplicate keys are an error).
+/// What one document may cost before it is built: a reader of strangers'
+/// files refuses a document past these before allocating for it (a parsed
+/// value takes ~150 bytes, so 100 MB of `[0,0,...]` would take 7 GB).
+struct Limits {
+  size_t maxBytes = size_t(16) << 20;
+  size_t maxValues = size_t(1) << 20;
+};
+
+/// Parses one JSON document (RFC 8259; duplicate keys are an error; numbers
+/// must be finite doubles, so 1e999 is an error, not infinity).
 /// Returns std::nullopt and fills `error` on failure.
-std::optional<Value> parse(std::string_view text, ParseError &error);
+std::optional<Value> parse(std::string_view text, ParseError &error,
+                           const Limits &limits = Limits());
 
 } // namespace tbc::json
 

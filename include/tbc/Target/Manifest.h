@@ -17,8 +17,12 @@
 namespace tbc {
 
 /// Returns the manifest JSON, or fails with a diagnostic on the module.
+/// `sourceConfig` (a JSON object, or empty) is the config.json fields the
+/// model was read from (ModelSpec::sourceConfig): the runtime checks a
+/// checkpoint's config against it when binding weights.
 mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp outlined,
-                                           llvm::StringRef target);
+                                           llvm::StringRef target,
+                                           llvm::StringRef sourceConfig = "");
 
 } // namespace tbc
 

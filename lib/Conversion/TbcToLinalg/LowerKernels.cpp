@@ -591,11 +591,40 @@ private:
 
 struct TbcLowerToLinalgPass
     : tbc::impl::TbcLowerToLinalgBase<TbcLowerToLinalgPass> {
+  /// What the CPU kernels are written for, refused with a message here
+  /// rather than as a verifier error deep inside the lowering: activations
+  /// are [batch, seq, features] tensors of f32 (ids and positions i32).
+  static LogicalResult checkSupported(func::FuncOp kernel) {
+    auto supported = [](Type t) {
+      Type e = cast<ShapedType>(t).getElementType();
+      return e.isF32() || e.isInteger(32);
+    };
+    for (Type t : llvm::concat<const Type>(kernel.getArgumentTypes(),
+                                           kernel.getResultTypes()))
+      if (!supported(t))
+        return kernel.emitError("the CPU backend computes in f32 (ids in i32); kernel @")
+               << kernel.getSymName() << " uses " << t
+               << ": compile with --dtype f32 (bf16/f16 checkpoints are "
+                  "converted when weights are bound)";
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      for (Type t : op.getResultTypes()) {
+        auto tensor = dyn_cast<RankedTensorType>(t);
+        if (!tensor || tensor.getRank() != 3)
+          return op.emitError("the CPU backend runs activations of shape "
+                              "[batch, seq, features]; this op produces ")
+                 << t;
+      }
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr("tbc.kernel") ? kernels : others).push_back(fn);
+    for (func::FuncOp fn : kernels)
+      if (failed(checkSupported(fn)))
+        return signalPassFailure();
     // The schedule (non-kernel functions) was recorded by the module writer.
     for (func::FuncOp fn : others)
       fn.erase();

@@ -1,0 +1,44 @@
+//===- Limits.h - the size budgets of every reader ------------*- C++ -*-===//
+//
+// One place for what tbc will read before refusing: far beyond any real
+// file of the kind, small enough that a hostile one cannot take gigabytes of
+// memory (a parsed JSON value costs ~150 bytes) or overflow a size_t.
+// docs/robustness.md lists them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_SUPPORT_LIMITS_H
+#define TBC_SUPPORT_LIMITS_H
+
+#include "tbc/Support/Json.h"
+
+#include <cstdint>
+
+namespace tbc::limits {
+
+/// config.json, native specs, generation configs: real ones are a few KB.
+inline constexpr json::Limits kConfigJson{size_t(16) << 20, size_t(1) << 20};
+/// model.safetensors.index.json: one entry per tensor (~100 bytes each).
+inline constexpr json::Limits kIndexJson{size_t(64) << 20, size_t(1) << 21};
+/// A safetensors header: the format caps it at 100 MB; about six values per
+/// tensor, so 2M values is ~300k tensors in one file.
+inline constexpr json::Limits kSafetensorsHeader{size_t(100) * 1000 * 1000,
+                                                 size_t(1) << 21};
+/// A module's manifest (an 8B model's is ~200 KB).
+inline constexpr json::Limits kManifest{size_t(64) << 20, size_t(1) << 20};
+/// A whole .tbcm file (manifest + host code).
+inline constexpr uint64_t kModuleFileBytes = uint64_t(2) << 30;
+/// A tokens file for `tbc run --tokens-file`.
+inline constexpr uint64_t kTokensFileBytes = uint64_t(256) << 20;
+/// tbc IR: bytes, and how deeply brackets may nest before MLIR's recursive
+/// parser sees it (real IR nests a few levels; the parser's stack does not
+/// survive tens of thousands).
+inline constexpr uint64_t kIRFileBytes = uint64_t(1) << 30;
+inline constexpr int kIRNesting = 256;
+/// Positions one session may hold (2^24 = 16M tokens): bounds every
+/// position-times-width product the runtime forms.
+inline constexpr int64_t kMaxPositions = int64_t(1) << 24;
+
+} // namespace tbc::limits
+
+#endif // TBC_SUPPORT_LIMITS_H
