@@ -19,7 +19,7 @@ mkdir -p "$work"
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr -fno-sanitize-recover=all
        -I"$root/include" -I"$build/dialects" -I/usr/lib/llvm-22/include)
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
-frontend=("$root"/lib/Frontend/{ModelSpec,HFConfig,NativeSpec,ModelReaders}.cpp)
+frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,HFConfig,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
           "$root"/lib/Conversion/TbcToLinalg/*.cpp "$root"/lib/Registration/InitAll.cpp)
 
@@ -27,7 +27,7 @@ echo "== building fuzzers"
 clang++ "${flags[@]}" "$root/fuzz/safetensors_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/safetensors_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/config_fuzzer.cpp" "${frontend[@]}" "${runtime[@]}" -ldl -lpthread -o "$work/config_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/module_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/module_fuzzer"
-clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root/lib/Support/Rope.cpp" \
+clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root/lib/Support/Rope.cpp" "$root/lib/Support/IRNesting.cpp" \
   -L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM -o "$work/ir_fuzzer"
 
 echo "== seed corpora"

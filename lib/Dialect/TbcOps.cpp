@@ -110,7 +110,7 @@ LogicalResult tbc::verifySaneShapesAndAttrs(Operation *op) {
   for (auto [i, v] : llvm::enumerate(op->getResults()))
     if (failed(checkType(v.getType(), "result", i)))
       return failure();
-  for (NamedAttribute a : op->getAttrs()) {
+  for (NamedAttribute a : op->getAttrDictionary()) { // inherent ones too
     if (auto f = dyn_cast<FloatAttr>(a.getValue()))
       if (!f.getValue().isFinite())
         return op->emitOpError() << "'" << a.getName().getValue()

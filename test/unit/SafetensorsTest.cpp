@@ -86,6 +86,22 @@ TEST(Safetensors, RejectsEveryRuleViolationWithItsMessage) {
       {"absurd shape",
        file(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", f32x2),
        "tensor 'a': shape is too large"},
+      // 2^62 F32 elements are 2^64 bytes: a product that wraps to 0 would
+      // match the empty byte range [0, 0].
+      {"shape whose byte count wraps",
+       file(R"({"a": {"dtype": "F32", "shape": [4611686018427387904], "data_offsets": [0, 0]}})", ""),
+       "tensor 'a': shape is too large"},
+      {"fractional shape",
+       file(R"({"a": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}})", f32x2),
+       "tensor 'a': shape entries must be non-negative integers"},
+      {"header past the value budget",
+       file("[" + [] {
+         std::string zeros;
+         for (int i = 0; i < (1 << 21) + 1; ++i)
+           zeros += i ? ",0" : "0";
+         return zeros;
+       }() + "]", ""),
+       "header is not valid JSON (line 1, column 4194304): document holds more than 2097152 values"},
       {"malformed offsets",
        file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", f32x2),
        "tensor 'a': 'data_offsets' must be two non-negative integers"},

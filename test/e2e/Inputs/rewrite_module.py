@@ -4,8 +4,11 @@ validates what the container holds (not just the container):
   rewrite_module.py IN OUT symbol            first kernel symbol -> no_such_kernel_packed
   rewrite_module.py IN OUT blob NAME TEXT    the blob NAME's bytes -> TEXT
   rewrite_module.py IN OUT manifest OLD NEW [OLD NEW ...]
-                                             first OLD in the manifest -> NEW"""
-import struct, sys
+                                             first OLD in the manifest -> NEW
+  rewrite_module.py IN OUT json STATEMENT    runs STATEMENT on the manifest
+                                             parsed as `m` (m['steps'] = [])
+  rewrite_module.py IN OUT drop NAME         removes the blob NAME"""
+import json, struct, sys
 
 src, dst, mode = sys.argv[1:4]
 data = open(src, "rb").read()
@@ -30,6 +33,12 @@ elif mode == "manifest":
         if old not in manifest:
             sys.exit("not in the manifest: " + old)
         manifest = manifest.replace(old, new, 1)
+elif mode == "json":
+    m = json.loads(manifest)
+    exec(sys.argv[4])
+    manifest = json.dumps(m, indent=1)
+elif mode == "drop":
+    blobs = [b for b in blobs if b[0] != sys.argv[4]]
 else:
     sys.exit("unknown mode " + mode)
 
