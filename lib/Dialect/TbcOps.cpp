@@ -114,7 +114,8 @@ LogicalResult tbc::verifySaneShapesAndAttrs(Operation *op) {
     if (auto f = dyn_cast<FloatAttr>(a.getValue()))
       if (!f.getValue().isFinite())
         return op->emitOpError() << "'" << a.getName().getValue()
-                                 << "' must be finite, got " << f.getValueAsDouble();
+                                 << "' must be finite, got "
+                                 << (f.getValue().isNaN() ? "NaN" : "infinity");
     if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
       if (i.getType().isSignlessInteger(64) && i.getInt() > kMaxDim)
         return op->emitOpError() << "'" << a.getName().getValue() << "' is "

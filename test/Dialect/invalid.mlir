@@ -441,3 +441,52 @@ func.func @sinusoidal_base(%pos: tensor<?x?xi32>) {
   %0 = tbc.sinusoidal_positions %pos base = 0.0 : tensor<?x?xi32> -> tensor<?x?x16xf32>
   return
 }
+
+// -----
+
+// Issue 9: 4 x (2^62 + 16) wraps to 64 and used to pass.
+func.func @attention_head_dim_past_limit(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'head_dim' is 4611686018427387920, past tbc's limit of 4294967296}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 4611686018427387920 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_width_overflows(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{heads x head_dim 1048576 x 1048576 overflows tbc's limit of 4294967296}}
+  %0 = tbc.attention %q, %q, %q heads = 1048576 kv_heads = 1048576 head_dim = 1048576 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap_infinite(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'softcap' must be finite, got infinity}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 softcap = 0x7FF0000000000000 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_nan_eps(%x: tensor<?x?x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'eps' must be finite, got NaN}}
+  %0 = tbc.rms_norm %x, %w eps = 0x7FF8000000000000 : tensor<?x?x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @zero_width(%x: tensor<?x?x0xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{operand #0 has dimension 2 of size 0 (tbc tensors have 1 to 4294967296 elements per dimension)}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-5 : tensor<?x?x0xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @too_many_elements(%w: tensor<2097152x2097152xf32>) {
+  // expected-error @+1 {{result #0 ('tensor<2097152x2097152xf32>') has more than 1099511627776 elements}}
+  %0 = tbc.param "w" : tensor<2097152x2097152xf32>
+  return
+}
