@@ -19,15 +19,13 @@
 
 using namespace tbc::rt;
 
+/// The handle and each of its sessions share the Module: the sessions alive
+/// on a module are its use count less the handle's own.
 struct tbc_module {
   std::shared_ptr<Module> module;
-  /// Sessions alive on it (binding weights under them is refused).
-  std::shared_ptr<std::atomic<int>> sessions =
-      std::make_shared<std::atomic<int>>(0);
 };
 struct tbc_session {
   std::shared_ptr<Module> module; // keeps the module alive
-  std::shared_ptr<std::atomic<int>> sessions;
   Session session;
   std::vector<float> logits;
 };
@@ -102,10 +100,9 @@ static bool bindable(tbc_module *module, char **error) {
     setError(error, kBadModule);
     return false;
   }
-  if (*module->sessions > 0) {
+  if (long sessions = module->module.use_count() - 1; sessions > 0) {
     setError(error, "weights must be bound before sessions are created "
-                    "(this module has " + std::to_string(int(*module->sessions)) +
-                        " live)");
+                    "(this module has " + std::to_string(sessions) + " live)");
     return false;
   }
   return true;
@@ -165,9 +162,7 @@ tbc_session *tbc_session_create(const tbc_module *module, int64_t capacity,
                           std::to_string(tbc::limits::kMaxPositions) + "]");
       return nullptr;
     }
-    auto *handle = new tbc_session{module->module, module->sessions,
-                                   Session(*module->module, capacity), {}};
-    ++*handle->sessions;
+    auto *handle = new tbc_session{module->module, Session(*module->module, capacity), {}};
     remember(handle);
     return handle;
   });
@@ -207,10 +202,8 @@ int64_t tbc_session_position(const tbc_session *session) {
 }
 
 void tbc_session_free(tbc_session *session) {
-  if (!forget(session))
-    return;
-  --*session->sessions;
-  delete session;
+  if (forget(session))
+    delete session;
 }
 
 void tbc_free_error(char *error) { std::free(error); }

@@ -278,12 +278,12 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   }
   if (steps.empty())
     return bad("the schedule has no steps");
-  if (out->asInt() < 0 || out->asInt() >= int64_t(buffers.size()))
+  // Range-checked as int64, before the narrowing to int.
+  if (out->asInt() < 0 || out->asInt() >= int64_t(buffers.size()) ||
+      buffers[out->asInt()].kind != "activation" ||
+      buffers[out->asInt()].width != m.vocab_)
     return bad("the output must be a vocab-wide activation buffer");
   output = int(out->asInt());
-  if (output < 0 || output >= int(buffers.size()) ||
-      buffers[output].kind != "activation" || buffers[output].width != m.vocab_)
-    return bad("the output must be a vocab-wide activation buffer");
   if (std::none_of(steps.begin(), steps.end(), [&](const Step &step) {
         return std::any_of(step.args.begin(), step.args.end(), [&](const Arg &a) {
           return !a.weight && (a.id == output ||

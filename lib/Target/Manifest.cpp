@@ -4,6 +4,7 @@
 
 #include "tbc/Conversion/KernelABI.h"
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Support/Json.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -14,21 +15,7 @@ using namespace mlir;
 using namespace tbc;
 
 namespace {
-std::string quote(StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (uint8_t(c) < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
+std::string quote(StringRef s) { return json::quote(s.str()); }
 
 std::string shapeJson(ArrayRef<int64_t> shape) {
   std::string s = "[";
