@@ -15,3 +15,18 @@ config.environment["PATH"] = os.pathsep.join(
     [tools_path, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%tbc_src", config.tbc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.tbc_src_root, "examples")))
+
+# The CUDA path is checked without a GPU: ptxas assembles every PTX the
+# backend writes (CUDA's toolkit, /usr/local/cuda on every build machine).
+ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+# A machine with an NVIDIA driver and a GPU runs CUDA modules instead of
+# refusing them.
+import ctypes
+try:
+    if ctypes.CDLL("libcuda.so.1").cuInit(0) == 0:
+        config.available_features.add("cuda-gpu")
+except OSError:
+    pass

@@ -153,4 +153,24 @@ def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
 }
 
+def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower outlined tbc kernels to gpu.func kernels (the CUDA path)";
+  let description = [{
+    Every `tbc.kernel` function becomes one or more `gpu.func` kernels in a
+    `gpu.module @tbc_kernels`, with the geometry of CudaKernelABI.h: the
+    kernel's operands, results and (attention) key/value caches as memrefs,
+    then the chunk's row count and the number of positions cached before it.
+    Pointwise ops run a thread per element; norms a warp per row; projections
+    a warp per output column and 8 token rows with the norm prologue and the
+    GLU/activation/bias/soft-cap epilogue fused; attention a warp per query
+    row and head with an online softmax over the cache (attention also gets
+    an `_append` step, launched first, that writes the chunk into the caches).
+    Functions that are not kernels (the schedule) are removed: the module
+    writer has already recorded them in the manifest.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
 #endif // TBC_PASSES_TD

@@ -21,8 +21,8 @@
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/IRNesting.h"
 #include "tbc/Support/Limits.h"
-#include "tbc/Target/HostCodegen.h"
 #include "tbc/Target/Manifest.h"
+#include "tbc/Target/TargetBackend.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -45,12 +45,11 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// The stages `--emit` can stop at, in pipeline order.
-const char *const kStages[] = {"tbc",    "fused", "kernels",
-                               "linalg", "llvm",  "module"};
-int64_t stageIndexOf(llvm::StringRef stage) {
-  return std::find(std::begin(kStages), std::end(kStages), stage) -
-         std::begin(kStages);
+std::string join(const std::vector<std::string> &items) {
+  std::string s;
+  for (const std::string &i : items)
+    s += (s.empty() ? "" : ", ") + i;
+  return s;
 }
 } // namespace
 
@@ -67,11 +66,16 @@ int tbc::compileMain(int argc, char **argv) {
       "emit", cl::cat(cat), cl::init("module"), cl::value_desc("stage"),
       cl::desc("Stage to emit: tbc (the model as built), fused (after "
                "tbc-fuse), kernels (one function per kernel + the schedule), "
-               "linalg, llvm (LLVM dialect), module (a runnable .tbcm; the "
-               "default)"));
+               "then the target's stages (cpu: linalg, llvm; cuda: gpu, nvvm, "
+               "ptx), module (a runnable .tbcm; the default)"));
   static cl::opt<std::string> target(
-      "target", cl::cat(cat), cl::init("cpu"), cl::value_desc("cpu"),
-      cl::desc("Code generation target (cpu)"));
+      "target", cl::cat(cat), cl::init("cpu"), cl::value_desc("cpu|cuda"),
+      cl::desc("Code generation target: cpu (this machine's CPU, through LLVM) "
+               "or cuda (PTX through LLVM's NVPTX backend)"));
+  static cl::list<std::string> cudaArch(
+      "cuda-arch", cl::cat(cat), cl::CommaSeparated, cl::value_desc("sm_80,sm_90"),
+      cl::desc("GPU architectures of --target cuda (default sm_80,sm_90): one "
+               "PTX per architecture in the module"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -103,21 +107,37 @@ int tbc::compileMain(int argc, char **argv) {
       "  tbc compile examples/models/llama-3-8b --emit tbc -o llama.mlir\n"
       "  tbc compile spec.json --emit tbc --mlir-timing\n");
 
-  bool knownStage = false;
-  for (const char *s : kStages)
-    knownStage |= emit == s;
-  if (!knownStage)
-    return fail("unknown --emit stage '" + emit +
-                "' (available: tbc, fused, kernels, linalg, llvm, module)");
-  if (target != "cpu")
-    return fail("unknown --target '" + target +
-                "' (this build generates code for: cpu)");
+  const TargetBackend *backend = lookupTargetBackend(target);
+  if (!backend)
+    return fail("unknown --target '" + target + "' (this build generates code for: " +
+                join(targetBackendNames()) + ")");
+  TargetOptions targetOptions;
+  if (!cudaArch.empty())
+    targetOptions.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
+  if (std::string why = backend->checkOptions(targetOptions); !why.empty())
+    return fail(why);
+  // The stages `--emit` can stop at, in pipeline order.
+  std::vector<TargetStage> targetStages = backend->stages(targetOptions);
+  std::vector<std::string> stageNames{"tbc", "fused", "kernels"};
+  for (const TargetStage &s : targetStages)
+    stageNames.push_back(s.name);
+  stageNames.push_back("module");
+  auto stageIndex = [&](llvm::StringRef stage) -> int64_t {
+    return std::find(stageNames.begin(), stageNames.end(), stage) - stageNames.begin();
+  };
+  if (stageIndex(emit) == int64_t(stageNames.size()))
+    return fail("unknown --emit stage '" + emit + "' (available for --target " +
+                target + ": " + join(stageNames) + ")");
   if (emit == "module" && output == "-")
-    return fail("a module is binary: give -o FILE.tbcm (or --emit tbc|fused|"
-                "kernels|linalg|llvm for text)");
-  if (stageIndexOf(emit) >= stageIndexOf("linalg") && dtype != "f32")
-    return fail("the CPU backend computes in f32: compile with --dtype f32 "
-                "(bf16/f16 checkpoints are converted when weights are bound)");
+  {
+    std::string text;
+    for (size_t i = 0; i + 1 < stageNames.size(); ++i)
+      text += (i ? "|" : "") + stageNames[i];
+    return fail("a module is binary: give -o FILE.tbcm (or --emit " + text + " for text)");
+  }
+  if (stageIndex(emit) > stageIndex("kernels"))
+    if (std::string why = backend->checkDtype(dtype); !why.empty())
+      return fail(why);
   if (reportTokens < 1)
     return fail("--report-tokens must be at least 1");
   if (output.empty())
@@ -204,7 +224,6 @@ int tbc::compileMain(int argc, char **argv) {
   OwningOpRef<ModuleOp> unfused;
   if (report)
     unfused = module->clone();
-  auto stageIndex = stageIndexOf;
   int64_t last = stageIndex(emit);
   auto runStage = [&](StringRef name,
                       llvm::function_ref<LogicalResult(OpPassManager &)> build)
@@ -240,35 +259,28 @@ int tbc::compileMain(int argc, char **argv) {
           return success();
         })))
       return fail("outlining kernels failed");
-    FailureOr<std::string> m = buildManifest(*module, "cpu", sourceConfig);
+    FailureOr<std::string> m = buildManifest(*module, *backend, sourceConfig);
     if (failed(m))
       return fail("the model cannot be scheduled");
     manifest = *m;
   }
-  if (last >= stageIndex("linalg") &&
-      failed(runStage("lower to linalg", [](OpPassManager &pm) {
-        buildLinalgPipeline(pm);
-        return success();
-      })))
-    return fail("lowering to linalg failed");
-  if (last >= stageIndex("llvm") &&
-      failed(runStage("lower to llvm", buildLLVMPipeline)))
-    return fail("lowering to the LLVM dialect failed");
+  for (const TargetStage &stage : targetStages)
+    if (last >= stageIndex(stage.name) &&
+        failed(runStage("lower to " + stage.name, stage.build)))
+      return fail("lowering to " + stage.name + " (" + stage.description + ") failed");
 
   TimingScope t = timing.nest("output");
   std::string bytes;
   if (emit == "module") {
     std::string why;
-    FailureOr<std::string> so;
+    FailureOr<std::vector<rt::CodeBlob>> blobs;
     {
-      TimingScope codegen = t.nest("host code generation");
-      so = emitHostSharedObject(*module, why);
+      TimingScope codegen = t.nest("code generation (" + target + ")");
+      blobs = backend->serialize(*module, why);
     }
-    if (failed(so))
+    if (failed(blobs))
       return fail(why);
-    rt::ModuleFile file{manifest,
-                        {{"host.so", *so}, {"host.cpu", hostCpuRequirements()}}};
-    bytes = rt::encodeModuleFile(file);
+    bytes = rt::encodeModuleFile(rt::ModuleFile{manifest, *blobs});
   } else {
     llvm::raw_string_ostream os(bytes);
     module->print(os);

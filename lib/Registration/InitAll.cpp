@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -17,6 +19,10 @@ void tbc::registerAllDialects(mlir::DialectRegistry &registry) {
   // The CPU and CUDA paths go through upstream dialects (linalg, memref,
   // scf, llvm, gpu, nvvm, ...): register them all, as mlir-opt does.
   mlir::registerAllDialects(registry);
+  // The NVVM target attribute's serialisation (gpu-module-to-binary) and
+  // the translations to LLVM IR it runs.
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void tbc::registerAllPasses() {

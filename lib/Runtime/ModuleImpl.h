@@ -7,7 +7,10 @@
 #ifndef TBC_LIB_RUNTIME_MODULEIMPL_H
 #define TBC_LIB_RUNTIME_MODULEIMPL_H
 
+#include "tbc/Runtime/ModuleFile.h"
 #include "tbc/Runtime/Runtime.h"
+
+#include "DeviceExecutor.h"
 
 #include <cstdint>
 #include <dlfcn.h>
@@ -41,6 +44,12 @@ struct Arg {
   int id;
 };
 
+/// One GPU function of a kernel and its launch geometry (CudaKernelABI.h).
+struct LaunchInfo {
+  std::string symbol;
+  int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;
+};
+
 struct Step {
   int kernel;
   std::vector<Arg> args;
@@ -67,6 +76,15 @@ struct Module::Impl {
   using BufferEntry = detail::BufferEntry;
   using Step = detail::Step;
   using KernelFn = detail::KernelFn;
+  using LaunchInfo = detail::LaunchInfo;
+
+  /// The manifest's target, and its executor (none for the host CPU path).
+  std::string target;
+  std::unique_ptr<DeviceExecutor> device;
+  /// Why the bound weights could not be moved to the device (sessions fail).
+  std::string deviceError;
+  /// Per kernel: what the device launches for it (empty on the host).
+  std::vector<std::vector<LaunchInfo>> launches;
 
   void *library = nullptr;
   int memfd = -1;
@@ -95,6 +113,7 @@ struct Module::Impl {
   std::vector<std::vector<float>> weights; // by weight id, after binding
 
   ~Impl() {
+    device.reset(); // before the code it ran
     if (library)
       dlclose(library);
     if (memfd >= 0)
@@ -102,6 +121,8 @@ struct Module::Impl {
   }
 
   bool parseManifest(const std::string &text, Module &m, std::string &error);
+  /// The CPU path: dlopens the module's host code and resolves the kernels.
+  bool loadHostCode(const ModuleFile &file, const std::string &path, std::string &error);
   /// Checks that the manifest's parts agree with each other and with the
   /// shapes its kernels were compiled for (ManifestCheck.cpp); a manifest
   /// that passes cannot make a kernel or a weight transform step outside

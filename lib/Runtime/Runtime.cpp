@@ -135,6 +135,10 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     m.maxPositions_ = mp->asInt();
   if (m.maxPositions_ < 0)
     return bad("model.max_positions is negative");
+  if (const json::Value *t = root->get("target"); t && t->isString())
+    target = t->asString();
+  else
+    return bad("missing target");
   if (const json::Value *c = model->get("config")) {
     if (!c->isObject())
       return bad("model.config must be an object");
@@ -213,15 +217,34 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     const json::Value *sym = k.get("symbol");
     if (!sym || !sym->isString())
       return bad("a kernel lacks its symbol");
-    // Without code (manifest checks only) every kernel stays unresolved.
-    void *fn = library ? dlsym(library, sym->asString().c_str()) : nullptr;
-    if (library && !fn)
-      return bad("kernel '" + sym->asString() + "' is missing from the code");
-    kernels.push_back(reinterpret_cast<KernelFn>(fn));
+    // Resolved once the code is loaded (load()); manifest checks need none.
+    kernels.push_back(nullptr);
     kernelNames.push_back(sym->asString());
     const json::Value *rp = k.get("row_parallel");
     rowParallel.push_back(rp && rp->isBool() && rp->asBool());
-    gathers.push_back(sym->asString().find("embedding") != std::string::npos);
+    const json::Value *role = k.get("role");
+    if (!role || !role->isString())
+      return bad("kernel '" + sym->asString() + "' lacks its role");
+    gathers.push_back(role->asString() == "embedding");
+    launches.emplace_back();
+    if (const json::Value *ls = k.get("launches")) {
+      if (!ls->isArray())
+        return bad("kernel '" + sym->asString() + "' has malformed launches");
+      for (const json::Value &l : ls->elements()) {
+        LaunchInfo info;
+        const json::Value *s = l.get("symbol"), *block = l.get("block"),
+                          *gx = l.get("grid_x"), *rows = l.get("rows_per_block");
+        std::vector<int64_t> b;
+        if (!s || !s->isString() || !ints(block, b) || b.size() != 2 || !gx ||
+            !gx->isInteger() || !rows || !rows->isInteger())
+          return bad("kernel '" + sym->asString() + "' has a malformed launch");
+        info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt()};
+        if (info.blockX < 1 || info.blockY < 1 || info.blockX * info.blockY > 1024 ||
+            info.gridX < 1 || info.gridX > (int64_t(1) << 31) - 1 || info.rowsPerBlock < 1)
+          return bad("kernel '" + sym->asString() + "' has a launch outside the GPU's limits");
+        launches.back().push_back(std::move(info));
+      }
+    }
     Split split;
     if (const json::Value *c = k.get("columns"); c && c->isInteger())
       split = {c->asInt(), 32};
@@ -308,6 +331,55 @@ bool Module::checkManifest(const std::string &manifest, std::string &error) {
   return m.impl_->parseManifest(manifest, m, error);
 }
 
+bool Module::Impl::loadHostCode(const ModuleFile &file, const std::string &path,
+                                std::string &error) {
+  const CodeBlob *host = nullptr, *cpu = nullptr;
+  for (const CodeBlob &b : file.blobs) {
+    if (b.name == "host.so")
+      host = &b;
+    if (b.name == "host.cpu")
+      cpu = &b;
+  }
+  if (!host) {
+    error = path + ": the module carries no host code (compiled for another target?)";
+    return false;
+  }
+  // Without the record of what the code needs, loading it could die of
+  // SIGILL: a module without one is refused, not trusted.
+  if (!cpu) {
+    error = path + ": the module does not record the CPU its host code was "
+                   "compiled for (host.cpu); compile the model again (tbc compile)";
+    return false;
+  }
+  if (std::string missing = missingCpuFeatures(cpu->bytes); !missing.empty()) {
+    error = path + ": the host code was compiled for a CPU with " + missing +
+            ", which this CPU lacks; compile the model again on this "
+            "machine (tbc compile)";
+    return false;
+  }
+  // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
+  memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
+  if (memfd < 0 ||
+      write(memfd, host->bytes.data(), host->bytes.size()) != ssize_t(host->bytes.size())) {
+    error = path + ": cannot stage the host code: " + std::strerror(errno);
+    return false;
+  }
+  std::string fdPath = "/proc/self/fd/" + std::to_string(memfd);
+  library = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    error = path + ": cannot load the host code: " + dlerror();
+    return false;
+  }
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    kernels[k] = reinterpret_cast<KernelFn>(dlsym(library, kernelNames[k].c_str()));
+    if (!kernels[k]) {
+      error = path + ": manifest: kernel '" + kernelNames[k] + "' is missing from the code";
+      return false;
+    }
+  }
+  return true;
+}
+
 std::unique_ptr<Module> Module::load(const std::string &path,
                                      std::string &error) {
   std::string bytes;
@@ -323,48 +395,25 @@ std::unique_ptr<Module> Module::load(const std::string &path,
     return nullptr;
   }
   std::unique_ptr<Module> m(new Module());
-  const CodeBlob *host = nullptr, *cpu = nullptr;
-  for (const CodeBlob &b : file.blobs) {
-    if (b.name == "host.so")
-      host = &b;
-    if (b.name == "host.cpu")
-      cpu = &b;
-  }
-  if (!host) {
-    error = path + ": the module carries no host code (compiled for another target?)";
-    return nullptr;
-  }
-  // Without the record of what the code needs, loading it could die of
-  // SIGILL: a module without one is refused, not trusted.
-  if (!cpu) {
-    error = path + ": the module does not record the CPU its host code was "
-                   "compiled for (host.cpu); compile the model again (tbc compile)";
-    return nullptr;
-  }
-  if (std::string missing = missingCpuFeatures(cpu->bytes); !missing.empty()) {
-    error = path + ": the host code was compiled for a CPU with " + missing +
-            ", which this CPU lacks; compile the model again on this "
-            "machine (tbc compile)";
-    return nullptr;
-  }
-  // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
-  m->impl_->memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
-  if (m->impl_->memfd < 0 ||
-      write(m->impl_->memfd, host->bytes.data(), host->bytes.size()) !=
-          ssize_t(host->bytes.size())) {
-    error = path + ": cannot stage the host code: " + std::strerror(errno);
-    return nullptr;
-  }
-  std::string fdPath = "/proc/self/fd/" + std::to_string(m->impl_->memfd);
-  m->impl_->library = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!m->impl_->library) {
-    error = path + ": cannot load the host code: " + dlerror();
-    return nullptr;
-  }
-  if (!m->impl_->parseManifest(file.manifest, *m, why)) {
+  Impl &im = *m->impl_;
+  if (!im.parseManifest(file.manifest, *m, why)) {
     error = path + ": " + why;
     return nullptr;
   }
+  im.device = createDeviceExecutor(im.target, why);
+  if (!im.device && !why.empty()) {
+    error = path + ": " + why;
+    return nullptr;
+  }
+  if (im.device) {
+    if (!im.device->load(file, *m, why)) {
+      error = path + ": " + why;
+      return nullptr;
+    }
+    return m;
+  }
+  if (!im.loadHostCode(file, path, error))
+    return nullptr;
   return m;
 }
 
@@ -589,6 +638,8 @@ bool Module::bindWeights(const WeightStore &store, std::string &error,
   }
   im.takeParams(converted);
   im.runTransforms();
+  if (im.device && !im.device->weightsBound(*this, error))
+    return false;
   bound_ = true;
   return true;
 }
@@ -618,6 +669,9 @@ void Module::bindRandomWeights(uint64_t seed) {
   }
   im.takeParams(values);
   im.runTransforms();
+  im.deviceError.clear();
+  if (im.device && !im.device->weightsBound(*this, im.deviceError))
+    return; // sessions report deviceError
   bound_ = true;
 }
 
@@ -658,6 +712,8 @@ Session::Session(const Module &module, int64_t capacity)
   // session costs memory in proportion to what it has seen, not to the
   // model's maximum length (34 GB up front for Llama-3.1-8B's 131k).
   caches_.resize(module.impl().buffers.size());
+  if (module.impl().device)
+    deviceSession_ = module.impl().device->newSession(module, capacity_);
 }
 
 bool Session::growCaches(int64_t positions, std::string &error) {
@@ -730,7 +786,7 @@ bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits
                   std::string &error) {
   const Module::Impl &im = module_.impl();
   if (!module_.bound()) {
-    error = "no weights are bound to the module";
+    error = im.deviceError.empty() ? "no weights are bound to the module" : im.deviceError;
     return false;
   }
   int64_t T = int64_t(tokens.size());
@@ -749,8 +805,6 @@ bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits
             " positions; this session holds at most " + std::to_string(capacity_);
     return false;
   }
-  if (!growCaches(position_ + T, error))
-    return false;
   for (int32_t t : tokens)
     if (t < 0 || t >= module_.vocabSize()) {
       error = "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
@@ -760,6 +814,32 @@ bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits
   std::vector<int32_t> positions(static_cast<size_t>(T), 0);
   for (int64_t i = 0; i < T; ++i)
     positions[i] = int32_t(position_ + i);
+  if (deviceSession_) {
+    if (!deviceSession_->forward(tokens, positions, position_, logits, error))
+      return false;
+  } else if (!runOnHost(tokens, positions, logits, error)) {
+    return false;
+  }
+  position_ += T;
+  // NaN or infinite logits would make greedy decoding print token 0 forever.
+  if (size_t i = firstNonFinite(logits.data(), logits.size()); i < logits.size()) {
+    int64_t vocab = module_.vocabSize();
+    error = "the forward produced a non-finite logit (" +
+            std::string(std::isnan(logits[i]) ? "NaN" : "infinity") + ") at position " +
+            std::to_string(position_ - T + int64_t(i) / vocab) + ", vocabulary entry " +
+            std::to_string(int64_t(i) % vocab) + "; the weights or activations overflow f32";
+    return false;
+  }
+  return true;
+}
+
+bool Session::runOnHost(const std::vector<int32_t> &tokens,
+                        const std::vector<int32_t> &positions, std::vector<float> &logits,
+                        std::string &error) {
+  const Module::Impl &im = module_.impl();
+  int64_t T = int64_t(tokens.size());
+  if (!growCaches(position_ + T, error))
+    return false;
 
   // Activation buffers are allocated on first write and recycled after
   // their last reader (views keep their root alive).
@@ -910,15 +990,5 @@ bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits
       }
   }
   logits = std::move(acts[im.output]);
-  position_ += T;
-  // NaN or infinite logits would make greedy decoding print token 0 forever.
-  if (size_t i = firstNonFinite(logits.data(), logits.size()); i < logits.size()) {
-    int64_t vocab = module_.vocabSize();
-    error = "the forward produced a non-finite logit (" +
-            std::string(std::isnan(logits[i]) ? "NaN" : "infinity") + ") at position " +
-            std::to_string(position_ - T + int64_t(i) / vocab) + ", vocabulary entry " +
-            std::to_string(int64_t(i) % vocab) + "; the weights or activations overflow f32";
-    return false;
-  }
   return true;
 }

@@ -2,7 +2,7 @@
 
 #include "tbc/Target/Manifest.h"
 
-#include "tbc/Conversion/KernelABI.h"
+#include "tbc/Target/TargetBackend.h"
 #include "tbc/Dialect/TbcDialect.h"
 #include "tbc/Support/Json.h"
 
@@ -44,10 +44,10 @@ struct Ref {
 
 class Flattener {
 public:
-  Flattener(ModuleOp module, StringRef sourceConfig)
-      : module(module), sourceConfig(sourceConfig) {}
+  Flattener(ModuleOp module, const TargetBackend &backend, StringRef sourceConfig)
+      : module(module), backend(backend), sourceConfig(sourceConfig) {}
 
-  LogicalResult run(std::string &json, StringRef target) {
+  LogicalResult run(std::string &json) {
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward)
       return module.emitError("the module has no @forward function");
@@ -77,7 +77,7 @@ public:
       return forward.emitError("@forward must return the logits");
 
     std::string out = "{\n  \"format\": \"tbcm\",\n  \"version\": 1,\n";
-    out += "  \"target\": " + quote(target) + ",\n";
+    out += "  \"target\": " + quote(backend.name()) + ",\n";
     out += "  \"model\": {\"architecture\": " +
            quote(stringAttr("tbc.architecture")) +
            ", \"vocab_size\": " + std::to_string(intAttr("tbc.vocab_size")) +
@@ -103,6 +103,7 @@ public:
 
 private:
   ModuleOp module;
+  const TargetBackend &backend;
   StringRef sourceConfig;
   std::vector<std::string> params, weights, buffers, kernels, steps;
   llvm::StringMap<int> paramIds, kernelIds;
@@ -127,19 +128,15 @@ private:
     return r;
   }
 
-  /// The panel-packed copy of projection weight `w` (one per weight).
+  /// The packed copy of weight `w` (one per weight) in the backend's layout.
   llvm::DenseMap<int, Ref> packedWeights;
-  Ref packedWeight(Ref w, func::FuncOp kernel) {
+  Ref packedWeight(Ref w, const PackedOperand &p) {
     auto it = packedWeights.find(w.id);
     if (it != packedWeights.end())
       return it->second;
-    Operation *op = &kernel.getBody().front().front();
-    bool inOut = packedOperandInOut(op);
-    auto shape = cast<ShapedType>(kernel.getFunctionType().getInput(*packedOperand(op)))
-                     .getShape();
     Ref packed = newWeight("{\"op\": \"pack\", \"inputs\": [" + std::to_string(w.id) +
-                           "], \"in_out\": " + (inOut ? "true" : "false") +
-                           ", \"shape\": " + shapeJson(packedWeightShape(shape, inOut)) + "}");
+                           "], \"in_out\": " + (p.inOut ? "true" : "false") +
+                           ", \"shape\": " + shapeJson(p.shape) + "}");
     packedWeights[w.id] = packed;
     return packed;
   }
@@ -177,14 +174,13 @@ private:
     };
     FunctionType type = kernel.getFunctionType();
     Operation *op = &kernel.getBody().front().front();
-    std::optional<unsigned> packed = packedOperand(op);
+    std::optional<PackedOperand> packed = backend.packedOperand(op);
     for (auto [i, t] : llvm::enumerate(
              llvm::concat<const Type>(type.getInputs(), type.getResults()))) {
-      ArrayRef<int64_t> shape = cast<ShapedType>(t).getShape();
-      if (packed && i == *packed)
-        addShape(packedWeightShape(shape, packedOperandInOut(op)));
+      if (packed && i == packed->operand)
+        addShape(packed->shape);
       else
-        addShape(shape);
+        addShape(cast<ShapedType>(t).getShape());
     }
     if (kernel->hasAttr("tbc.kv_cache")) {
       auto attn = cast<AttentionOp>(kernel.getBody().front().front());
@@ -195,7 +191,7 @@ private:
     // A ranged kernel's last operand is the [begin, end) of its work: output
     // columns of a projection, key/value heads of an attention.
     std::string units;
-    if (std::optional<int64_t> n = workUnits(kernel)) {
+    if (std::optional<int64_t> n = backend.workUnits(kernel)) {
       addShape({2});
       units = std::string(", \"") +
               (kernel->hasAttr("tbc.kv_cache") ? "kv_heads" : "columns") +
@@ -203,14 +199,16 @@ private:
     }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
                       quote(kernel.getSymName()) + ", \"symbol\": " +
-                      quote((kernel.getSymName() + "_packed").str()) +
+                      quote(backend.symbol(kernel)) + ", \"role\": " +
+                      quote(kernelRole(op)) +
                       ", \"kv_cache\": " +
                       (kernel->hasAttr("tbc.kv_cache") ? "true" : "false") +
                       // Every kernel but attention treats the chunk's rows
                       // independently, so the runtime may split them.
                       ", \"row_parallel\": " +
                       (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") +
-                      units + ", \"signature\": [" + signature + "]}");
+                      units + backend.kernelFields(kernel) +
+                      ", \"signature\": [" + signature + "]}");
     return id;
   }
 
@@ -292,9 +290,9 @@ private:
         SmallVector<Ref> in = inputs();
         // Projections read their weight and embeddings their table packed
         // in panels (KernelABI.h): the runtime packs once, at bind time.
-        if (std::optional<unsigned> p =
-                packedOperand(&callee.getBody().front().front()))
-          in[*p] = packedWeight(in[*p], callee);
+        if (std::optional<PackedOperand> p =
+                backend.packedOperand(&callee.getBody().front().front()))
+          in[p->operand] = packedWeight(in[p->operand], *p);
         for (Ref r : in)
           args += (args.empty() ? "" : ", ") + r.json();
         for (Value r : call.getResults()) {
@@ -330,10 +328,11 @@ private:
 };
 } // namespace
 
-FailureOr<std::string> tbc::buildManifest(ModuleOp outlined, StringRef target,
+FailureOr<std::string> tbc::buildManifest(ModuleOp outlined,
+                                          const TargetBackend &target,
                                           StringRef sourceConfig) {
   std::string json;
-  if (failed(Flattener(outlined, sourceConfig).run(json, target)))
+  if (failed(Flattener(outlined, target, sourceConfig).run(json)))
     return failure();
   return json;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 namespace tbc::rt {
+class DeviceSession;
 
 struct ParamInfo {
   std::string name;
@@ -129,6 +130,9 @@ public:
 private:
   bool run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
            std::string &error);
+  /// The schedule on this process's CPU (the module's host code).
+  bool runOnHost(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+                 std::vector<float> &logits, std::string &error);
   /// Makes every key/value cache hold at least `positions` rows.
   bool growCaches(int64_t positions, std::string &error);
 
@@ -139,6 +143,8 @@ private:
   std::vector<std::vector<float>> caches_; // indexed by buffer id
   /// Activation buffers between calls, by size (reused, never freed).
   std::multimap<size_t, std::vector<float>> spare_;
+  /// The session's state on the module's device (none on the host path).
+  std::unique_ptr<DeviceSession> deviceSession_;
   bool profiling_ = false;
   std::vector<KernelTime> profile_;
 };

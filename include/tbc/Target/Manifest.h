@@ -20,8 +20,10 @@ namespace tbc {
 /// `sourceConfig` (a JSON object, or empty) is the config.json fields the
 /// model was read from (ModelSpec::sourceConfig): the runtime checks a
 /// checkpoint's config against it when binding weights.
+class TargetBackend;
+
 mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp outlined,
-                                           llvm::StringRef target,
+                                           const TargetBackend &target,
                                            llvm::StringRef sourceConfig = "");
 
 } // namespace tbc

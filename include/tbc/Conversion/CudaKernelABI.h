@@ -1,0 +1,58 @@
+//===- CudaKernelABI.h - how the CUDA kernels are launched ------*- C++ -*-===//
+//
+// One definition, shared by the lowering (`--tbc-lower-to-gpu`, which writes
+// the gpu.func bodies for this geometry) and the module writer (which records
+// it in the manifest for the runtime's CUDA executor):
+//
+// * Every outlined tbc kernel becomes one or more `gpu.func`s, launched in
+//   order (attention: append the chunk to the key/value caches, then attend).
+// * Each takes the kernel's operands, its results, the key/value caches
+//   (attention), then two i64 scalars: T (rows of the chunk) and the number
+//   of positions cached before it. Activations are [T, width] memrefs with a
+//   dynamic row stride and offset (views of a fused projection's output);
+//   weights are their static shapes; token ids and positions are [T] i32.
+// * Grid x is fixed per function; grid y counts blocks of `rowsPerBlock`
+//   rows, at most kMaxGridY (kernels stride over the rest).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_CONVERSION_CUDAKERNELABI_H
+#define TBC_CONVERSION_CUDAKERNELABI_H
+
+#include "mlir/IR/Operation.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace tbc::cuda {
+
+constexpr int64_t kMaxGridY = 65535;
+/// Threads of a block in the pointwise kernels.
+constexpr int64_t kPointwiseBlock = 256;
+/// Warps of a block in row-reduction and projection kernels.
+constexpr int64_t kWarpsPerBlock = 8;
+/// Token rows a projection warp computes at once (each weight row it reads
+/// serves this many tokens).
+constexpr int64_t kProjectionRows = 8;
+/// Query heads an attention block handles (one warp each).
+constexpr int64_t kAttentionWarps = 4;
+
+struct Launch {
+  std::string suffix; // appended to the kernel's symbol
+  int64_t blockX = 1, blockY = 1;
+  int64_t gridX = 1;
+  int64_t rowsPerBlock = 1;
+};
+
+/// The gpu.funcs the outlined op `op` becomes, in launch order.
+llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op);
+
+/// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
+/// [in, out] Conv1D weights: the runtime transposes them at bind time as a
+/// `pack` with a panel width of 1).
+bool transposesWeight(mlir::Operation *op);
+
+} // namespace tbc::cuda
+
+#endif // TBC_CONVERSION_CUDAKERNELABI_H

@@ -1,0 +1,95 @@
+//===- TargetBackend.h - what a code-generation target provides -*- C++ -*-===//
+//
+// The compiler is target-independent up to `--tbc-outline-kernels`. A target
+// backend takes it from there: the pass pipelines from outlined kernels to
+// code (each stage is an `--emit` name), the kernel ABI the module writer
+// records in the manifest (which operand is read in a bind-time layout, work
+// ranges, launch data), and the serialisation of the lowered module into the
+// named code blobs of a .tbcm. Backends are siblings registered by name in
+// lib/Target/Registry.cpp; nothing else names a target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_TARGET_TARGETBACKEND_H
+#define TBC_TARGET_TARGETBACKEND_H
+
+#include "tbc/Runtime/ModuleFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tbc {
+
+/// One stage of a backend's lowering: `--emit <name>` stops after it.
+struct TargetStage {
+  std::string name;
+  std::string description;
+  std::function<mlir::LogicalResult(mlir::OpPassManager &)> build;
+};
+
+/// An operand a kernel reads in a layout the runtime makes at bind time
+/// (the manifest's `pack` weight transform).
+struct PackedOperand {
+  unsigned operand;
+  bool inOut; // the checkpoint's tensor is [in, out]
+  llvm::SmallVector<int64_t, 3> shape; // [panels, in, panel width]
+};
+
+/// What the user asked of the target (`tbc compile` flags).
+struct TargetOptions {
+  /// CUDA: the GPU architectures to emit code for (sm_80, sm_90, ...).
+  std::vector<std::string> cudaArchs{"sm_80", "sm_90"};
+};
+
+class TargetBackend {
+public:
+  virtual ~TargetBackend() = default;
+  virtual llvm::StringRef name() const = 0;
+
+  /// Refuses an element type the backend cannot compile (empty: fine).
+  virtual std::string checkDtype(llvm::StringRef dtype) const = 0;
+  /// Refuses options the backend cannot honour (empty: fine).
+  virtual std::string checkOptions(const TargetOptions &options) const { return ""; }
+  /// The stages after outlining, in order.
+  virtual std::vector<TargetStage> stages(const TargetOptions &options) const = 0;
+
+  // The kernel ABI, as the module writer records it.
+  /// The operand of `op` (an outlined kernel's op) read packed, if any.
+  virtual std::optional<PackedOperand> packedOperand(mlir::Operation *op) const = 0;
+  /// Units a kernel's work range counts (it takes [begin, end) as a last
+  /// operand), or none.
+  virtual std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) const = 0;
+  /// The code symbol the runtime resolves for a kernel.
+  virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
+  /// Extra JSON members of the kernel's manifest entry (", \"key\": ..."),
+  /// e.g. launch geometry.
+  virtual std::string kernelFields(mlir::func::FuncOp kernel) const { return ""; }
+
+  /// The code blobs of the module after the last stage.
+  virtual mlir::FailureOr<std::vector<rt::CodeBlob>>
+  serialize(mlir::ModuleOp lowered, std::string &error) const = 0;
+};
+
+/// The backends (one line each in lib/Target/Registry.cpp).
+std::unique_ptr<TargetBackend> createCpuBackend();
+std::unique_ptr<TargetBackend> createCudaBackend();
+
+/// The backend registered as `name`, or nullptr.
+const TargetBackend *lookupTargetBackend(llvm::StringRef name);
+/// Every registered backend's name, in registration order.
+std::vector<std::string> targetBackendNames();
+
+/// The role of an outlined kernel's op, recorded in the manifest so that the
+/// runtime never infers it from a symbol name: embedding, projection,
+/// attention, norm or pointwise.
+llvm::StringRef kernelRole(mlir::Operation *op);
+
+} // namespace tbc
+
+#endif // TBC_TARGET_TARGETBACKEND_H

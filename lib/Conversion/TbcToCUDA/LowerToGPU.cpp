@@ -1,0 +1,716 @@
+//===- LowerToGPU.cpp - outlined tbc kernels -> gpu.func (the CUDA path) --===//
+//
+// Every `tbc.kernel` function becomes the gpu.funcs of CudaKernelABI.h in
+// one `gpu.module @tbc_kernels`, written directly with gpu/scf/arith/math/
+// memref/vector ops (hand-shaped kernels, not a generic tiling):
+//
+// * pointwise ops (add, glu, activation, soft-cap, embedding gather, RoPE,
+//   sinusoidal positions, grouped split, the KV-cache append): one thread per
+//   element of a row, one block row per token row;
+// * norms (RMS with groups, Layer, add+norm): one warp per row (or group),
+//   two passes over it in registers' reach, butterfly shuffles for the sums;
+// * projections (plain and fused): one warp per output column and
+//   kProjectionRows token rows, so each weight row is read once per 8 tokens
+//   with 128-bit loads; the norm statistic is the prologue, bias / GLU /
+//   activation / soft-cap the epilogue, exactly as `tbc.fused_linear` says;
+// * attention: one warp per (query row, head), online softmax over the
+//   visible cached positions (no score matrix anywhere), head dims split
+//   across the lanes.
+//
+// Arithmetic is f32. The transcendental math ops become libdevice calls in
+// `convert-gpu-to-nvvm` (linked by `gpu-module-to-binary`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Conversion/CudaKernelABI.h"
+#include "tbc/Support/Rope.h"
+#include "tbc/Transforms/Passes.h"
+
+#include "../TbcToLinalg/KernelBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace tbc {
+#define GEN_PASS_DEF_TBCLOWERTOGPU
+#include "tbc/TbcPasses.h.inc"
+} // namespace tbc
+
+using namespace tbc;
+
+//===----------------------------------------------------------------------===//
+// Launch geometry (CudaKernelABI.h)
+//===----------------------------------------------------------------------===//
+
+static int64_t lastDim(Type t) { return cast<ShapedType>(t).getShape().back(); }
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool cuda::transposesWeight(Operation *op) {
+  if (auto l = dyn_cast<LinearOp>(op))
+    return l.getWeightInOut();
+  if (auto f = dyn_cast<FusedLinearOp>(op))
+    return f.getWeightInOut();
+  return false;
+}
+
+SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op) {
+  auto pointwise = [](int64_t width) {
+    return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1};
+  };
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
+            Launch{"_attend", 32, kAttentionWarps,
+                   ceilDiv(a.getNumHeads(), kAttentionWarps), 1}};
+  if (isa<LinearOp, FusedLinearOp>(op))
+    return {Launch{"", 32, kWarpsPerBlock,
+                   ceilDiv(lastDim(op->getResult(0).getType()), kWarpsPerBlock),
+                   kProjectionRows}};
+  if (auto n = dyn_cast<RMSNormOp>(op))
+    return {Launch{"", 32, kWarpsPerBlock, ceilDiv(n.getNumGroups(), kWarpsPerBlock), 1}};
+  if (isa<LayerNormOp, AddNormOp>(op))
+    return {Launch{"", 32, kWarpsPerBlock, 1, 1}};
+  if (auto s = dyn_cast<SplitOp>(op))
+    return {pointwise(lastDim(s.getInput().getType()))};
+  return {pointwise(lastDim(op->getResult(0).getType()))};
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Builder helpers
+//===----------------------------------------------------------------------===//
+
+/// Index and f32 arithmetic, GPU ids, loops and warp reductions.
+struct G {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t c) { return c ? add(x, idx(c)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, loc, x, idx(c)); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, loc, x, idx(c)); }
+  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, loc, x, idx(c)); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value lt(Value x, int64_t c) { return lt(x, idx(c)); }
+  Value eq(Value x, int64_t c) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value acc) { return math::FmaOp::create(b, loc, x, y, acc); }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value rsqrt(Value x) { return fdiv(f32(1.0), math::SqrtOp::create(b, loc, x)); }
+  Value toF32(Value i32) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32); }
+  Value toIndex(Value i32) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32);
+  }
+
+  Value tid(gpu::Dimension d) { return gpu::ThreadIdOp::create(b, loc, d); }
+  Value bid(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
+  Value gridDim(gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d); }
+
+  Value load(Value m, ValueRange i) { return memref::LoadOp::create(b, loc, m, i); }
+  void store(Value v, Value m, ValueRange i) { memref::StoreOp::create(b, loc, v, m, i); }
+
+  using LoopBody = llvm::function_ref<SmallVector<Value>(Value, ValueRange)>;
+  /// for (iv = lb; iv < ub; iv += step) with loop-carried `init`.
+  SmallVector<Value> loop(Value lb, Value ub, Value step, ValueRange init,
+                          LoopBody body) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
+    if (init.empty()) // the builder added an empty scf.yield: ours replaces it
+      f.getBody()->getTerminator()->erase();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(f.getResults());
+  }
+  void loop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
+    loop(lb, ub, step, ValueRange{}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+  void ifThen(Value cond, llvm::function_ref<void()> body) {
+    auto i = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(i.thenBlock());
+    body();
+  }
+  /// The sum of `v` over the 32 lanes of a warp, in every lane.
+  Value warpSum(Value v) {
+    for (int32_t offset : {16, 8, 4, 2, 1})
+      v = fadd(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+    return v;
+  }
+};
+
+/// Memref types of the ABI (CudaKernelABI.h).
+MemRefType activationType(MLIRContext *ctx, int64_t width) {
+  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                       {ShapedType::kDynamic, 1});
+  return MemRefType::get({ShapedType::kDynamic, width}, Float32Type::get(ctx), layout);
+}
+
+Type abiType(Type t, MLIRContext *ctx) {
+  auto tensor = cast<RankedTensorType>(t);
+  if (tensor.getElementType().isInteger(32))
+    return MemRefType::get({ShapedType::kDynamic}, tensor.getElementType());
+  if (tensor.hasStaticShape())
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  return activationType(ctx, tensor.getShape().back());
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel bodies
+//===----------------------------------------------------------------------===//
+
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, ModuleOp module, gpu::GPUModuleOp gpuModule,
+          int index)
+      : g{b, loc}, b(b), loc(loc), module(module), gpuModule(gpuModule),
+        index(index) {}
+
+  /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
+  LogicalResult lower(func::FuncOp kernel) {
+    Operation *op = &kernel.getBody().front().front();
+    MLIRContext *ctx = b.getContext();
+    SmallVector<Type> args;
+    for (Type t : kernel.getArgumentTypes())
+      args.push_back(abiType(t, ctx));
+    if (cuda::transposesWeight(op)) {
+      auto w = cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape();
+      args[1] = MemRefType::get({w[1], w[0], 1}, b.getF32Type());
+    }
+    for (Type t : kernel.getResultTypes())
+      args.push_back(abiType(t, ctx));
+    unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
+    bool cached = kernel->hasAttr("tbc.kv_cache");
+    if (cached) {
+      auto a = cast<AttentionOp>(op);
+      auto cache = MemRefType::get({ShapedType::kDynamic, a.getNumKvHeads() * a.getHeadDim()},
+                                   b.getF32Type());
+      args.append({cache, cache});
+    }
+    args.append({b.getIndexType(), b.getIndexType()}); // T, past
+    for (const cuda::Launch &launch : cuda::launchesFor(op)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
+                                       b.getFunctionType(args, {}));
+      fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+          {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
+      b.setInsertionPointToStart(&fn.getBody().front());
+      ValueRange all = fn.getArguments();
+      T = all[all.size() - 2];
+      past = all.back();
+      ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
+      ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
+      if (failed(emit(op, launch, in, out, caches)))
+        return failure();
+      gpu::ReturnOp::create(b, loc);
+    }
+    return success();
+  }
+
+private:
+  G g;
+  OpBuilder &b;
+  Location loc;
+  ModuleOp module;
+  gpu::GPUModuleOp gpuModule;
+  int index;
+  Value T, past;
+
+  static int64_t width(Value v) { return cast<MemRefType>(v.getType()).getShape().back(); }
+
+  LogicalResult emit(Operation *op, const cuda::Launch &launch, ValueRange in,
+                     ValueRange out, ValueRange caches) {
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](AttentionOp a) {
+          if (launch.suffix.empty())
+            return appendToCaches(in[1], in[2], caches);
+          return attention(a, in[0], caches, out[0]);
+        })
+        .Case([&](LinearOp l) {
+          return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), out[0],
+                            std::nullopt, 0.0, std::nullopt, false, std::nullopt);
+        })
+        .Case([&](FusedLinearOp f) {
+          unsigned next = 2;
+          Value bias = f.getBias() ? in[next++] : Value();
+          Value corr = f.getMeanCorrection() ? in[next++] : Value();
+          std::optional<double> cap;
+          if (f.getSoftcap())
+            cap = f.getSoftcap()->convertToDouble();
+          return projection(in[0], in[1], bias, corr, out[0], f.getNorm(),
+                            f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
+                            f.getGlu(), cap);
+        })
+        .Case([&](RMSNormOp n) {
+          return rowNorm(NormKind::rms, Value(), in[0], in[1], Value(), Value(), out[0],
+                         n.getEps().convertToDouble(), n.getGainOffsetValue(),
+                         n.getNumGroups());
+        })
+        .Case([&](LayerNormOp n) {
+          return rowNorm(NormKind::layer, Value(), in[0], in[1], n.getBias() ? in[2] : Value(),
+                         Value(), out[0], n.getEps().convertToDouble(), 0.0, 1);
+        })
+        .Case([&](AddNormOp n) {
+          double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+          return rowNorm(n.getKind(), in[0], in[1], in[2], n.getBias() ? in[3] : Value(),
+                         out[0], out[1], n.getEps().convertToDouble(), off, 1);
+        })
+        .Case([&](EmbeddingOp e) {
+          std::optional<double> scale;
+          if (e.getScale())
+            scale = e.getScale()->convertToDouble();
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            Value row = g.toIndex(g.load(in[1], t));
+            Value v = g.load(in[0], {row, c});
+            if (scale)
+              v = g.fmul(v, g.f32(*scale));
+            g.store(v, out[0], {t, c});
+          });
+        })
+        .Case([&](SplitOp s) {
+          int64_t groups = s.getNumGroups(), perGroup = width(in[0]) / groups;
+          // Thread c reads input column c and writes it to its result.
+          return pointwise(width(in[0]), [&](Value t, Value c) {
+            Value v = g.load(in[0], {t, c});
+            Value grp = g.div(c, perGroup), j = g.rem(c, perGroup);
+            int64_t at = 0;
+            for (Value o : out) {
+              int64_t w = width(o) / groups;
+              Value mine = g.andi(
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, g.idx(at)),
+                  g.lt(j, at + w));
+              g.ifThen(mine, [&] {
+                g.store(v, o, {t, g.add(g.mul(grp, w), g.sub(j, g.idx(at)))});
+              });
+              at += w;
+            }
+          });
+        })
+        .Case([&](RopeOp r) { return rope(r, in[0], in[1], out[0]); })
+        .Case([&](SinusoidalPositionsOp s) {
+          double base = s.getBase().convertToDouble();
+          int64_t w = width(out[0]);
+          return pointwise(w, [&](Value t, Value c) {
+            Value odd = g.rem(c, 2);
+            Value even = g.sub(c, odd);
+            Value e = arith::UIToFPOp::create(
+                b, loc, b.getF32Type(),
+                arith::IndexCastOp::create(b, loc, b.getI32Type(), even));
+            Value denom = math::PowFOp::create(b, loc, g.f32(base), g.fdiv(e, g.f32(double(w))));
+            Value angle = g.fdiv(g.toF32(g.load(in[0], t)), denom);
+            Value v = g.select(g.eq(odd, 0), math::SinOp::create(b, loc, angle),
+                               math::CosOp::create(b, loc, angle));
+            g.store(v, out[0], {t, c});
+          });
+        })
+        .Case([&](GluOp op) {
+          Activation act = op.getAct();
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            Value y = g.fmul(emitActivation(b, loc, act, g.load(in[0], {t, c})),
+                             g.load(in[1], {t, c}));
+            g.store(y, out[0], {t, c});
+          });
+        })
+        .Case([&](ActivationOp op) {
+          Activation act = op.getAct();
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            g.store(emitActivation(b, loc, act, g.load(in[0], {t, c})), out[0], {t, c});
+          });
+        })
+        .Case([&](SoftcapOp op) {
+          double cap = op.getCap().convertToDouble();
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            g.store(emitSoftcap(b, loc, cap, g.load(in[0], {t, c})), out[0], {t, c});
+          });
+        })
+        .Case([&](AddOp) {
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            g.store(g.fadd(g.load(in[0], {t, c}), g.load(in[1], {t, c})), out[0], {t, c});
+          });
+        })
+        .Default([&](Operation *o) { return o->emitOpError("has no CUDA lowering"); });
+  }
+
+  /// Token rows of the chunk this block handles, `rows` at a time: blocks
+  /// stride over them when the chunk has more than kMaxGridY blocks' worth.
+  void forRowTiles(int64_t rows, llvm::function_ref<void(Value)> body) {
+    Value first = g.mul(g.bid(gpu::Dimension::y), rows);
+    Value step = g.mul(g.gridDim(gpu::Dimension::y), rows);
+    g.loop(first, T, step, body);
+  }
+
+  /// fn(t, c) for every column c < width of every row t, one thread each.
+  LogicalResult pointwise(int64_t w, llvm::function_ref<void(Value, Value)> fn) {
+    Value c = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kPointwiseBlock),
+                    g.tid(gpu::Dimension::x));
+    g.ifThen(g.lt(c, w), [&] { forRowTiles(1, [&](Value t) { fn(t, c); }); });
+    return success();
+  }
+
+  LogicalResult appendToCaches(Value k, Value v, ValueRange caches) {
+    return pointwise(width(k), [&](Value t, Value c) {
+      Value row = g.add(past, t);
+      g.store(g.load(k, {t, c}), caches[0], {row, c});
+      g.store(g.load(v, {t, c}), caches[1], {row, c});
+    });
+  }
+
+  /// sum over i in [lane, n) step 32 of f(i), summed over the warp.
+  Value warpReduce(Value lane, int64_t n, llvm::function_ref<Value(Value)> f) {
+    Value part = g.loop(lane, g.idx(n), g.idx(32), ValueRange{g.f32(0.0)},
+                        [&](Value i, ValueRange acc) {
+                          return SmallVector<Value>{g.fadd(acc[0], f(i))};
+                        })[0];
+    return g.warpSum(part);
+  }
+
+  /// One warp per row (per group): RMSNorm, LayerNorm, or with `lhs` the
+  /// residual add first (`sum` receives it).
+  LogicalResult rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
+                        Value out, double eps, double offset, int64_t groups) {
+    int64_t glen = width(x) / groups;
+    Value lane = g.tid(gpu::Dimension::x);
+    Value grp = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
+                      g.tid(gpu::Dimension::y));
+    g.ifThen(g.lt(grp, groups), [&] {
+      forRowTiles(1, [&](Value t) {
+        Value base = g.mul(grp, glen);
+        Value src = x;
+        if (lhs) { // sum = lhs + x, then normalise the sum
+          g.loop(lane, g.idx(glen), g.idx(32), [&](Value i) {
+            Value c = g.add(base, i);
+            g.store(g.fadd(g.load(lhs, {t, c}), g.load(x, {t, c})), sum, {t, c});
+          });
+          src = sum;
+        }
+        auto at = [&](Value i) { return g.load(src, {t, g.add(base, i)}); };
+        Value inv = g.f32(1.0 / double(glen));
+        Value mean, rstd;
+        if (kind == NormKind::rms) {
+          Value ss = warpReduce(lane, glen, [&](Value i) {
+            Value v = at(i);
+            return g.fmul(v, v);
+          });
+          rstd = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
+        } else {
+          mean = g.fmul(warpReduce(lane, glen, at), inv);
+          Value var = warpReduce(lane, glen, [&](Value i) {
+            Value d = g.fsub(at(i), mean);
+            return g.fmul(d, d);
+          });
+          rstd = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
+        }
+        g.loop(lane, g.idx(glen), g.idx(32), [&](Value i) {
+          Value v = at(i);
+          Value gain = g.load(w, i);
+          Value y;
+          if (kind == NormKind::rms) {
+            if (offset != 0.0)
+              gain = g.fadd(g.f32(offset), gain);
+            y = g.fmul(g.fmul(v, rstd), gain);
+          } else {
+            y = g.fmul(g.fmul(g.fsub(v, mean), rstd), gain);
+            if (bias)
+              y = g.fadd(y, g.load(bias, i));
+          }
+          g.store(y, out, {t, g.add(base, i)});
+        });
+      });
+    });
+    return success();
+  }
+
+  /// One warp per output column o and kProjectionRows token rows:
+  /// z = prologue(x W[o]^T) + b[o], then the epilogue.
+  LogicalResult projection(Value x, Value w, Value bias, Value corr, Value out,
+                           std::optional<NormKind> norm, double eps,
+                           std::optional<Activation> act, bool glu,
+                           std::optional<double> cap) {
+    constexpr int64_t R = cuda::kProjectionRows;
+    auto wType = cast<MemRefType>(w.getType());
+    bool transposed = wType.getRank() == 3;
+    int64_t K = width(x), N = width(out);
+    int64_t V = K % 4 == 0 ? 4 : 1; // 128-bit loads when rows allow
+    auto vec = VectorType::get({V}, b.getF32Type());
+    Value lane = g.tid(gpu::Dimension::x);
+    Value o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
+                    g.tid(gpu::Dimension::y));
+    Value zero = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    auto loadW = [&](Value row, Value k) -> Value {
+      if (transposed) // [out, in, 1]: row-major with a unit trailing dim
+        return V == 1 ? vector::BroadcastOp::create(b, loc, vec,
+                                                    g.load(w, {row, k, g.idx(0)}))
+                            .getResult()
+                      : Value();
+      if (V == 1)
+        return vector::BroadcastOp::create(b, loc, vec, g.load(w, {row, k}));
+      auto load = vector::LoadOp::create(b, loc, vec, w, ValueRange{row, k});
+      load.setAlignment(16); // rows of K % 4 == 0 floats from a 256-byte base
+      return load;
+    };
+    if (transposed && V == 4) {
+      // View [out, in, 1] as [out, in] for the vector loads.
+      w = memref::CollapseShapeOp::create(b, loc, w,
+                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+      transposed = false;
+    }
+    auto loadX = [&](Value t, Value k) -> Value {
+      if (V == 1)
+        return vector::BroadcastOp::create(b, loc, vec, g.load(x, {t, k}));
+      return vector::LoadOp::create(b, loc, vec, x, ValueRange{t, k});
+    };
+    g.ifThen(g.lt(o, N), [&] {
+      forRowTiles(R, [&](Value t0) {
+        SmallVector<Value> rows;
+        Value last = g.sub(T, g.idx(1));
+        for (int64_t r = 0; r < R; ++r)
+          rows.push_back(g.min(g.add(t0, r), last)); // reads stay in bounds
+        // Prologue: each row's statistics, two passes for LayerNorm.
+        SmallVector<Value> mean(R), rstd(R);
+        Value inv = g.f32(1.0 / double(K));
+        for (int64_t r = 0; r < R && norm; ++r) {
+          auto at = [&](Value k) { return g.load(x, {rows[r], k}); };
+          if (*norm == NormKind::rms) {
+            Value ss = warpReduce(lane, K, [&](Value k) {
+              Value v = at(k);
+              return g.fmul(v, v);
+            });
+            rstd[r] = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
+          } else {
+            mean[r] = g.fmul(warpReduce(lane, K, at), inv);
+            Value var = warpReduce(lane, K, [&](Value k) {
+              Value d = g.fsub(at(k), mean[r]);
+              return g.fmul(d, d);
+            });
+            rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
+          }
+        }
+        // Main loop: R (or 2R for a GLU's gate and up rows) dot products.
+        int64_t halves = glu ? 2 : 1;
+        SmallVector<Value> init(R * halves, zero);
+        SmallVector<Value> acc = g.loop(
+            g.mul(lane, V), g.idx(K), g.idx(32 * V), init, [&](Value k, ValueRange a) {
+              SmallVector<Value> wv;
+              for (int64_t h = 0; h < halves; ++h)
+                wv.push_back(loadW(g.add(o, h * N), k));
+              SmallVector<Value> next;
+              for (int64_t h = 0; h < halves; ++h)
+                for (int64_t r = 0; r < R; ++r)
+                  next.push_back(vector::FMAOp::create(b, loc, loadX(rows[r], k), wv[h],
+                                                       a[h * R + r]));
+              return next;
+            });
+        // Epilogue, lane r writing row t0 + r.
+        SmallVector<Value> y;
+        for (int64_t r = 0; r < R; ++r) {
+          auto z = [&](int64_t h) {
+            Value v = g.warpSum(vector::ReductionOp::create(
+                b, loc, vector::CombiningKind::ADD, acc[h * R + r]));
+            Value col = g.add(o, h * N);
+            if (corr)
+              v = g.fsub(v, g.fmul(mean[r], g.load(corr, col)));
+            if (norm)
+              v = g.fmul(v, rstd[r]);
+            if (bias)
+              v = g.fadd(v, g.load(bias, col));
+            return v;
+          };
+          Value v = z(0);
+          if (glu)
+            v = g.fmul(emitActivation(b, loc, *act, v), z(1));
+          else if (act)
+            v = emitActivation(b, loc, *act, v);
+          if (cap)
+            v = emitSoftcap(b, loc, *cap, v);
+          y.push_back(v);
+        }
+        Value mine = y[0];
+        for (int64_t r = 1; r < R; ++r)
+          mine = g.select(g.eq(lane, r), y[r], mine);
+        Value t = g.add(t0, lane);
+        g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(mine, out, {t, o}); });
+      });
+    });
+    return success();
+  }
+
+  LogicalResult attention(AttentionOp a, Value q, ValueRange caches, Value out) {
+    int64_t H = a.getNumHeads(), D = a.getHeadDim(),
+            group = H / a.getNumKvHeads();
+    int64_t perLane = ceilDiv(D, 32);
+    double scale = a.getScale().convertToDouble();
+    std::optional<double> cap;
+    if (a.getSoftcap())
+      cap = a.getSoftcap()->convertToDouble();
+    int64_t window = a.getWindow().value_or(0);
+    Value lane = g.tid(gpu::Dimension::x);
+    Value h = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kAttentionWarps),
+                    g.tid(gpu::Dimension::y));
+    g.ifThen(g.lt(h, H), [&] {
+      forRowTiles(1, [&](Value t) {
+        Value kvCol = g.mul(g.div(h, group), D);
+        Value qCol = g.mul(h, D);
+        // This lane's dims d = lane + 32 i (masked past D).
+        SmallVector<Value> dims, valid, qv;
+        for (int64_t i = 0; i < perLane; ++i) {
+          Value d = g.add(lane, 32 * i);
+          valid.push_back(g.lt(d, D));
+          dims.push_back(g.min(d, g.idx(D - 1)));
+          Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
+          qv.push_back(g.select(valid[i], v, g.f32(0.0)));
+        }
+        Value p = g.add(past, t);
+        Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
+        Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
+        SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()),
+                                g.f32(0.0)};
+        for (int64_t i = 0; i < perLane; ++i)
+          init.push_back(g.f32(0.0));
+        SmallVector<Value> state = g.loop(lo, hi, g.idx(1), init, [&](Value j, ValueRange s) {
+          Value part = g.f32(0.0);
+          for (int64_t i = 0; i < perLane; ++i)
+            part = g.fma(qv[i], g.load(caches[0], {j, g.add(kvCol, dims[i])}), part);
+          Value score = g.warpSum(part);
+          if (cap)
+            score = emitSoftcap(b, loc, *cap, score);
+          Value m = g.fmax(s[0], score);
+          Value corr = g.exp(g.fsub(s[0], m));
+          Value pj = g.exp(g.fsub(score, m));
+          SmallVector<Value> next{m, g.fadd(g.fmul(s[1], corr), pj)};
+          for (int64_t i = 0; i < perLane; ++i)
+            next.push_back(g.fma(pj, g.load(caches[1], {j, g.add(kvCol, dims[i])}),
+                                 g.fmul(s[2 + i], corr)));
+          return next;
+        });
+        Value invL = g.fdiv(g.f32(1.0), state[1]);
+        for (int64_t i = 0; i < perLane; ++i)
+          g.ifThen(valid[i], [&] {
+            g.store(g.fmul(state[2 + i], invL), out, {t, g.add(qCol, dims[i])});
+          });
+      });
+    });
+    return success();
+  }
+
+  /// A module-level constant table of the RoPE inverse frequencies.
+  Value ropeTable(RopeOp r) {
+    RopeScalingParams p;
+    if (RopeScalingAttr s = r.getScalingAttr()) {
+      p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
+                                                      : RopeScalingMode::Llama3;
+      p.factor = s.getFactor().convertToDouble();
+      p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
+      p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
+      p.originalMaxPosition = s.getOriginalMaxPosition();
+    }
+    std::vector<double> inv =
+        ropeInverseFrequencies(r.getTheta().convertToDouble(), r.getRotaryDim(), p);
+    SmallVector<float> values(inv.begin(), inv.end());
+    auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
+    auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
+    std::string name = "rope_inv_freq_" + std::to_string(index);
+    if (!gpuModule.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(gpuModule.getBody());
+      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
+                               DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
+                               /*constant=*/true, IntegerAttr());
+    }
+    return memref::GetGlobalOp::create(b, loc, type, name);
+  }
+
+  LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
+    Value table = ropeTable(r);
+    int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
+    bool gptj = r.getStyle() == RopeStyle::gptj;
+    return pointwise(width(out), [&](Value t, Value f) {
+      Value dd = g.rem(f, headDim);
+      Value inRot = g.lt(dd, rot);
+      Value first, i, partner;
+      if (gptj) {
+        first = g.eq(g.rem(dd, 2), 0);
+        i = g.div(dd, 2);
+        partner = g.select(first, g.add(f, 1), g.sub(f, g.idx(1)));
+      } else {
+        int64_t half = rot / 2;
+        first = g.lt(dd, half);
+        i = g.select(first, dd, g.sub(dd, g.idx(half)));
+        partner = g.select(first, g.add(f, half), g.sub(f, g.idx(half)));
+      }
+      i = g.select(inRot, i, g.idx(0));
+      partner = g.select(inRot, partner, f);
+      Value v = g.load(x, {t, f});
+      Value angle = g.fmul(g.toF32(g.load(pos, t)), g.load(table, i));
+      Value sign = g.select(first, g.f32(-1.0), g.f32(1.0));
+      Value rotated =
+          g.fadd(g.fmul(v, math::CosOp::create(b, loc, angle)),
+                 g.fmul(g.fmul(sign, g.load(x, {t, partner})), math::SinOp::create(b, loc, angle)));
+      g.store(g.select(inRot, rotated, v), out, {t, f});
+    });
+  }
+};
+
+struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels, others;
+    for (auto fn : module.getOps<func::FuncOp>())
+      (fn->hasAttr("tbc.kernel") ? kernels : others).push_back(fn);
+    for (func::FuncOp fn : kernels)
+      for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(), fn.getResultTypes())) {
+        Type e = cast<ShapedType>(t).getElementType();
+        if (!e.isF32() && !e.isInteger(32)) {
+          fn.emitError("the CUDA backend computes in f32 so far; kernel @")
+              << fn.getSymName() << " uses " << t << ": compile with --dtype f32";
+          return signalPassFailure();
+        }
+      }
+    // The schedule (non-kernel functions) was recorded by the module writer.
+    for (func::FuncOp fn : others)
+      fn.erase();
+    OpBuilder b(module.getContext());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tbc_kernels");
+    int index = 0;
+    for (func::FuncOp kernel : kernels) {
+      Emitter emitter(b, kernel.getLoc(), module, gpuModule, index++);
+      if (failed(emitter.lower(kernel)))
+        return signalPassFailure();
+      kernel.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,392 @@
+//===- CudaExecutor.cpp - run a module's PTX on an NVIDIA GPU -------------===//
+//
+// LLVM-free and without a link-time CUDA dependency: the driver library is
+// dlopen'ed (libcuda.so.1) and only its C entry points are used, declared
+// here (the driver API's ABI is stable). The module's PTX for the device's
+// architecture is JIT-compiled by the driver; weights are uploaded once
+// after binding; each session keeps its activations and key/value caches
+// on the device, and only the logits come back.
+//
+// Kernel parameters follow CudaKernelABI.h: every memref is its descriptor
+// (allocated pointer, aligned pointer, offset, sizes, strides, as i64s),
+// then the chunk's row count and the number of cached positions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutor.h"
+#include "ModuleImpl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+
+using namespace tbc::rt;
+using namespace tbc::rt::detail;
+
+namespace {
+
+// The driver API's types, as cuda.h declares them.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+/// The driver's entry points, resolved once per process.
+struct Driver {
+  void *lib = nullptr;
+  std::string error; // why the driver is unusable, if it is
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **, void **);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUcontext context = nullptr;
+  CUdevice device = 0;
+  int arch = 0; // compute capability, e.g. 90
+  std::string name;
+
+  std::string describe(CUresult r) {
+    const char *s = nullptr;
+    if (cuGetErrorString && cuGetErrorString(r, &s) == 0 && s)
+      return s;
+    return "CUDA error " + std::to_string(r);
+  }
+
+  static Driver &get() {
+    static Driver d;
+    static std::once_flag once;
+    std::call_once(once, [] { d.open(); });
+    return d;
+  }
+
+private:
+  template <typename F> bool sym(F &fn, const char *name) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    if (!fn)
+      error = std::string("the CUDA driver lacks ") + name;
+    return fn != nullptr;
+  }
+
+  void open() {
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      error = "no NVIDIA driver (cannot load libcuda.so.1): this module was "
+              "compiled for CUDA; compile with --target cpu to run here";
+      return;
+    }
+    if (!sym(cuInit, "cuInit") || !sym(cuDeviceGet, "cuDeviceGet") ||
+        !sym(cuDeviceGetAttribute, "cuDeviceGetAttribute") ||
+        !sym(cuDeviceGetName, "cuDeviceGetName") ||
+        !sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") ||
+        !sym(cuCtxSetCurrent, "cuCtxSetCurrent") ||
+        !sym(cuModuleLoadDataEx, "cuModuleLoadDataEx") ||
+        !sym(cuModuleUnload, "cuModuleUnload") ||
+        !sym(cuModuleGetFunction, "cuModuleGetFunction") ||
+        !sym(cuLaunchKernel, "cuLaunchKernel") || !sym(cuMemAlloc, "cuMemAlloc_v2") ||
+        !sym(cuMemFree, "cuMemFree_v2") || !sym(cuMemcpyHtoD, "cuMemcpyHtoD_v2") ||
+        !sym(cuMemcpyDtoH, "cuMemcpyDtoH_v2") || !sym(cuMemcpyDtoD, "cuMemcpyDtoD_v2") ||
+        !sym(cuMemsetD8, "cuMemsetD8_v2") || !sym(cuCtxSynchronize, "cuCtxSynchronize") ||
+        !sym(cuGetErrorString, "cuGetErrorString"))
+      return;
+    CUresult r = cuInit(0);
+    if (r == 0)
+      r = cuDeviceGet(&device, 0);
+    if (r != 0) {
+      error = "no usable NVIDIA GPU: " + describe(r);
+      return;
+    }
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    arch = major * 10 + minor;
+    char buf[256] = {0};
+    cuDeviceGetName(buf, sizeof(buf) - 1, device);
+    name = buf;
+    if ((r = cuDevicePrimaryCtxRetain(&context, device)) != 0)
+      error = "cannot create a CUDA context: " + describe(r);
+  }
+};
+
+/// Device memory that frees itself.
+struct DeviceBuffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr(o.ptr), bytes(o.bytes) {
+    o.ptr = 0;
+    o.bytes = 0;
+  }
+  ~DeviceBuffer() { reset(); }
+  void reset() {
+    if (ptr)
+      Driver::get().cuMemFree(ptr);
+    ptr = 0;
+    bytes = 0;
+  }
+  /// At least `want` bytes; the old contents are kept when `keep`.
+  bool reserve(size_t want, bool keep, std::string &error) {
+    if (bytes >= want)
+      return true;
+    Driver &d = Driver::get();
+    CUdeviceptr fresh = 0;
+    if (CUresult r = d.cuMemAlloc(&fresh, want); r != 0) {
+      error = "cannot allocate " + std::to_string(want >> 20) + " MiB on the GPU: " +
+              d.describe(r);
+      return false;
+    }
+    if (keep && bytes)
+      d.cuMemcpyDtoD(fresh, ptr, bytes);
+    reset();
+    ptr = fresh;
+    bytes = want;
+    return true;
+  }
+};
+
+class CudaExecutor;
+
+class CudaSession final : public DeviceSession {
+public:
+  CudaSession(const Module &module, CudaExecutor &executor, int64_t capacity)
+      : module_(module), executor_(executor), capacity_(capacity),
+        activations_(module.impl().buffers.size()),
+        caches_(module.impl().buffers.size()) {}
+
+  bool forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+               int64_t past, std::vector<float> &logits, std::string &error) override;
+
+private:
+  const Module &module_;
+  CudaExecutor &executor_;
+  int64_t capacity_;
+  std::vector<DeviceBuffer> activations_; // by root buffer id: [rows, width]
+  std::vector<DeviceBuffer> caches_;      // by kv_cache buffer id
+  std::vector<int64_t> cacheRows_;
+  DeviceBuffer tokens_, positions_;
+};
+
+class CudaExecutor final : public DeviceExecutor {
+public:
+  ~CudaExecutor() override {
+    weights_.clear();
+    if (cuModule_)
+      Driver::get().cuModuleUnload(cuModule_);
+  }
+
+  bool load(const ModuleFile &file, const Module &module, std::string &error) override {
+    Driver &d = Driver::get();
+    if (!d.error.empty()) {
+      error = d.error;
+      return false;
+    }
+    d.cuCtxSetCurrent(d.context);
+    // The newest PTX not newer than the device (the driver JITs PTX for any
+    // later architecture).
+    const CodeBlob *best = nullptr;
+    int bestArch = 0;
+    for (const CodeBlob &b : file.blobs) {
+      int arch = 0;
+      if (std::sscanf(b.name.c_str(), "cuda.sm_%d.ptx", &arch) == 1 && arch <= d.arch &&
+          arch > bestArch) {
+        best = &b;
+        bestArch = arch;
+      }
+    }
+    if (!best) {
+      error = "the module has no PTX for this GPU (" + d.name + ", sm_" +
+              std::to_string(d.arch) + "); compile it with --cuda-arch sm_" +
+              std::to_string(d.arch);
+      return false;
+    }
+    std::string ptx = best->bytes; // NUL-terminated for the driver
+    char log[8192] = {0};
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+    if (CUresult r = d.cuModuleLoadDataEx(&cuModule_, ptx.c_str(), 2, options, values);
+        r != 0) {
+      error = "the GPU driver cannot load the module's PTX (" + best->name +
+              "): " + d.describe(r) + (log[0] ? std::string(": ") + log : "");
+      return false;
+    }
+    const Module::Impl &im = module.impl();
+    for (size_t k = 0; k < im.launches.size(); ++k) {
+      functions_.emplace_back();
+      if (im.launches[k].empty()) {
+        error = "kernel '" + im.kernelNames[k] + "' has no launch plan";
+        return false;
+      }
+      for (const LaunchInfo &l : im.launches[k]) {
+        CUfunction fn = nullptr;
+        if (d.cuModuleGetFunction(&fn, cuModule_, l.symbol.c_str()) != 0) {
+          error = "kernel '" + l.symbol + "' is missing from the PTX";
+          return false;
+        }
+        functions_.back().push_back(fn);
+      }
+    }
+    return true;
+  }
+
+  bool weightsBound(const Module &module, std::string &error) override {
+    Module::Impl &im = module.impl();
+    Driver &d = Driver::get();
+    d.cuCtxSetCurrent(d.context);
+    std::vector<bool> read(im.weightEntries.size(), false);
+    for (const Step &s : im.steps)
+      for (const Arg &a : s.args)
+        if (a.weight)
+          read[a.id] = true;
+    weights_.clear();
+    weights_.resize(im.weightEntries.size());
+    for (size_t id = 0; id < read.size(); ++id) {
+      if (!read[id])
+        continue;
+      const std::vector<float> &w = im.weights[id];
+      if (!weights_[id].reserve(w.size() * 4, false, error))
+        return false;
+      if (CUresult r = d.cuMemcpyHtoD(weights_[id].ptr, w.data(), w.size() * 4); r != 0) {
+        error = "cannot upload weights to the GPU: " + d.describe(r);
+        return false;
+      }
+    }
+    // The device holds them now; the host copies would double the memory.
+    for (std::vector<float> &w : im.weights)
+      std::vector<float>().swap(w);
+    return true;
+  }
+
+  std::unique_ptr<DeviceSession> newSession(const Module &module, int64_t capacity) override {
+    return std::make_unique<CudaSession>(module, *this, capacity);
+  }
+
+  std::vector<std::vector<CUfunction>> functions_; // by kernel, in launch order
+  std::vector<DeviceBuffer> weights_;              // by weight id
+  CUmodule cuModule_ = nullptr;
+};
+
+bool CudaSession::forward(const std::vector<int32_t> &tokens,
+                          const std::vector<int32_t> &positions, int64_t past,
+                          std::vector<float> &logits, std::string &error) {
+  Driver &d = Driver::get();
+  d.cuCtxSetCurrent(d.context);
+  const Module::Impl &im = module_.impl();
+  int64_t T = int64_t(tokens.size());
+  auto check = [&](CUresult r, const char *what) {
+    if (r != 0)
+      error = std::string(what) + ": " + d.describe(r);
+    return r == 0;
+  };
+  if (!tokens_.reserve(T * 4, false, error) || !positions_.reserve(T * 4, false, error) ||
+      !check(d.cuMemcpyHtoD(tokens_.ptr, tokens.data(), T * 4), "uploading tokens") ||
+      !check(d.cuMemcpyHtoD(positions_.ptr, positions.data(), T * 4), "uploading positions"))
+    return false;
+  // Activations hold the chunk's rows; caches grow by doubling up to the
+  // capacity, as on the host.
+  cacheRows_.resize(im.buffers.size(), 0);
+  for (size_t b = 0; b < im.buffers.size(); ++b) {
+    const BufferEntry &e = im.buffers[b];
+    if (e.kind == "activation" && !activations_[b].reserve(size_t(T * e.width) * 4, false, error))
+      return false;
+    if (e.kind == "kv_cache" && cacheRows_[b] < past + T) {
+      int64_t rows = std::max<int64_t>(256, cacheRows_[b]);
+      while (rows < past + T)
+        rows *= 2;
+      rows = std::min(rows, capacity_);
+      if (!caches_[b].reserve(size_t(rows * e.width) * 4, true, error))
+        return false;
+      cacheRows_[b] = rows;
+    }
+  }
+  std::vector<int64_t> values;
+  std::vector<void *> params;
+  for (const Step &step : im.steps) {
+    values.clear();
+    // A memref descriptor: pointer twice, offset, sizes, strides.
+    auto memref = [&](CUdeviceptr p, int64_t offset, std::initializer_list<int64_t> sizes,
+                      std::initializer_list<int64_t> strides) {
+      values.push_back(int64_t(p));
+      values.push_back(int64_t(p));
+      values.push_back(offset);
+      values.insert(values.end(), sizes);
+      values.insert(values.end(), strides);
+    };
+    for (const Arg &a : step.args) {
+      if (a.weight) {
+        const std::vector<int64_t> &shape = im.weightEntries[a.id].shape;
+        values.push_back(int64_t(executor_.weights_[a.id].ptr));
+        values.push_back(int64_t(executor_.weights_[a.id].ptr));
+        values.push_back(0);
+        values.insert(values.end(), shape.begin(), shape.end());
+        int64_t stride = 1;
+        std::vector<int64_t> strides(shape.size());
+        for (size_t i = shape.size(); i-- > 0;) {
+          strides[i] = stride;
+          stride *= shape[i];
+        }
+        values.insert(values.end(), strides.begin(), strides.end());
+        continue;
+      }
+      const BufferEntry &b = im.buffers[a.id];
+      if (b.kind == "token_ids" || b.kind == "positions") {
+        memref(b.kind == "token_ids" ? tokens_.ptr : positions_.ptr, 0, {T}, {1});
+        continue;
+      }
+      int root = b.kind == "view" ? b.of : a.id;
+      int64_t rootWidth = im.buffers[root].width;
+      memref(activations_[root].ptr, b.kind == "view" ? b.offset : 0, {T, b.width},
+             {rootWidth, 1});
+    }
+    for (int c : step.caches)
+      memref(caches_[c].ptr, 0, {cacheRows_[c], im.buffers[c].width},
+             {im.buffers[c].width, 1});
+    values.push_back(T);
+    values.push_back(past);
+    params.clear();
+    for (int64_t &v : values)
+      params.push_back(&v);
+    const std::vector<LaunchInfo> &launches = im.launches[step.kernel];
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const LaunchInfo &li = launches[l];
+      int64_t gridY = std::min<int64_t>((T + li.rowsPerBlock - 1) / li.rowsPerBlock, 65535);
+      if (!check(d.cuLaunchKernel(executor_.functions_[step.kernel][l], unsigned(li.gridX),
+                                  unsigned(gridY), 1, unsigned(li.blockX),
+                                  unsigned(li.blockY), 1, 0, nullptr, params.data(), nullptr),
+                 ("launching " + li.symbol).c_str()))
+        return false;
+    }
+  }
+  logits.resize(size_t(T * module_.vocabSize()));
+  return check(d.cuMemcpyDtoH(logits.data(), activations_[im.output].ptr, logits.size() * 4),
+               "running the kernels");
+}
+
+} // namespace
+
+std::unique_ptr<DeviceExecutor> tbc::rt::createCudaExecutor() {
+  return std::make_unique<CudaExecutor>();
+}

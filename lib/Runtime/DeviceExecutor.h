@@ -1,0 +1,57 @@
+//===- DeviceExecutor.h - running a module's kernels on a device -*- C++ -*-===//
+//
+// Private to lib/Runtime. Binding (transforms, packing) and the session logic
+// (positions, capacity, token checks) are device-independent; an executor
+// owns what is not: loading the module's code, where weights live, the
+// key/value caches and activations, and launching the schedule. The host
+// CPU path runs in Session itself; other targets register an executor by
+// the manifest's `target` (one line in DeviceExecutor.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
+#define TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
+
+#include "tbc/Runtime/ModuleFile.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tbc::rt {
+class Module;
+
+/// One sequence's state on the device.
+class DeviceSession {
+public:
+  virtual ~DeviceSession() = default;
+  /// Runs `tokens` (at `positions`) after `past` cached positions; fills
+  /// `logits` with [tokens.size(), vocab] floats.
+  virtual bool forward(const std::vector<int32_t> &tokens,
+                       const std::vector<int32_t> &positions, int64_t past,
+                       std::vector<float> &logits, std::string &error) = 0;
+};
+
+class DeviceExecutor {
+public:
+  virtual ~DeviceExecutor() = default;
+  /// Loads the module's code for the parsed manifest (`module.impl()`).
+  virtual bool load(const ModuleFile &file, const Module &module, std::string &error) = 0;
+  /// Takes the bound weights (after the bind-time transforms); the executor
+  /// may release the host copies it has moved to the device.
+  virtual bool weightsBound(const Module &module, std::string &error) = 0;
+  virtual std::unique_ptr<DeviceSession> newSession(const Module &module,
+                                                    int64_t capacity) = 0;
+};
+
+/// The executor for a manifest's `target`; nullptr for the host CPU path.
+/// `error` is set (and nullptr returned) for an unknown target.
+std::unique_ptr<DeviceExecutor> createDeviceExecutor(const std::string &target,
+                                                     std::string &error);
+
+std::unique_ptr<DeviceExecutor> createCudaExecutor();
+
+} // namespace tbc::rt
+
+#endif // TBC_LIB_RUNTIME_DEVICEEXECUTOR_H

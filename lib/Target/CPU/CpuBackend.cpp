@@ -1,0 +1,62 @@
+//===- CpuBackend.cpp - the CPU target: kernels -> a host shared object ---===//
+
+#include "tbc/Conversion/KernelABI.h"
+#include "tbc/Target/HostCodegen.h"
+#include "tbc/Target/TargetBackend.h"
+
+using namespace mlir;
+using namespace tbc;
+
+namespace {
+class CpuBackend final : public TargetBackend {
+public:
+  StringRef name() const override { return "cpu"; }
+
+  std::string checkDtype(StringRef dtype) const override {
+    if (dtype == "f32")
+      return "";
+    return "the CPU backend computes in f32: compile with --dtype f32 "
+           "(bf16/f16 checkpoints are converted when weights are bound)";
+  }
+
+  std::vector<TargetStage> stages(const TargetOptions &) const override {
+    return {
+        {"linalg", "linalg/scf/vector on memrefs (--tbc-lower-to-linalg)",
+         [](OpPassManager &pm) {
+           buildLinalgPipeline(pm);
+           return success();
+         }},
+        {"llvm", "the LLVM dialect", buildLLVMPipeline},
+    };
+  }
+
+  std::optional<PackedOperand> packedOperand(Operation *op) const override {
+    std::optional<unsigned> p = tbc::packedOperand(op);
+    if (!p)
+      return std::nullopt;
+    bool inOut = packedOperandInOut(op);
+    auto shape = cast<ShapedType>(op->getOperand(*p).getType()).getShape();
+    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut)};
+  }
+
+  std::optional<int64_t> workUnits(func::FuncOp kernel) const override {
+    return tbc::workUnits(kernel);
+  }
+
+  std::string symbol(func::FuncOp kernel) const override {
+    return (kernel.getSymName() + "_packed").str();
+  }
+
+  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered,
+                                                 std::string &error) const override {
+    FailureOr<std::string> so = emitHostSharedObject(lowered, error);
+    if (failed(so))
+      return failure();
+    return std::vector<rt::CodeBlob>{{"host.so", *so}, {"host.cpu", hostCpuRequirements()}};
+  }
+};
+} // namespace
+
+std::unique_ptr<TargetBackend> tbc::createCpuBackend() {
+  return std::make_unique<CpuBackend>();
+}

@@ -1,0 +1,155 @@
+//===- CudaBackend.cpp - the CUDA target: kernels -> PTX through NVPTX ----===//
+//
+// Outlined kernels -> gpu.func (`--tbc-lower-to-gpu`) -> NVVM (upstream
+// `convert-gpu-to-nvvm`, one `nvvm-attach-target` per architecture) -> PTX
+// (`gpu-module-to-binary{format=isa}`, LLVM's NVPTX backend in-process, with
+// libdevice linked for exp/erf/tanh/sin/cos). The module carries one PTX blob
+// per architecture; the runtime's CUDA executor JITs the one for its GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tbc/Conversion/CudaKernelABI.h"
+#include "tbc/Target/TargetBackend.h"
+#include "tbc/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace tbc;
+
+namespace {
+
+/// The pipeline from gpu.func kernels to NVVM, for `archs`.
+std::string nvvmPipeline(const std::vector<std::string> &archs) {
+  std::string p;
+  for (const std::string &arch : archs)
+    // +ptx80: CUDA 12.0's PTX ISA, understood by every driver that runs
+    // sm_90; LLVM's default (ptx60) cannot express sm_90 at all.
+    p += "nvvm-attach-target{chip=" + arch + " features=+ptx80 O=3},";
+  return p + "gpu.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,"
+             "lower-affine,convert-gpu-to-nvvm,convert-vector-to-llvm,canonicalize,cse,"
+             "reconcile-unrealized-casts)";
+}
+
+/// The CUDA toolkit whose libdevice is linked into the kernels (exp, erf,
+/// tanh, sin, cos, sqrt): $CUDA_HOME, $CUDA_PATH, or /usr/local/cuda.
+/// Only its bitcode library is read; ptxas is not run.
+std::string cudaToolkit() {
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(var); v && *v)
+      return v;
+  return "/usr/local/cuda";
+}
+
+class CudaBackend final : public TargetBackend {
+public:
+  StringRef name() const override { return "cuda"; }
+
+  std::string checkDtype(StringRef dtype) const override {
+    if (dtype == "f32")
+      return "";
+    return "the CUDA backend computes in f32 so far: compile with --dtype f32 "
+           "(bf16/f16 checkpoints are converted when weights are bound)";
+  }
+
+  std::string checkOptions(const TargetOptions &options) const override {
+    std::string libdevice = cudaToolkit() + "/nvvm/libdevice/libdevice.10.bc";
+    if (!llvm::sys::fs::exists(libdevice))
+      return "--target cuda links CUDA's libdevice, and " + libdevice +
+             " does not exist: install the CUDA toolkit or set CUDA_HOME";
+    if (options.cudaArchs.empty())
+      return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
+    for (const std::string &arch : options.cudaArchs) {
+      StringRef a(arch);
+      unsigned n = 0;
+      if (!a.consume_front("sm_") || a.consume_back("a") || a.getAsInteger(10, n) ||
+          n < 75)
+        return "unknown --cuda-arch '" + arch +
+               "' (expected sm_NN with NN >= 75, e.g. sm_80 or sm_90)";
+    }
+    return "";
+  }
+
+  std::vector<TargetStage> stages(const TargetOptions &options) const override {
+    std::string nvvm = nvvmPipeline(options.cudaArchs);
+    return {
+        {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
+         [](OpPassManager &pm) {
+           pm.addPass(createTbcLowerToGPU());
+           // Readable IR for --emit gpu: constants folded and shared.
+           pm.addPass(createCanonicalizerPass());
+           pm.addPass(createCSEPass());
+           return success();
+         }},
+        {"nvvm", "the NVVM and LLVM dialects, one target per architecture",
+         [nvvm](OpPassManager &pm) { return parsePassPipeline(nvvm, pm); }},
+        {"ptx", "gpu.binary with one PTX object per architecture",
+         [](OpPassManager &pm) {
+           return parsePassPipeline(
+               "gpu-module-to-binary{format=isa toolkit=" + cudaToolkit() + "}", pm);
+         }},
+    };
+  }
+
+  std::optional<PackedOperand> packedOperand(Operation *op) const override {
+    // GPT-2's [in, out] weights are transposed at bind time (a pack with a
+    // panel width of 1); every other weight is read as the checkpoint has it.
+    if (!cuda::transposesWeight(op))
+      return std::nullopt;
+    auto shape = cast<ShapedType>(op->getOperand(1).getType()).getShape();
+    return PackedOperand{1, true, {shape[1], shape[0], 1}};
+  }
+
+  std::optional<int64_t> workUnits(func::FuncOp) const override {
+    return std::nullopt; // the grid covers the whole op
+  }
+
+  std::string symbol(func::FuncOp kernel) const override {
+    return kernel.getSymName().str();
+  }
+
+  std::string kernelFields(func::FuncOp kernel) const override {
+    std::string s = ", \"launches\": [";
+    bool first = true;
+    for (const cuda::Launch &l : cuda::launchesFor(&kernel.getBody().front().front())) {
+      s += std::string(first ? "" : ", ") + "{\"symbol\": \"" + kernel.getSymName().str() +
+           l.suffix + "\", \"block\": [" + std::to_string(l.blockX) + ", " +
+           std::to_string(l.blockY) + "], \"grid_x\": " + std::to_string(l.gridX) +
+           ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) + "}";
+      first = false;
+    }
+    return s + "]";
+  }
+
+  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered,
+                                                 std::string &error) const override {
+    std::vector<rt::CodeBlob> blobs;
+    for (auto binary : lowered.getOps<gpu::BinaryOp>())
+      for (Attribute a : binary.getObjects()) {
+        auto object = cast<gpu::ObjectAttr>(a);
+        auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+        if (!target) {
+          error = "a GPU object has no NVVM target";
+          return failure();
+        }
+        blobs.push_back({"cuda." + target.getChip().str() + ".ptx",
+                         object.getObject().getValue().str()});
+      }
+    if (blobs.empty()) {
+      error = "the lowering produced no GPU code";
+      return failure();
+    }
+    return blobs;
+  }
+};
+} // namespace
+
+std::unique_ptr<TargetBackend> tbc::createCudaBackend() {
+  return std::make_unique<CudaBackend>();
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One call on a GPU machine (CUDA, CMake, Ninja, PyTorch, transformers; no
+# LLVM, no network): builds the runtime alone, runs every conformance fixture
+# from the modules scripts/gpu-prepare.sh compiled beforehand (prefill, KV
+# cache decode and greedy tokens against transformers' logits), then times
+# the benchmark models against PyTorch on the same GPU.
+# Usage: scripts/gpu-check.sh [--no-bench]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mods=$root/gpu-modules
+build=$root/build-gpu
+[ -d "$mods" ] || { echo "gpu-check: no gpu-modules/ (run scripts/gpu-prepare.sh on an LLVM machine first)"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+echo "== building the runtime (TBC_RUNTIME_ONLY)"
+cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+  ninja -C "$build" tbc-run tbc-conformance >/dev/null || { echo "build failed"; exit 1; }
+status=0
+echo "== conformance (f32; max|d|/max|ref| against transformers)"
+for dir in "$root"/test/fixtures/*/; do
+  f=$(basename "$dir")
+  for mode in fused unfused; do
+    printf '%-24s %-8s ' "$f" "$mode"
+    out=$("$build/bin/tbc-conformance" "$mods/$f.$mode.tbcm" "$dir" 2>&1)
+    rc=$?
+    echo "$out" | tr '\n' ' ' | cut -c1-200; echo
+    [ $rc -eq 0 ] || status=1
+  done
+done
+if [ "${1:-}" != "--no-bench" ]; then
+  echo "== benchmarks (same GPU, same run)"
+  for m in "$mods"/bench/*.cuda.tbcm; do
+    name=$(basename "$m" .cuda.tbcm)
+    python3 "$root/bench/gpu_compare.py" --tbc-run "$build/bin/tbc-run" --module "$m" \
+      --config "$mods/bench/$name" || status=1
+  done
+fi
+exit $status

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Compiles, on an LLVM machine, everything scripts/gpu-check.sh runs on a GPU
+# machine (which has CUDA, CMake, PyTorch and transformers but no LLVM): every
+# conformance fixture for --target cuda, fused and unfused, and the benchmark
+# models. Output: gpu-modules/ (ignored by git; carry it to the GPU machine).
+# Usage: scripts/gpu-prepare.sh [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+tbc=$build/bin/tbc
+out=$root/gpu-modules
+rm -rf "$out" && mkdir -p "$out/bench"
+for dir in "$root"/test/fixtures/*/; do
+  f=$(basename "$dir")
+  "$tbc" compile "$dir" --target cuda -o "$out/$f.fused.tbcm" 2>/dev/null
+  "$tbc" compile "$dir" --target cuda --no-fuse -o "$out/$f.unfused.tbcm" 2>/dev/null
+done
+# Benchmark models: the example configs at full width, cut to a few layers
+# so that f32 weights for tbc and PyTorch fit on one GPU side by side.
+for m in llama-3-8b qwen3-8b; do
+  mkdir -p "$out/bench/$m"
+  python3 - "$root/examples/models/$m/config.json" "$out/bench/$m/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["num_hidden_layers"] = 4
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
+  "$tbc" compile "$out/bench/$m" --target cuda -o "$out/bench/$m.cuda.tbcm" 2>/dev/null
+done
+du -sh "$out"
