@@ -53,10 +53,13 @@ static bool loadNpy(const std::string &path, std::vector<float> &data,
   return true;
 }
 
-/// max |a - b| / max |b| over `n` values.
+/// max |a - b| / max |b| over `n` values; infinite when either holds a NaN
+/// or an infinity (std::max would skip a NaN and pass all-NaN logits).
 static double relError(const float *a, const float *b, size_t n) {
   double diff = 0, ref = 0;
   for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i]))
+      return INFINITY;
     diff = std::max(diff, double(std::fabs(a[i] - b[i])));
     ref = std::max(ref, double(std::fabs(b[i])));
   }
