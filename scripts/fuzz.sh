@@ -21,7 +21,8 @@ flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr 
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
 frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,HFConfig,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
-          "$root"/lib/Conversion/TbcToLinalg/*.cpp "$root"/lib/Registration/InitAll.cpp)
+          "$root"/lib/Conversion/TbcToLinalg/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
+          "$root"/lib/Registration/InitAll.cpp)
 
 echo "== building fuzzers"
 clang++ "${flags[@]}" "$root/fuzz/safetensors_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/safetensors_fuzzer"
