@@ -213,7 +213,7 @@ public:
     bool cached = kernel->hasAttr("tbc.kv_cache");
     if (cached) {
       auto a = cast<AttentionOp>(op);
-      auto cache = MemRefType::get({ShapedType::kDynamic, a.getNumKvHeads() * a.getHeadDim()},
+      auto cache = MemRefType::get({ShapedType::kDynamic, int64_t(a.getNumKvHeads() * a.getHeadDim())},
                                    b.getF32Type());
       args.append({cache, cache});
     }
