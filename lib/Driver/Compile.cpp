@@ -45,10 +45,10 @@ int fail(const std::string &message) {
   return 1;
 }
 
-std::string join(const std::vector<std::string> &items) {
+std::string join(llvm::ArrayRef<std::string> items, llvm::StringRef separator = ", ") {
   std::string s;
   for (const std::string &i : items)
-    s += (s.empty() ? "" : ", ") + i;
+    s += (s.empty() ? "" : separator.str()) + i;
   return s;
 }
 } // namespace
@@ -129,12 +129,8 @@ int tbc::compileMain(int argc, char **argv) {
     return fail("unknown --emit stage '" + emit + "' (available for --target " +
                 target + ": " + join(stageNames) + ")");
   if (emit == "module" && output == "-")
-  {
-    std::string text;
-    for (size_t i = 0; i + 1 < stageNames.size(); ++i)
-      text += (i ? "|" : "") + stageNames[i];
-    return fail("a module is binary: give -o FILE.tbcm (or --emit " + text + " for text)");
-  }
+    return fail("a module is binary: give -o FILE.tbcm (or --emit " +
+                join(llvm::ArrayRef(stageNames).drop_back(), "|") + " for text)");
   if (stageIndex(emit) > stageIndex("kernels"))
     if (std::string why = backend->checkDtype(dtype); !why.empty())
       return fail(why);

@@ -60,7 +60,6 @@ struct Driver {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUcontext context = nullptr;
@@ -108,7 +107,7 @@ private:
         !sym(cuLaunchKernel, "cuLaunchKernel") || !sym(cuMemAlloc, "cuMemAlloc_v2") ||
         !sym(cuMemFree, "cuMemFree_v2") || !sym(cuMemcpyHtoD, "cuMemcpyHtoD_v2") ||
         !sym(cuMemcpyDtoH, "cuMemcpyDtoH_v2") || !sym(cuMemcpyDtoD, "cuMemcpyDtoD_v2") ||
-        !sym(cuMemsetD8, "cuMemsetD8_v2") || !sym(cuCtxSynchronize, "cuCtxSynchronize") ||
+        !sym(cuCtxSynchronize, "cuCtxSynchronize") ||
         !sym(cuGetErrorString, "cuGetErrorString"))
       return;
     CUresult r = cuInit(0);
@@ -256,15 +255,10 @@ public:
     Module::Impl &im = module.impl();
     Driver &d = Driver::get();
     d.cuCtxSetCurrent(d.context);
-    std::vector<bool> read(im.weightEntries.size(), false);
-    for (const Step &s : im.steps)
-      for (const Arg &a : s.args)
-        if (a.weight)
-          read[a.id] = true;
     weights_.clear();
     weights_.resize(im.weightEntries.size());
-    for (size_t id = 0; id < read.size(); ++id) {
-      if (!read[id])
+    for (size_t id = 0; id < im.weightEntries.size(); ++id) {
+      if (!im.readByKernels[id])
         continue;
       const std::vector<float> &w = im.weights[id];
       if (!weights_[id].reserve(w.size() * 4, false, error))

@@ -104,6 +104,8 @@ struct Module::Impl {
   };
   std::vector<Split> splits;
   std::vector<Step> steps;
+  /// Whether a kernel reads the weight (by id), or only weight transforms do.
+  std::vector<bool> readByKernels;
   /// Weight elements each step reads in full (what splitting it shares).
   std::vector<int64_t> stepWeightElements;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel

@@ -316,6 +316,11 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     return bad("no step writes the output buffer");
   if (!checkConsistency(m, error))
     return false;
+  readByKernels.assign(weightEntries.size(), false);
+  for (const Step &step : steps)
+    for (const Arg &a : step.args)
+      if (a.weight)
+        readByKernels[a.id] = true;
   for (const Step &step : steps) {
     int64_t n = 0;
     for (const Arg &a : step.args)
@@ -440,11 +445,6 @@ void Module::Impl::runTransforms() {
   // A weight no kernel reads (a checkpoint tensor that was concatenated,
   // folded or packed) is freed after the last transform that reads it, so
   // binding needs little more than the model's own size.
-  std::vector<bool> readByKernels(weightEntries.size(), false);
-  for (const Step &step : steps)
-    for (const Arg &a : step.args)
-      if (a.weight)
-        readByKernels[a.id] = true;
   std::vector<size_t> lastRead(weightEntries.size(), 0);
   for (size_t id = 0; id < weightEntries.size(); ++id)
     for (int in : weightEntries[id].inputs)

@@ -23,7 +23,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Conversion/CudaKernelABI.h"
-#include "tbc/Support/Rope.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "../TbcToLinalg/KernelBuilder.h"
@@ -191,10 +190,8 @@ Type abiType(Type t, MLIRContext *ctx) {
 
 class Emitter {
 public:
-  Emitter(OpBuilder &b, Location loc, ModuleOp module, gpu::GPUModuleOp gpuModule,
-          int index)
-      : g{b, loc}, b(b), loc(loc), module(module), gpuModule(gpuModule),
-        index(index) {}
+  Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index)
+      : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
@@ -243,7 +240,6 @@ private:
   G g;
   OpBuilder &b;
   Location loc;
-  ModuleOp module;
   gpu::GPUModuleOp gpuModule;
   int index;
   Value T, past;
@@ -468,24 +464,23 @@ private:
     Value o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
                     g.tid(gpu::Dimension::y));
     Value zero = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
-    auto loadW = [&](Value row, Value k) -> Value {
-      if (transposed) // [out, in, 1]: row-major with a unit trailing dim
-        return V == 1 ? vector::BroadcastOp::create(b, loc, vec,
-                                                    g.load(w, {row, k, g.idx(0)}))
-                            .getResult()
-                      : Value();
-      if (V == 1)
-        return vector::BroadcastOp::create(b, loc, vec, g.load(w, {row, k}));
-      auto load = vector::LoadOp::create(b, loc, vec, w, ValueRange{row, k});
-      load.setAlignment(16); // rows of K % 4 == 0 floats from a 256-byte base
-      return load;
-    };
     if (transposed && V == 4) {
       // View [out, in, 1] as [out, in] for the vector loads.
       w = memref::CollapseShapeOp::create(b, loc, w,
                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}});
       transposed = false;
     }
+    auto loadW = [&](Value row, Value k) -> Value {
+      if (V == 1) {
+        SmallVector<Value> at{row, k};
+        if (transposed) // [out, in, 1]: row-major with a unit trailing dim
+          at.push_back(g.idx(0));
+        return vector::BroadcastOp::create(b, loc, vec, g.load(w, at));
+      }
+      auto load = vector::LoadOp::create(b, loc, vec, w, ValueRange{row, k});
+      load.setAlignment(16); // rows of K % 4 == 0 floats from a 256-byte base
+      return load;
+    };
     auto loadX = [&](Value t, Value k) -> Value {
       if (V == 1)
         return vector::BroadcastOp::create(b, loc, vec, g.load(x, {t, k}));
@@ -624,53 +619,13 @@ private:
     return success();
   }
 
-  /// A module-level constant table of the RoPE inverse frequencies.
-  Value ropeTable(RopeOp r) {
-    RopeScalingParams p;
-    if (RopeScalingAttr s = r.getScalingAttr()) {
-      p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
-                                                      : RopeScalingMode::Llama3;
-      p.factor = s.getFactor().convertToDouble();
-      p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
-      p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
-      p.originalMaxPosition = s.getOriginalMaxPosition();
-    }
-    std::vector<double> inv =
-        ropeInverseFrequencies(r.getTheta().convertToDouble(), r.getRotaryDim(), p);
-    SmallVector<float> values(inv.begin(), inv.end());
-    auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
-    auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
-    std::string name = "rope_inv_freq_" + std::to_string(index);
-    if (!gpuModule.lookupSymbol(name)) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(gpuModule.getBody());
-      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
-                               DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
-                               /*constant=*/true, IntegerAttr());
-    }
-    return memref::GetGlobalOp::create(b, loc, type, name);
-  }
-
   LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
-    Value table = ropeTable(r);
+    Value table =
+        emitRopeTable(b, loc, r, gpuModule, "rope_inv_freq_" + std::to_string(index));
     int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
     bool gptj = r.getStyle() == RopeStyle::gptj;
     return pointwise(width(out), [&](Value t, Value f) {
-      Value dd = g.rem(f, headDim);
-      Value inRot = g.lt(dd, rot);
-      Value first, i, partner;
-      if (gptj) {
-        first = g.eq(g.rem(dd, 2), 0);
-        i = g.div(dd, 2);
-        partner = g.select(first, g.add(f, 1), g.sub(f, g.idx(1)));
-      } else {
-        int64_t half = rot / 2;
-        first = g.lt(dd, half);
-        i = g.select(first, dd, g.sub(dd, g.idx(half)));
-        partner = g.select(first, g.add(f, half), g.sub(f, g.idx(half)));
-      }
-      i = g.select(inRot, i, g.idx(0));
-      partner = g.select(inRot, partner, f);
+      auto [inRot, first, i, partner] = emitRopeLanes(b, loc, f, headDim, rot, gptj);
       Value v = g.load(x, {t, f});
       Value angle = g.fmul(g.toF32(g.load(pos, t)), g.load(table, i));
       Value sign = g.select(first, g.f32(-1.0), g.f32(1.0));
@@ -706,7 +661,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tbc_kernels");
     int index = 0;
     for (func::FuncOp kernel : kernels) {
-      Emitter emitter(b, kernel.getLoc(), module, gpuModule, index++);
+      Emitter emitter(b, kernel.getLoc(), gpuModule, index++);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

@@ -2,6 +2,10 @@
 
 #include "KernelBuilder.h"
 
+#include "tbc/Support/Rope.h"
+
+#include "mlir/IR/SymbolTable.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -145,4 +149,58 @@ Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x) {
 Value tbc::emitRsqrt(OpBuilder &b, Location loc, Value x) {
   Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
   return arith::DivFOp::create(b, loc, one, math::SqrtOp::create(b, loc, x));
+}
+
+Value tbc::emitRopeTable(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
+                         StringRef name) {
+  RopeScalingParams p;
+  if (RopeScalingAttr s = r.getScalingAttr()) {
+    p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
+                                                    : RopeScalingMode::Llama3;
+    p.factor = s.getFactor().convertToDouble();
+    p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
+    p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
+    p.originalMaxPosition = s.getOriginalMaxPosition();
+  }
+  std::vector<double> inv =
+      ropeInverseFrequencies(r.getTheta().convertToDouble(), r.getRotaryDim(), p);
+  SmallVector<float> values(inv.begin(), inv.end());
+  auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
+  auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
+  if (!SymbolTable::lookupSymbolIn(symbolTable, name)) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
+                             DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
+                             /*constant=*/true, IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc, type, name);
+}
+
+RopeLanes tbc::emitRopeLanes(OpBuilder &b, Location loc, Value f, int64_t headDim,
+                             int64_t rot, bool gptj) {
+  auto ci = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  using P = arith::CmpIPredicate;
+  Value dd = arith::RemUIOp::create(b, loc, f, ci(headDim));
+  RopeLanes l;
+  l.inRot = arith::CmpIOp::create(b, loc, P::ult, dd, ci(rot));
+  if (gptj) {
+    Value odd = arith::RemUIOp::create(b, loc, dd, ci(2));
+    l.first = arith::CmpIOp::create(b, loc, P::eq, odd, ci(0));
+    l.i = arith::DivUIOp::create(b, loc, dd, ci(2));
+    l.partner = arith::SelectOp::create(b, loc, l.first, arith::AddIOp::create(b, loc, f, ci(1)),
+                                        arith::SubIOp::create(b, loc, f, ci(1)));
+  } else {
+    int64_t half = rot / 2;
+    l.first = arith::CmpIOp::create(b, loc, P::ult, dd, ci(half));
+    l.i = arith::SelectOp::create(b, loc, l.first, dd,
+                                  arith::SubIOp::create(b, loc, dd, ci(half)));
+    l.partner = arith::SelectOp::create(b, loc, l.first,
+                                        arith::AddIOp::create(b, loc, f, ci(half)),
+                                        arith::SubIOp::create(b, loc, f, ci(half)));
+  }
+  // Pass-through dims read safe indices; their result is x.
+  l.i = arith::SelectOp::create(b, loc, l.inRot, l.i, ci(0));
+  l.partner = arith::SelectOp::create(b, loc, l.inRot, l.partner, f);
+  return l;
 }

@@ -11,7 +11,6 @@
 #include "Attention.h"
 #include "Matmul.h"
 #include "tbc/Conversion/KernelABI.h"
-#include "tbc/Support/Rope.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -470,70 +469,22 @@ private:
     return success();
   }
 
-  /// A module-level constant table of RoPE inverse frequencies.
-  Value ropeTable(RopeOp r) {
-    RopeScalingParams p;
-    if (RopeScalingAttr s = r.getScalingAttr()) {
-      p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
-                                                      : RopeScalingMode::Llama3;
-      p.factor = s.getFactor().convertToDouble();
-      p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
-      p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
-      p.originalMaxPosition = s.getOriginalMaxPosition();
-    }
-    std::vector<double> inv = ropeInverseFrequencies(
-        r.getTheta().convertToDouble(), r.getRotaryDim(), p);
-    SmallVector<float> values(inv.begin(), inv.end());
-    auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
-    auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
-    std::string name = "rope_inv_freq_" + std::to_string(kernelIndex);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(module.getBody());
-      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
-                               DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
-                               /*constant=*/true, IntegerAttr());
-    }
-    return memref::GetGlobalOp::create(b, loc, type, name);
-  }
-
   LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
-    Value table = ropeTable(r);
+    Value table = emitRopeTable(b, loc, r, module,
+                                "rope_inv_freq_" + std::to_string(kernelIndex));
     int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
     bool gptj = r.getStyle() == RopeStyle::gptj;
     kb.generic(ValueRange{x, pos}, out,
                {kb.identity(3), kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
                KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
                  auto cf = [&](float v) {
                    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
                  };
                  Value b0 = linalg::IndexOp::create(nb, l, 0);
                  Value t0 = linalg::IndexOp::create(nb, l, 1);
                  Value f = linalg::IndexOp::create(nb, l, 2);
-                 Value dd = arith::RemUIOp::create(nb, l, f, ci(headDim));
-                 Value inRot = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, dd, ci(rot));
-                 Value first, i, partner;
-                 if (gptj) {
-                   Value odd = arith::RemUIOp::create(nb, l, dd, ci(2));
-                   first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, odd, ci(0));
-                   i = arith::DivUIOp::create(nb, l, dd, ci(2));
-                   partner = arith::SelectOp::create(
-                       nb, l, first, arith::AddIOp::create(nb, l, f, ci(1)),
-                       arith::SubIOp::create(nb, l, f, ci(1)));
-                 } else {
-                   int64_t half = rot / 2;
-                   first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, dd, ci(half));
-                   i = arith::SelectOp::create(nb, l, first, dd,
-                                               arith::SubIOp::create(nb, l, dd, ci(half)));
-                   partner = arith::SelectOp::create(
-                       nb, l, first, arith::AddIOp::create(nb, l, f, ci(half)),
-                       arith::SubIOp::create(nb, l, f, ci(half)));
-                 }
-                 // Pass-through dims read safe indices; their result is x.
-                 i = arith::SelectOp::create(nb, l, inRot, i, ci(0));
-                 partner = arith::SelectOp::create(nb, l, inRot, partner, f);
+                 auto [inRot, first, i, partner] = emitRopeLanes(nb, l, f, headDim, rot, gptj);
                  Value inv = memref::LoadOp::create(nb, l, table, ValueRange{i});
                  Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[1]);
                  Value angle = arith::MulFOp::create(nb, l, p, inv);
