@@ -21,7 +21,7 @@ flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr 
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
 frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,HFConfig,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
-          "$root"/lib/Conversion/TbcToLinalg/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
+          "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
           "$root"/lib/Registration/InitAll.cpp)
 
 echo "== building fuzzers"

@@ -3,6 +3,7 @@
 #include "tbc/InitAll.h"
 
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Conversion/Passes.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,6 +28,7 @@ void tbc::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void tbc::registerAllPasses() {
   mlir::registerAllPasses(); // canonicalize, cse, the lowering passes, ...
-  registerTbcPasses();
+  registerTbcTransformsPasses();
+  registerTbcConversionPasses();
   registerFusePipeline();
 }

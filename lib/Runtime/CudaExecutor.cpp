@@ -7,7 +7,7 @@
 // after binding; each session keeps its activations and key/value caches
 // on the device, and only the logits come back.
 //
-// Kernel parameters follow CudaKernelABI.h: every memref is its descriptor
+// Kernel parameters follow TbcToCUDA/KernelABI.h: every memref is its descriptor
 // (allocated pointer, aligned pointer, offset, sizes, strides, as i64s),
 // then the chunk's row count and the number of cached positions.
 //

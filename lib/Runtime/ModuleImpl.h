@@ -44,7 +44,7 @@ struct Arg {
   int id;
 };
 
-/// One GPU function of a kernel and its launch geometry (CudaKernelABI.h).
+/// One GPU function of a kernel and its launch geometry (TbcToCUDA/KernelABI.h).
 struct LaunchInfo {
   std::string symbol;
   int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;

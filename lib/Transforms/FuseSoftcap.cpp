@@ -8,7 +8,7 @@ using namespace mlir;
 
 namespace tbc {
 #define GEN_PASS_DEF_TBCFUSESOFTCAP
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcTransforms.h.inc"
 } // namespace tbc
 
 using namespace tbc;

@@ -16,7 +16,7 @@ using namespace mlir;
 
 namespace tbc {
 #define GEN_PASS_DEF_TBCHOISTWEIGHTTRANSFORMS
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcTransforms.h.inc"
 } // namespace tbc
 
 using namespace tbc;

@@ -11,7 +11,7 @@ using namespace mlir;
 
 namespace tbc {
 #define GEN_PASS_DEF_TBCOUTLINEKERNELS
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcTransforms.h.inc"
 } // namespace tbc
 
 using namespace tbc;

@@ -10,7 +10,7 @@
 
 namespace tbc {
 
-/// tbc kernels -> linalg on memrefs (--tbc-lower-to-linalg).
+/// tbc kernels -> linalg on memrefs (--tbc-lower-to-cpu).
 void buildLinalgPipeline(mlir::OpPassManager &pm);
 /// linalg on memrefs -> loops -> LLVM dialect.
 mlir::LogicalResult buildLLVMPipeline(mlir::OpPassManager &pm);

@@ -1,18 +1,18 @@
 //===- Passes.h - tbc-to-tbc passes and their patterns ----------*- C++ -*-===//
+//
+// Fusion, weight-transform hoisting and outlining: passes on the tbc
+// dialect alone (dialects/tbc/TbcTransforms.td). Nothing here knows a
+// target; the lowerings are in tbc/Conversion/Passes.h.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TBC_TRANSFORMS_PASSES_H
 #define TBC_TRANSFORMS_PASSES_H
 
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
 #include "tbc/Dialect/TbcDialect.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir {
 class RewritePatternSet;
@@ -20,10 +20,10 @@ class RewritePatternSet;
 
 namespace tbc {
 #define GEN_PASS_DECL
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcTransforms.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcTransforms.h.inc"
 
 void populateMergeQKVPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseGateUpPatterns(mlir::RewritePatternSet &patterns);

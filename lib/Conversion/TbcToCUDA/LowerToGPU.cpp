@@ -1,6 +1,6 @@
 //===- LowerToGPU.cpp - outlined tbc kernels -> gpu.func (the CUDA path) --===//
 //
-// Every `tbc.kernel` function becomes the gpu.funcs of CudaKernelABI.h in
+// Every `tbc.kernel` function becomes the gpu.funcs of TbcToCUDA/KernelABI.h in
 // one `gpu.module @tbc_kernels`, written directly with gpu/scf/arith/math/
 // memref/vector ops (hand-shaped kernels, not a generic tiling):
 //
@@ -22,12 +22,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Conversion/CudaKernelABI.h"
-#include "tbc/Transforms/Passes.h"
+#include "tbc/Conversion/TbcToCUDA/KernelABI.h"
+#include "tbc/Conversion/Passes.h"
 
-#include "../TbcToLinalg/KernelBuilder.h"
+#include "../Common/KernelMath.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -38,13 +42,13 @@ using namespace mlir;
 
 namespace tbc {
 #define GEN_PASS_DEF_TBCLOWERTOGPU
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcConversion.h.inc"
 } // namespace tbc
 
 using namespace tbc;
 
 //===----------------------------------------------------------------------===//
-// Launch geometry (CudaKernelABI.h)
+// Launch geometry (TbcToCUDA/KernelABI.h)
 //===----------------------------------------------------------------------===//
 
 static int64_t lastDim(Type t) { return cast<ShapedType>(t).getShape().back(); }
@@ -168,7 +172,7 @@ struct G {
   }
 };
 
-/// Memref types of the ABI (CudaKernelABI.h).
+/// Memref types of the ABI (TbcToCUDA/KernelABI.h).
 MemRefType activationType(MLIRContext *ctx, int64_t width) {
   auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
                                        {ShapedType::kDynamic, 1});

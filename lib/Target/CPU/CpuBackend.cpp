@@ -1,6 +1,6 @@
 //===- CpuBackend.cpp - the CPU target: kernels -> a host shared object ---===//
 
-#include "tbc/Conversion/KernelABI.h"
+#include "tbc/Conversion/TbcToCPU/KernelABI.h"
 #include "tbc/Target/HostCodegen.h"
 #include "tbc/Target/TargetBackend.h"
 
@@ -21,7 +21,7 @@ public:
 
   std::vector<TargetStage> stages(const TargetOptions &) const override {
     return {
-        {"linalg", "linalg/scf/vector on memrefs (--tbc-lower-to-linalg)",
+        {"linalg", "linalg/scf/vector on memrefs (--tbc-lower-to-cpu)",
          [](OpPassManager &pm) {
            buildLinalgPipeline(pm);
            return success();

@@ -2,7 +2,7 @@
 
 #include "tbc/Target/HostCodegen.h"
 
-#include "tbc/Transforms/Passes.h"
+#include "tbc/Conversion/Passes.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -28,7 +28,7 @@
 using namespace mlir;
 
 void tbc::buildLinalgPipeline(OpPassManager &pm) {
-  pm.addPass(createTbcLowerToLinalg());
+  pm.addPass(createTbcLowerToCPU());
 }
 
 LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {

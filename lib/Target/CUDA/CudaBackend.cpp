@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Conversion/CudaKernelABI.h"
+#include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 #include "tbc/Target/TargetBackend.h"
-#include "tbc/Transforms/Passes.h"
+#include "tbc/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

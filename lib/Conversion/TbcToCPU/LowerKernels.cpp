@@ -10,9 +10,11 @@
 #include "KernelBuilder.h"
 #include "Attention.h"
 #include "Matmul.h"
-#include "tbc/Conversion/KernelABI.h"
-#include "tbc/Transforms/Passes.h"
+#include "tbc/Conversion/TbcToCPU/KernelABI.h"
+#include "tbc/Conversion/Passes.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -22,8 +24,8 @@
 using namespace mlir;
 
 namespace tbc {
-#define GEN_PASS_DEF_TBCLOWERTOLINALG
-#include "tbc/TbcPasses.h.inc"
+#define GEN_PASS_DEF_TBCLOWERTOCPU
+#include "tbc/TbcConversion.h.inc"
 } // namespace tbc
 
 using namespace tbc;
@@ -540,8 +542,8 @@ private:
   }
 };
 
-struct TbcLowerToLinalgPass
-    : tbc::impl::TbcLowerToLinalgBase<TbcLowerToLinalgPass> {
+struct TbcLowerToCPUPass
+    : tbc::impl::TbcLowerToCPUBase<TbcLowerToCPUPass> {
   /// What the CPU kernels are written for, refused with a message here
   /// rather than as a verifier error deep inside the lowering: activations
   /// are [batch, seq, features] tensors of f32 (ids and positions i32).

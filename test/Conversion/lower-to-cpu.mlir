@@ -1,4 +1,4 @@
-// RUN: tbc-opt %s -split-input-file --tbc-outline-kernels --tbc-lower-to-linalg | FileCheck %s
+// RUN: tbc-opt %s -split-input-file --tbc-outline-kernels --tbc-lower-to-cpu | FileCheck %s
 
 // The CPU path's kernels: destination-passing functions on memrefs that the
 // module's runtime calls through the C interface.

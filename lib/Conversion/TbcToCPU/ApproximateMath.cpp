@@ -7,8 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Transforms/Passes.h"
+#include "tbc/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -16,7 +19,7 @@ using namespace mlir;
 
 namespace tbc {
 #define GEN_PASS_DEF_TBCAPPROXIMATEMATH
-#include "tbc/TbcPasses.h.inc"
+#include "tbc/TbcConversion.h.inc"
 } // namespace tbc
 
 namespace {

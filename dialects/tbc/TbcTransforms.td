@@ -1,13 +1,14 @@
-//===- TbcPasses.td - tbc passes ---------------------------*- tablegen -*-===//
+//===- TbcTransforms.td - tbc-to-tbc passes ----------------*- tablegen -*-===//
 //
-// Every tbc pass is declared here (summary, description, options) and
-// defined in lib/Transforms or lib/Conversion with GEN_PASS_DEF_<NAME>.
+// The target-independent passes: fusion, weight-transform hoisting and
+// kernel outlining, on the tbc dialect alone (lib/Transforms, declared in
+// tbc/Transforms/Passes.h). Lowerings are in TbcConversion.td.
 // docs/passes.md explains the pipeline order and the byte counts.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_PASSES_TD
-#define TBC_PASSES_TD
+#ifndef TBC_TRANSFORMS_TD
+#define TBC_TRANSFORMS_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -118,59 +119,4 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
   }];
 }
 
-def TbcApproximateMath : Pass<"tbc-approximate-math", "::mlir::ModuleOp"> {
-  let summary = "Replace exp, tanh, erf and friends by inline polynomials (the CPU path)";
-  let description = [{
-    Rewrites the transcendental math ops of the kernels (`math.exp` in
-    softmax and SiLU, `math.tanh` in GELU-tanh and soft-caps, `math.erf` in
-    exact GELU, ...) into MLIR's polynomial approximations: arith ops that
-    LLVM vectorises, instead of one libm call per element. Their error is a
-    few ulp of f32; the conformance tests hold every architecture to 1e-4
-    of transformers through them. Runs between `--tbc-lower-to-linalg` and
-    the conversion to LLVM.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::vector::VectorDialect"];
-}
-
-def TbcLowerToLinalg : Pass<"tbc-lower-to-linalg", "::mlir::ModuleOp"> {
-  let summary = "Lower outlined tbc kernels to linalg on memrefs (the CPU path)";
-  let description = [{
-    Every `tbc.kernel` function becomes a function on memrefs in
-    destination-passing style: its operands, then one buffer per result,
-    then (attention) the key and value caches, then (projections and
-    attention) the [begin, end) of the share of the work to do: output
-    columns, or key/value heads. Activation operands may be strided views
-    (splits of a fused projection). Projections read their weight packed in
-    32-column panels and are register-tiled outer products (scf + vector);
-    attention is vector loops that skip masked positions; norms, RoPE and
-    pointwise ops are linalg generics. Functions that are not kernels (the
-    schedule) are removed: the module writer has already recorded them in
-    the manifest.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
-}
-
-def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Lower outlined tbc kernels to gpu.func kernels (the CUDA path)";
-  let description = [{
-    Every `tbc.kernel` function becomes one or more `gpu.func` kernels in a
-    `gpu.module @tbc_kernels`, with the geometry of CudaKernelABI.h: the
-    kernel's operands, results and (attention) key/value caches as memrefs,
-    then the chunk's row count and the number of positions cached before it.
-    Pointwise ops run a thread per element; norms a warp per row; projections
-    a warp per output column and 8 token rows with the norm prologue and the
-    GLU/activation/bias/soft-cap epilogue fused; attention a warp per query
-    row and head with an online softmax over the cache (attention also gets
-    an `_append` step, launched first, that writes the chunk into the caches).
-    Functions that are not kernels (the schedule) are removed: the module
-    writer has already recorded them in the manifest.
-  }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
-}
-
-#endif // TBC_PASSES_TD
+#endif // TBC_TRANSFORMS_TD

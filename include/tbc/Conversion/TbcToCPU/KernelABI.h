@@ -1,6 +1,6 @@
-//===- KernelABI.h - what the CPU kernels take besides their op's operands ===//
+//===- KernelABI.h - what the CPU kernels take besides their op operands ===//
 //
-// The lowering (`--tbc-lower-to-linalg`) and the module writer (the
+// The lowering (`--tbc-lower-to-cpu`) and the module writer (the
 // manifest) must agree on two departures from the tbc op's own signature:
 //
 // * Packed operands. Projection kernels read their weight (and embeddings
@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_CONVERSION_KERNELABI_H
-#define TBC_CONVERSION_KERNELABI_H
+#ifndef TBC_CONVERSION_TBCTOCPU_KERNELABI_H
+#define TBC_CONVERSION_TBCTOCPU_KERNELABI_H
 
 #include "tbc/Dialect/TbcDialect.h"
 
@@ -78,4 +78,4 @@ inline std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) {
 
 } // namespace tbc
 
-#endif // TBC_CONVERSION_KERNELABI_H
+#endif // TBC_CONVERSION_TBCTOCPU_KERNELABI_H

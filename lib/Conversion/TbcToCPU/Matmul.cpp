@@ -13,7 +13,7 @@
 
 #include "Matmul.h"
 
-#include "tbc/Conversion/KernelABI.h"
+#include "tbc/Conversion/TbcToCPU/KernelABI.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -1,4 +1,4 @@
-//===- CudaKernelABI.h - how the CUDA kernels are launched ------*- C++ -*-===//
+//===- KernelABI.h - how the CUDA kernels are launched ----------*- C++ -*-===//
 //
 // One definition, shared by the lowering (`--tbc-lower-to-gpu`, which writes
 // the gpu.func bodies for this geometry) and the module writer (which records
@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_CONVERSION_CUDAKERNELABI_H
-#define TBC_CONVERSION_CUDAKERNELABI_H
+#ifndef TBC_CONVERSION_TBCTOCUDA_KERNELABI_H
+#define TBC_CONVERSION_TBCTOCUDA_KERNELABI_H
 
 #include "mlir/IR/Operation.h"
 
@@ -55,4 +55,4 @@ bool transposesWeight(mlir::Operation *op);
 
 } // namespace tbc::cuda
 
-#endif // TBC_CONVERSION_CUDAKERNELABI_H
+#endif // TBC_CONVERSION_TBCTOCUDA_KERNELABI_H

@@ -1,0 +1,70 @@
+//===- TbcConversion.td - lowerings out of tbc -------------*- tablegen -*-===//
+//
+// The target-specific passes that take outlined tbc kernels to code: one
+// lowering per target (lib/Conversion/TbcTo<Target>), plus the CPU path's
+// polynomial math. Declared in tbc/Conversion/Passes.h; each target's
+// backend (lib/Target/<Target>) strings them into its registered pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_CONVERSION_TD
+#define TBC_CONVERSION_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TbcApproximateMath : Pass<"tbc-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Replace exp, tanh, erf and friends by inline polynomials (the CPU path)";
+  let description = [{
+    Rewrites the transcendental math ops of the kernels (`math.exp` in
+    softmax and SiLU, `math.tanh` in GELU-tanh and soft-caps, `math.erf` in
+    exact GELU, ...) into MLIR's polynomial approximations: arith ops that
+    LLVM vectorises, instead of one libm call per element. Their error is a
+    few ulp of f32; the conformance tests hold every architecture to 1e-4
+    of transformers through them. Runs between `--tbc-lower-to-cpu` and
+    the conversion to LLVM.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "Lower outlined tbc kernels to linalg, scf and vector on memrefs (the CPU path)";
+  let description = [{
+    Every `tbc.kernel` function becomes a function on memrefs in
+    destination-passing style: its operands, then one buffer per result,
+    then (attention) the key and value caches, then (projections and
+    attention) the [begin, end) of the share of the work to do: output
+    columns, or key/value heads. Activation operands may be strided views
+    (splits of a fused projection). Projections read their weight packed in
+    32-column panels and are register-tiled outer products (scf + vector);
+    attention is vector loops that skip masked positions; norms, RoPE and
+    pointwise ops are linalg generics. Functions that are not kernels (the
+    schedule) are removed: the module writer has already recorded them in
+    the manifest.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
+def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower outlined tbc kernels to gpu.func kernels (the CUDA path)";
+  let description = [{
+    Every `tbc.kernel` function becomes one or more `gpu.func` kernels in a
+    `gpu.module @tbc_kernels`, with the geometry of TbcToCUDA/KernelABI.h: the
+    kernel's operands, results and (attention) key/value caches as memrefs,
+    then the chunk's row count and the number of positions cached before it.
+    Pointwise ops run a thread per element; norms a warp per row; projections
+    a warp per output column and 8 token rows with the norm prologue and the
+    GLU/activation/bias/soft-cap epilogue fused; attention a warp per query
+    row and head with an online softmax over the cache (attention also gets
+    an `_append` step, launched first, that writes the chunk into the caches).
+    Functions that are not kernels (the schedule) are removed: the module
+    writer has already recorded them in the manifest.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
+#endif // TBC_CONVERSION_TD

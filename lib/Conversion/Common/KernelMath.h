@@ -1,0 +1,47 @@
+//===- KernelMath.h - scalar math both lowerings emit -----------*- C++ -*-===//
+//
+// The per-element math of tbc's ops, written once with arith/math ops so that
+// the CPU lowering (inside linalg generics and vector loops) and the CUDA
+// lowering (inside gpu.funcs) compute the same thing: activations, soft-caps,
+// rsqrt, and RoPE's frequency table and pairing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_CONVERSION_COMMON_KERNELMATH_H
+#define TBC_LIB_CONVERSION_COMMON_KERNELMATH_H
+
+#include "tbc/Dialect/TbcDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace tbc {
+
+/// act(x) in f32 with the math dialect (gelu = exact erf form).
+mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
+                           Activation act, mlir::Value x);
+/// 1 / sqrt(x) (libm has no rsqrtf, so math.rsqrt is not used).
+mlir::Value emitRsqrt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// A constant table of `r`'s RoPE inverse frequencies (with its scaling),
+/// as the memref.global `name` in `symbolTable` (a module or gpu.module;
+/// created once), read through memref.get_global at the builder's point.
+mlir::Value emitRopeTable(mlir::OpBuilder &b, mlir::Location loc, RopeOp r,
+                          mlir::Operation *symbolTable, llvm::StringRef name);
+
+/// Where element `f` of a row of heads takes its RoPE partner from: whether
+/// it is rotated at all (`inRot`: dims past rotary_dim pass through), whether
+/// it is the first of its pair (its partner enters with a minus sign), the
+/// frequency index `i` and the partner's column, both clamped to safe
+/// indices where not rotated. NeoX pairs halves, GPT-J adjacent dims.
+struct RopeLanes {
+  mlir::Value inRot, first, i, partner;
+};
+RopeLanes emitRopeLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f,
+                        int64_t headDim, int64_t rotaryDim, bool gptj);
+
+/// cap * tanh(x / cap).
+mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,
+                        mlir::Value x);
+
+} // namespace tbc
+
+#endif // TBC_LIB_CONVERSION_COMMON_KERNELMATH_H
