@@ -1,6 +1,6 @@
 //===- safetensors_fuzzer.cpp - libFuzzer target: the safetensors reader --===//
 
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 
 #include <string>
 #include <sys/mman.h>

@@ -22,13 +22,14 @@ runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
 frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,HFConfig,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
           "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
+          "$root"/lib/Target/*.cpp "$root"/lib/Target/*/*.cpp
           "$root"/lib/Registration/InitAll.cpp)
 
 echo "== building fuzzers"
 clang++ "${flags[@]}" "$root/fuzz/safetensors_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/safetensors_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/config_fuzzer.cpp" "${frontend[@]}" "${runtime[@]}" -ldl -lpthread -o "$work/config_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/module_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/module_fuzzer"
-clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root/lib/Support/Rope.cpp" "$root/lib/Support/IRNesting.cpp" \
+clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root"/lib/Support/*.cpp \
   -L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM -o "$work/ir_fuzzer"
 
 echo "== seed corpora"

@@ -8,7 +8,8 @@
 namespace tbc {
 /// The tbc dialect plus every upstream dialect our pipelines produce.
 void registerAllDialects(mlir::DialectRegistry &registry);
-/// tbc's passes plus the upstream passes our pipelines use.
+/// tbc's passes and pipelines (tbc-fuse, every target stage) plus the
+/// upstream passes our pipelines use.
 void registerAllPasses();
 } // namespace tbc
 

@@ -17,7 +17,7 @@
 #include "tbc/Frontend/ModelReaders.h"
 #include "tbc/Frontend/WeightCheck.h"
 #include "tbc/InitAll.h"
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/IRNesting.h"
 #include "tbc/Support/Limits.h"
@@ -280,6 +280,7 @@ int tbc::compileMain(int argc, char **argv) {
   } else {
     llvm::raw_string_ostream os(bytes);
     module->print(os);
+    os << "\n"; // as tbc-opt ends its output
   }
   if (output == "-") {
     llvm::outs() << bytes;

@@ -10,7 +10,7 @@
 #include "Options.h"
 
 #include "tbc/Frontend/ModelReaders.h"
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"

@@ -4,6 +4,7 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 #include "tbc/Conversion/Passes.h"
+#include "tbc/Target/TargetBackend.h"
 #include "tbc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,4 +32,5 @@ void tbc::registerAllPasses() {
   registerTbcTransformsPasses();
   registerTbcConversionPasses();
   registerFusePipeline();
+  registerTargetPipelines(); // --tbc-cpu-linalg, ..., --tbc-cuda-ptx
 }

@@ -12,7 +12,7 @@
 #ifndef TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
 #define TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
 
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 
 #include <cstdint>
 #include <memory>

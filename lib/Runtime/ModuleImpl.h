@@ -7,7 +7,7 @@
 #ifndef TBC_LIB_RUNTIME_MODULEIMPL_H
 #define TBC_LIB_RUNTIME_MODULEIMPL_H
 
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 #include "tbc/Runtime/Runtime.h"
 
 #include "DeviceExecutor.h"

@@ -3,7 +3,7 @@
 #include "tbc/Runtime/Runtime.h"
 
 #include "tbc/Runtime/CpuFeatures.h"
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 #include "ModuleImpl.h"
 #include "ThreadPool.h"
 #include "tbc/Support/FileIO.h"

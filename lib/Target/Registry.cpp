@@ -4,6 +4,9 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
 using namespace tbc;
 
 namespace {
@@ -30,6 +33,59 @@ std::vector<std::string> tbc::targetBackendNames() {
   for (const auto &b : backends())
     names.push_back(b->name().str());
   return names;
+}
+
+std::string tbc::targetPipelineName(const TargetBackend &backend,
+                                    const TargetStage &stage) {
+  return ("tbc-" + backend.name() + "-" + stage.name).str();
+}
+
+namespace {
+/// The `tbc compile` flags a stage depends on, as pipeline options.
+struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> {
+  ListOption<std::string> cudaArch{
+      *this, "cuda-arch",
+      llvm::cl::desc("GPU architectures of the cuda target, as tbc compile --cuda-arch "
+                     "(default sm_80,sm_90; the cpu target has no options)")};
+
+  TargetOptions toTargetOptions() const {
+    TargetOptions t;
+    if (!cudaArch.empty())
+      t.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
+    return t;
+  }
+};
+} // namespace
+
+void tbc::registerTargetPipelines() {
+  for (const auto &b : backends()) {
+    const TargetBackend *backend = b.get();
+    for (const TargetStage &stage : backend->stages(TargetOptions{})) {
+      std::string stageName = stage.name;
+      mlir::registerPassPipeline(
+          targetPipelineName(*backend, stage),
+          "tbc compile --target " + backend->name().str() + " --emit " + stageName + ": " +
+              stage.description,
+          [backend, stageName](mlir::OpPassManager &pm, llvm::StringRef optionsText,
+                               llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+                                   errorHandler) -> mlir::LogicalResult {
+            TargetPipelineOptions options;
+            if (failed(options.parseFromString(optionsText)))
+              return mlir::failure();
+            TargetOptions target = options.toTargetOptions();
+            if (std::string why = backend->checkOptions(target); !why.empty())
+              return errorHandler(why);
+            // Built by the same function `tbc compile` runs: one definition.
+            for (const TargetStage &s : backend->stages(target))
+              if (s.name == stageName)
+                return s.build(pm);
+            return errorHandler("no stage " + stageName);
+          },
+          [](llvm::function_ref<void(const mlir::detail::PassOptions &)> handler) {
+            handler(TargetPipelineOptions());
+          });
+    }
+  }
 }
 
 llvm::StringRef tbc::kernelRole(mlir::Operation *op) {

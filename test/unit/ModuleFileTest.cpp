@@ -1,6 +1,6 @@
 //===- ModuleFileTest.cpp - .tbcm container and .npy round trips ----------===//
 
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 #include "tbc/Support/Npy.h"
 
 #include <gtest/gtest.h>

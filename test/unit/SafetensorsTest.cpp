@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #ifndef TBC_FRONTEND_WEIGHTCHECK_H
 #define TBC_FRONTEND_WEIGHTCHECK_H
 
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

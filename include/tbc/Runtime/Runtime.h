@@ -11,7 +11,7 @@
 #ifndef TBC_RUNTIME_RUNTIME_H
 #define TBC_RUNTIME_RUNTIME_H
 
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 #include "tbc/Support/Json.h"
 
 #include <atomic>

@@ -13,7 +13,7 @@
 #ifndef TBC_TARGET_TARGETBACKEND_H
 #define TBC_TARGET_TARGETBACKEND_H
 
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,7 +26,9 @@
 
 namespace tbc {
 
-/// One stage of a backend's lowering: `--emit <name>` stops after it.
+/// One stage of a backend's lowering: `tbc compile --emit <name>` stops
+/// after it, and `tbc-opt --tbc-<target>-<name>` (registered by
+/// registerTargetPipelines) runs the same passes on the previous stage's IR.
 struct TargetStage {
   std::string name;
   std::string description;
@@ -84,6 +86,13 @@ std::unique_ptr<TargetBackend> createCudaBackend();
 const TargetBackend *lookupTargetBackend(llvm::StringRef name);
 /// Every registered backend's name, in registration order.
 std::vector<std::string> targetBackendNames();
+
+/// The registered pass pipeline that reproduces `stage` of `backend`.
+std::string targetPipelineName(const TargetBackend &backend, const TargetStage &stage);
+/// Registers every backend's stages as pass pipelines
+/// (`--tbc-<target>-<stage>`, with a `cuda-arch` option), so that tbc-opt
+/// reproduces each `tbc compile --emit` stage from the one before it.
+void registerTargetPipelines();
 
 /// The role of an outlined kernel's op, recorded in the manifest so that the
 /// runtime never infers it from a symbol name: embedding, projection,

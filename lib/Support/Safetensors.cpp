@@ -1,6 +1,6 @@
 //===- Safetensors.cpp - memory-mapped safetensors checkpoints ------------===//
 
-#include "tbc/Runtime/Safetensors.h"
+#include "tbc/Support/Safetensors.h"
 
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/Json.h"

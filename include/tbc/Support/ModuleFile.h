@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_RUNTIME_MODULEFILE_H
-#define TBC_RUNTIME_MODULEFILE_H
+#ifndef TBC_SUPPORT_MODULEFILE_H
+#define TBC_SUPPORT_MODULEFILE_H
 
 #include <cstdint>
 #include <string>
@@ -47,4 +47,4 @@ uint64_t fnv1a64(const char *data, size_t size);
 
 } // namespace tbc::rt
 
-#endif // TBC_RUNTIME_MODULEFILE_H
+#endif // TBC_SUPPORT_MODULEFILE_H

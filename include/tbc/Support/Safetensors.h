@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_RUNTIME_SAFETENSORS_H
-#define TBC_RUNTIME_SAFETENSORS_H
+#ifndef TBC_SUPPORT_SAFETENSORS_H
+#define TBC_SUPPORT_SAFETENSORS_H
 
 #include <cstddef>
 #include <cstdint>
@@ -85,4 +85,4 @@ private:
 
 } // namespace tbc::rt
 
-#endif // TBC_RUNTIME_SAFETENSORS_H
+#endif // TBC_SUPPORT_SAFETENSORS_H

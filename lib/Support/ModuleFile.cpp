@@ -1,6 +1,6 @@
 //===- ModuleFile.cpp - the .tbcm container -------------------------------===//
 
-#include "tbc/Runtime/ModuleFile.h"
+#include "tbc/Support/ModuleFile.h"
 
 #include <cstring>
 
