@@ -27,7 +27,9 @@ compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
 
 echo "== building fuzzers"
 clang++ "${flags[@]}" "$root/fuzz/safetensors_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/safetensors_fuzzer"
-clang++ "${flags[@]}" "$root/fuzz/config_fuzzer.cpp" "${frontend[@]}" "${runtime[@]}" -ldl -lpthread -o "$work/config_fuzzer"
+# The model spec names the dialect's enums (RoPE scaling): link the dialect.
+clang++ "${flags[@]}" "$root/fuzz/config_fuzzer.cpp" "${frontend[@]}" "${runtime[@]}" "$root"/lib/Dialect/*.cpp \
+  -L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM -ldl -lpthread -o "$work/config_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/module_fuzzer.cpp" "${runtime[@]}" -ldl -lpthread -o "$work/module_fuzzer"
 clang++ "${flags[@]}" "$root/fuzz/ir_fuzzer.cpp" "${compiler[@]}" "$root"/lib/Support/*.cpp \
   -L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM -o "$work/ir_fuzzer"

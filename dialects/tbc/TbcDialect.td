@@ -26,6 +26,23 @@ def Tbc_Dialect : Dialect {
     passes rewrite these ops into fewer, fatter tbc ops; lowerings turn them
     into linalg (CPU) or gpu/nvvm (CUDA).
   }];
+  // Attributes tbc's passes put on ops they do not own; each is checked by
+  // verifyOperationAttribute / verifyRegionArgAttribute (TbcDialect.cpp).
+  let discardableAttrs = (ins
+    // func.func: an outlined kernel (--tbc-outline-kernels), one tbc op.
+    "::mlir::UnitAttr":$kernel,
+    // func.func: a kernel (of tbc.attention) the runtime gives a KV cache.
+    "::mlir::UnitAttr":$kv_cache,
+    // builtin.module: what the model was built from (the manifest's fields).
+    "::mlir::StringAttr":$architecture,
+    "::mlir::IntegerAttr":$vocab_size,
+    "::mlir::IntegerAttr":$max_positions,
+    // func.func argument: the checkpoint tensor (or transform of tensors) it
+    // receives, or token_ids / positions / hidden.
+    "::mlir::StringAttr":$name
+  );
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let useDefaultAttributePrinterParser = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

@@ -22,7 +22,8 @@ def Tbc_WeightTransform : NativeOpTrait<"WeightTransform"> {
 // Fused compute
 //===----------------------------------------------------------------------===//
 
-def Tbc_FusedLinearOp : Tbc_Op<"fused_linear", [Pure, AttrSizedOperandSegments]> {
+def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
+    [Pure, AttrSizedOperandSegments, Tbc_ProjectionOpInterface]> {
   let summary = "projection with a norm prologue and an activation/GLU/soft-cap epilogue";
   let description = [{
     Replaces `rms_norm`/`layer_norm` → `linear` (→ `glu` | `activation`)
@@ -67,6 +68,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
     int64_t getInFeatures();
     /// Rows of the projection: 2 F for a GLU epilogue, else the output width.
     int64_t getProjectionWidth();
+    bool hasNormPrologue() { return getNorm().has_value(); }
   }];
   let hasVerifier = 1;
 }

@@ -11,6 +11,7 @@
 
 include "TbcDialect.td"
 include "TbcAttrs.td"
+include "TbcInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
@@ -83,7 +84,7 @@ def Tbc_SinusoidalPositionsOp : Tbc_Op<"sinusoidal_positions", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tbc_RMSNormOp : Tbc_Op<"rms_norm",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, Tbc_NormOpInterface]> {
   let summary = "RMSNorm over the last dimension (or groups of it)";
   let description = [{
     `y = x * rsqrt(mean(x^2) + eps) * (gain_offset + weight)`, statistics in
@@ -112,12 +113,14 @@ def Tbc_RMSNormOp : Tbc_Op<"rms_norm",
       return v ? v->convertToDouble() : 0.0;
     }
     int64_t getNumGroups() { return getGroups().value_or(1); }
+    NormKind getNormKind() { return NormKind::rms; }
+    ::mlir::Value getNormBias() { return {}; }
   }];
   let hasVerifier = 1;
 }
 
 def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, Tbc_NormOpInterface]> {
   let summary = "LayerNorm over the last dimension, optional bias";
   let description = [{
     `y = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias`, statistics in
@@ -133,6 +136,13 @@ def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? `eps` `=` $eps attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
   }];
+  let extraClassDeclaration = [{
+    NormKind getNormKind() { return NormKind::layer; }
+    ::mlir::Value getNormBias() { return getBias(); }
+    ::mlir::FloatAttr getGainOffsetAttr() { return {}; }
+    double getGainOffsetValue() { return 0.0; }
+    int64_t getNumGroups() { return 1; }
+  }];
   let hasVerifier = 1;
 }
 
@@ -141,7 +151,7 @@ def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
 //===----------------------------------------------------------------------===//
 
 def Tbc_LinearOp : Tbc_Op<"linear",
-    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>, Tbc_ProjectionOpInterface]> {
   let summary = "y = x W^T + b over the last dimension";
   let description = [{
     `weight` is `[out, in]` as in torch.nn.Linear. With `weight_in_out` it is
@@ -165,6 +175,7 @@ def Tbc_LinearOp : Tbc_Op<"linear",
     /// Number of input / output features, whatever the weight layout.
     int64_t getInFeatures();
     int64_t getOutFeatures();
+    bool hasNormPrologue() { return false; }
   }];
   let hasVerifier = 1;
 }
@@ -188,6 +199,8 @@ def Tbc_SplitOp : Tbc_Op<"split", [Pure]> {
   }];
   let extraClassDeclaration = [{
     int64_t getNumGroups() { return getGroups().value_or(1); }
+    NormKind getNormKind() { return NormKind::rms; }
+    ::mlir::Value getNormBias() { return {}; }
   }];
   let hasVerifier = 1;
 }

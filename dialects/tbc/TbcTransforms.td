@@ -111,11 +111,8 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
     (parameters, bind-time transforms, kernel calls, and `tbc.split` of the
     last dimension, which is a view). Attention kernels are marked
     `tbc.kv_cache`: the runtime passes each call site its own key/value
-    cache. Projection kernels (`tbc.linear`, `tbc.fused_linear`) are marked
-    `tbc.column_parallel`: their lowering takes a range of output columns
-    to compute, so that the runtime can split a one-token chunk across the
-    cores by columns as it splits a long chunk by rows. Attention kernels
-    are also `tbc.head_parallel`: they take a range of key/value heads.
+    cache. How a kernel's work is split (columns of a projection, heads of
+    an attention) is each target's kernel ABI, decided from the op.
   }];
 }
 

@@ -102,7 +102,7 @@ Cost tbc::opCost(Operation *op, int64_t tokens) {
         int64_t perPair = 4 * a.getHeadDim(); // q.k and p.v
         c.flops = pairs * a.getNumHeads() * perPair;
       })
-      .Case<RMSNormOp, LayerNormOp>([&](Operation *n) {
+      .Case([&](NormOpInterface n) {
         c.flops = kNormFlopsPerElement * elements(n->getResult(0), tokens);
       })
       .Case([&](AddNormOp n) {

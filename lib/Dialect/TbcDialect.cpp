@@ -11,6 +11,7 @@ using namespace tbc;
 
 #include "tbc/TbcDialect.cpp.inc"
 #include "tbc/TbcEnums.cpp.inc"
+#include "tbc/TbcInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "tbc/TbcAttrs.cpp.inc"
@@ -47,5 +48,75 @@ RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "llama3 rope scaling needs a positive "
                           "original_max_position, got "
                        << originalMaxPosition;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes (TbcDialect.td's discardableAttrs)
+//===----------------------------------------------------------------------===//
+
+LogicalResult TbcDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  auto requireOn = [&](bool ok, StringRef where) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << "'" << name << "' belongs on " << where;
+  };
+  if (name == KernelAttrHelper::getNameStr() || name == KvCacheAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' is a unit attribute";
+    auto fn = dyn_cast<func::FuncOp>(op);
+    if (failed(requireOn(fn && !fn.isExternal(), "a func.func with a body")))
+      return failure();
+    // A kernel is one tbc compute op and its return (--tbc-outline-kernels).
+    Block &body = fn.getBody().front();
+    Operation *first = &body.front();
+    if (body.getOperations().size() != 2 || first->getDialect() != this ||
+        !isa<func::ReturnOp>(body.back()))
+      return op->emitError() << "'" << name << "' function must hold exactly one tbc op";
+    if (name == KvCacheAttrHelper::getNameStr() && !isa<AttentionOp>(first))
+      return op->emitError() << "'" << name << "' is for tbc.attention kernels, not '"
+                             << first->getName() << "'";
+    if (name == KvCacheAttrHelper::getNameStr() &&
+        !op->hasAttr(KernelAttrHelper::getNameStr()))
+      return op->emitError() << "'" << name << "' needs '"
+                             << KernelAttrHelper::getNameStr() << "'";
+    return success();
+  }
+  if (name == ArchitectureAttrHelper::getNameStr()) {
+    if (failed(requireOn(isa<ModuleOp>(op), "the module")))
+      return failure();
+    auto s = dyn_cast<StringAttr>(value);
+    if (!s || s.getValue().empty())
+      return op->emitError() << "'" << name << "' must be a non-empty string";
+    return success();
+  }
+  if (name == VocabSizeAttrHelper::getNameStr() ||
+      name == MaxPositionsAttrHelper::getNameStr()) {
+    if (failed(requireOn(isa<ModuleOp>(op), "the module")))
+      return failure();
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || !i.getType().isInteger(64) || i.getInt() <= 0 || i.getInt() > kMaxDim)
+      return op->emitError() << "'" << name << "' must be a positive i64 of at most "
+                             << kMaxDim;
+    return success();
+  }
+  if (name == NameAttrHelper::getNameStr())
+    return op->emitError() << "'" << name << "' names function arguments, not ops";
+  return op->emitError() << "unknown tbc attribute '" << name << "'";
+}
+
+LogicalResult TbcDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name != NameAttrHelper::getNameStr())
+    return op->emitError() << "unknown tbc argument attribute '" << name << "'";
+  auto s = dyn_cast<StringAttr>(attribute.getValue());
+  if (!s || s.getValue().empty())
+    return op->emitError() << "'" << name << "' of argument " << argIndex
+                           << " must be a non-empty string";
   return success();
 }

@@ -156,13 +156,9 @@ public:
 
   Value rope(Value x, Value pos, const RopeSpec &r) {
     RopeScalingAttr scaling;
-    if (r.scaling.kind != RopeScalingSpec::Kind::None)
+    if (r.scaling.kind)
       scaling = RopeScalingAttr::get(
-          b.getContext(),
-          r.scaling.kind == RopeScalingSpec::Kind::Linear
-              ? RopeScalingKind::linear
-              : RopeScalingKind::llama3,
-          APFloat(r.scaling.factor), APFloat(r.scaling.lowFreqFactor),
+          b.getContext(), *r.scaling.kind, APFloat(r.scaling.factor), APFloat(r.scaling.lowFreqFactor),
           APFloat(r.scaling.highFreqFactor), r.scaling.originalMaxPosition);
     return RopeOp::create(
         b, loc, x.getType(), x, pos,
@@ -294,12 +290,12 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  module->getOperation()->setAttr("tbc.architecture",
+  module->getOperation()->setAttr(TbcDialect::ArchitectureAttrHelper::getNameStr(),
                                   b.getStringAttr(s.architecture));
-  module->getOperation()->setAttr("tbc.vocab_size",
+  module->getOperation()->setAttr(TbcDialect::VocabSizeAttrHelper::getNameStr(),
                                   b.getI64IntegerAttr(s.vocabSize));
   if (s.maxPositions > 0)
-    module->getOperation()->setAttr("tbc.max_positions",
+    module->getOperation()->setAttr(TbcDialect::MaxPositionsAttrHelper::getNameStr(),
                                     b.getI64IntegerAttr(s.maxPositions));
   b.setInsertionPointToEnd(module->getBody());
   ModelEmitter em(b, s, elt);
@@ -323,8 +319,8 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
       b, loc, "forward",
       b.getFunctionType({em.positionsType(), em.positionsType()},
                         {logitsType}));
-  forward.setArgAttr(0, "tbc.name", b.getStringAttr("token_ids"));
-  forward.setArgAttr(1, "tbc.name", b.getStringAttr("positions"));
+  forward.setArgAttr(0, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("token_ids"));
+  forward.setArgAttr(1, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("positions"));
 
   std::vector<func::FuncOp> blocks;
   SmallVector<Type> blockArgs{em.act(s.hiddenSize), em.positionsType()};
@@ -336,10 +332,10 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
         b, loc, names[k],
         b.getFunctionType(blockArgs, {em.act(s.hiddenSize)}));
     fn.setPrivate();
-    fn.setArgAttr(0, "tbc.name", b.getStringAttr("hidden"));
-    fn.setArgAttr(1, "tbc.name", b.getStringAttr("positions"));
+    fn.setArgAttr(0, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("hidden"));
+    fn.setArgAttr(1, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("positions"));
     for (size_t i = 0; i < slots.slots().size(); ++i)
-      fn.setArgAttr(i + 2, "tbc.name",
+      fn.setArgAttr(i + 2, TbcDialect::NameAttrHelper::getNameStr(),
                     b.getStringAttr(slots.slots()[i].name));
     Block *body = fn.addEntryBlock();
     OpBuilder::InsertionGuard guard(b);

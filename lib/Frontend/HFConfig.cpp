@@ -45,9 +45,9 @@ RopeScalingSpec scalingFrom(JsonFields &r) {
   if (kind == "default" || kind.empty())
     return s;
   if (kind == "linear") {
-    s.kind = RopeScalingSpec::Kind::Linear;
+    s.kind = RopeScalingKind::linear;
   } else if (kind == "llama3") {
-    s.kind = RopeScalingSpec::Kind::Llama3;
+    s.kind = RopeScalingKind::llama3;
     s.lowFreqFactor = r.getNumber("low_freq_factor", 1.0);
     s.highFreqFactor = r.getNumber("high_freq_factor", 4.0);
     s.originalMaxPosition =

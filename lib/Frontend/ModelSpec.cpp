@@ -62,10 +62,10 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
     if (!(r.theta > 0))
       return SpecViolation{"rope_theta", "must be positive, got " +
                                              json::formatNumber(r.theta)};
-    if (r.scaling.kind != RopeScalingSpec::Kind::None &&
+    if (r.scaling.kind &&
         !(r.scaling.factor > 0))
       return SpecViolation{"rope_scaling", "factor must be positive"};
-    if (r.scaling.kind == RopeScalingSpec::Kind::Llama3 &&
+    if (r.scaling.kind == RopeScalingKind::llama3 &&
         !(r.scaling.lowFreqFactor > 0 &&
           r.scaling.highFreqFactor > r.scaling.lowFreqFactor &&
           r.scaling.originalMaxPosition > 0))

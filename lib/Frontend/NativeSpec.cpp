@@ -171,8 +171,8 @@ void readPositions(JsonFields &f, ModelSpec &s) {
   if (const json::Value *sc = p.getObject("scaling")) {
     JsonFields r = p.nested(*sc, "scaling");
     std::string type = r.getChoice("type", "linear", {"linear", "llama3"});
-    rope.scaling.kind = type == "linear" ? RopeScalingSpec::Kind::Linear
-                                         : RopeScalingSpec::Kind::Llama3;
+    rope.scaling.kind = type == "linear" ? RopeScalingKind::linear
+                                         : RopeScalingKind::llama3;
     if (!r.has("factor"))
       r.fail("factor", "required field is missing");
     rope.scaling.factor = r.optPositive("factor").value_or(1.0);

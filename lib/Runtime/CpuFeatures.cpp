@@ -2,6 +2,8 @@
 
 #include "tbc/Runtime/CpuFeatures.h"
 
+#include "tbc/Support/CpuFeatureList.h"
+
 #include <sstream>
 
 using namespace tbc::rt;
@@ -17,7 +19,7 @@ static const char *thisArchitecture() {
 }
 
 /// Whether this CPU has `feature`; names it does not know count as present
-/// (the compiler only records the ones listed here, see HostCodegen.cpp).
+/// (the compiler records only those of CpuFeatureList.h).
 static bool hasFeature(const std::string &feature) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
@@ -25,15 +27,7 @@ static bool hasFeature(const std::string &feature) {
 #define TBC_CPU_FEATURE(name)                                                  \
   if (feature == name)                                                         \
     return __builtin_cpu_supports(name);
-  TBC_CPU_FEATURE("sse4.2")
-  TBC_CPU_FEATURE("avx")
-  TBC_CPU_FEATURE("avx2")
-  TBC_CPU_FEATURE("fma")
-  TBC_CPU_FEATURE("avx512f")
-  TBC_CPU_FEATURE("avx512bw")
-  TBC_CPU_FEATURE("avx512dq")
-  TBC_CPU_FEATURE("avx512vl")
-  TBC_CPU_FEATURE("avx512cd")
+  TBC_FOR_EACH_CPU_FEATURE(TBC_CPU_FEATURE)
 #undef TBC_CPU_FEATURE
 #else
   (void)feature;

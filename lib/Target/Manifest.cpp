@@ -53,7 +53,7 @@ public:
       return module.emitError("the module has no @forward function");
     SmallVector<Ref> args;
     for (auto [i, arg] : llvm::enumerate(forward.getArguments())) {
-      auto name = forward.getArgAttrOfType<StringAttr>(i, "tbc.name");
+      auto name = forward.getArgAttrOfType<StringAttr>(i, TbcDialect::NameAttrHelper::getNameStr());
       std::string kind = name ? name.getValue().str() : "";
       if (kind != "token_ids" && kind != "positions")
         return forward.emitError("@forward argument ")
@@ -79,9 +79,9 @@ public:
     std::string out = "{\n  \"format\": \"tbcm\",\n  \"version\": 1,\n";
     out += "  \"target\": " + quote(backend.name()) + ",\n";
     out += "  \"model\": {\"architecture\": " +
-           quote(stringAttr("tbc.architecture")) +
-           ", \"vocab_size\": " + std::to_string(intAttr("tbc.vocab_size")) +
-           ", \"max_positions\": " + std::to_string(intAttr("tbc.max_positions")) +
+           quote(stringAttr(TbcDialect::ArchitectureAttrHelper::getNameStr())) +
+           ", \"vocab_size\": " + std::to_string(intAttr(TbcDialect::VocabSizeAttrHelper::getNameStr())) +
+           ", \"max_positions\": " + std::to_string(intAttr(TbcDialect::MaxPositionsAttrHelper::getNameStr())) +
            (sourceConfig.empty() ? std::string()
                                  : ", \"config\": " + sourceConfig.str()) +
            "},\n";
@@ -182,7 +182,7 @@ private:
       else
         addShape(cast<ShapedType>(t).getShape());
     }
-    if (kernel->hasAttr("tbc.kv_cache")) {
+    if (kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr())) {
       auto attn = cast<AttentionOp>(kernel.getBody().front().front());
       int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
       addShape({ShapedType::kDynamic, width});
@@ -194,7 +194,7 @@ private:
     if (std::optional<int64_t> n = backend.workUnits(kernel)) {
       addShape({2});
       units = std::string(", \"") +
-              (kernel->hasAttr("tbc.kv_cache") ? "kv_heads" : "columns") +
+              (kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr()) ? "kv_heads" : "columns") +
               "\": " + std::to_string(*n);
     }
     kernels.push_back("{\"id\": " + std::to_string(id) + ", \"name\": " +
@@ -202,11 +202,11 @@ private:
                       quote(backend.symbol(kernel)) + ", \"role\": " +
                       quote(kernelRole(op)) +
                       ", \"kv_cache\": " +
-                      (kernel->hasAttr("tbc.kv_cache") ? "true" : "false") +
+                      (kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr()) ? "true" : "false") +
                       // Every kernel but attention treats the chunk's rows
                       // independently, so the runtime may split them.
                       ", \"row_parallel\": " +
-                      (kernel->hasAttr("tbc.kv_cache") ? "false" : "true") +
+                      (kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr()) ? "false" : "true") +
                       units + backend.kernelFields(kernel) +
                       ", \"signature\": [" + signature + "]}");
     return id;
@@ -278,7 +278,7 @@ private:
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
         if (!callee)
           return call.emitError("unknown callee");
-        if (!callee->hasAttr("tbc.kernel")) {
+        if (!callee->hasAttr(TbcDialect::KernelAttrHelper::getNameStr())) {
           SmallVector<Ref> out;
           if (failed(visit(callee, inputs(), out)))
             return failure();
@@ -301,7 +301,7 @@ private:
           args += ", " + out.json();
         }
         std::string caches;
-        if (callee->hasAttr("tbc.kv_cache")) {
+        if (callee->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr())) {
           auto attn = cast<AttentionOp>(callee.getBody().front().front());
           std::string width = std::to_string(attn.getNumKvHeads() * attn.getHeadDim());
           for (int i = 0; i < 2; ++i) {

@@ -91,11 +91,11 @@ void tbc::registerTargetPipelines() {
 llvm::StringRef tbc::kernelRole(mlir::Operation *op) {
   if (llvm::isa<EmbeddingOp>(op))
     return "embedding";
-  if (llvm::isa<LinearOp, FusedLinearOp>(op))
+  if (llvm::isa<ProjectionOpInterface>(op))
     return "projection";
   if (llvm::isa<AttentionOp>(op))
     return "attention";
-  if (llvm::isa<RMSNormOp, LayerNormOp, AddNormOp>(op))
+  if (llvm::isa<NormOpInterface, AddNormOp>(op))
     return "norm";
   return "pointwise";
 }

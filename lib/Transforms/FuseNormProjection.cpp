@@ -14,13 +14,6 @@ namespace tbc {
 using namespace tbc;
 
 namespace {
-/// What both norms share, for the rewrite.
-struct NormInfo {
-  NormKind kind;
-  Value input, gain, beta;
-  FloatAttr eps, gainOffset;
-};
-
 /// One projection reading the normalised tensor, as (input, weight, bias,
 /// epilogue) regardless of whether it is a linear or an epilogue-only
 /// fused_linear.
@@ -34,18 +27,30 @@ struct Projection {
 };
 
 std::optional<Projection> asProjection(Operation *user) {
-  if (auto l = dyn_cast<LinearOp>(user))
-    return Projection{l, l.getWeight(), l.getBias(), l.getWeightInOut(),
-                      ActivationAttr(), false, FloatAttr()};
-  if (auto f = dyn_cast<FusedLinearOp>(user))
-    if (!f.getNorm())
-      return Projection{f, f.getWeight(), f.getBias(), f.getWeightInOut(),
-                        f.getActAttr(), f.getGlu(), f.getSoftcapAttr()};
-  return std::nullopt;
+  auto p = dyn_cast<ProjectionOpInterface>(user);
+  if (!p || p.hasNormPrologue())
+    return std::nullopt;
+  Projection proj{user, p.getWeight(), p.getBias(), p.getWeightInOut(),
+                  ActivationAttr(), false, FloatAttr()};
+  if (auto f = dyn_cast<FusedLinearOp>(user)) {
+    proj.act = f.getActAttr();
+    proj.glu = f.getGlu();
+    proj.softcap = f.getSoftcapAttr();
+  }
+  return proj;
 }
 
-LogicalResult fuseNorm(Operation *norm, const NormInfo &info,
-                       PatternRewriter &rewriter) {
+struct FuseNorm : OpInterfaceRewritePattern<NormOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(NormOpInterface norm,
+                                PatternRewriter &rewriter) const override;
+};
+
+LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
+                                        PatternRewriter &rewriter) const {
+  if (norm.getNumGroups() != 1)
+    return rewriter.notifyMatchFailure(norm, "grouped (per-head) norm");
+  Value gain = norm.getWeight(), beta = norm.getNormBias();
   SmallVector<Projection> projections;
   for (Operation *user : norm->getResult(0).getUsers()) {
     std::optional<Projection> p = asProjection(user);
@@ -61,69 +66,45 @@ LogicalResult fuseNorm(Operation *norm, const NormInfo &info,
     if (!p->weight.hasOneUse())
       return rewriter.notifyMatchFailure(
           norm, "projection weight is shared; folding would duplicate it");
-    SmallVector<Value> weights{p->weight, info.gain};
+    SmallVector<Value> weights{p->weight, gain};
     if (p->bias)
       weights.push_back(p->bias);
-    if (info.beta)
-      weights.push_back(info.beta);
+    if (beta)
+      weights.push_back(beta);
     if (!allDominate(weights, p->op))
       return rewriter.notifyMatchFailure(norm, "weights defined too late");
     projections.push_back(*p);
   }
-  if (projections.empty() || !isBindTimeValue(info.gain) ||
-      (info.beta && !isBindTimeValue(info.beta)))
+  if (projections.empty() || !isBindTimeValue(gain) ||
+      (beta && !isBindTimeValue(beta)))
     return rewriter.notifyMatchFailure(norm, "nothing to fuse into");
 
   for (const Projection &p : projections) {
     Location loc = p.op->getLoc();
     rewriter.setInsertionPoint(p.op);
     Value folded = FoldGainOp::create(rewriter, loc, p.weight.getType(),
-                                      p.weight, info.gain, info.gainOffset,
+                                      p.weight, gain, norm.getGainOffsetAttr(),
                                       p.inOut);
     Value bias = p.bias, meanCorrection;
-    if (info.kind == NormKind::layer) {
+    if (norm.getNormKind() == NormKind::layer) {
       int64_t rows = cast<RankedTensorType>(p.weight.getType())
                          .getShape()[p.inOut ? 1 : 0];
       auto vec = RankedTensorType::get(
           {rows}, cast<RankedTensorType>(p.weight.getType()).getElementType());
       meanCorrection =
           WeightRowSumsOp::create(rewriter, loc, vec, folded, p.inOut);
-      if (info.beta)
-        bias = FoldBiasOp::create(rewriter, loc, vec, p.weight, info.beta,
+      if (beta)
+        bias = FoldBiasOp::create(rewriter, loc, vec, p.weight, beta,
                                   p.bias, p.inOut);
     }
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
-        p.op, p.op->getResult(0).getType(), info.input, folded, bias,
-        meanCorrection, NormKindAttr::get(rewriter.getContext(), info.kind),
-        info.eps, p.act, p.glu, p.softcap, p.inOut);
+        p.op, p.op->getResult(0).getType(), norm.getInput(), folded, bias,
+        meanCorrection, NormKindAttr::get(rewriter.getContext(), norm.getNormKind()),
+        norm.getEpsAttr(), p.act, p.glu, p.softcap, p.inOut);
   }
   rewriter.eraseOp(norm);
   return success();
 }
-
-struct FuseRMSNorm : OpRewritePattern<RMSNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(RMSNormOp norm,
-                                PatternRewriter &rewriter) const override {
-    if (norm.getNumGroups() != 1)
-      return rewriter.notifyMatchFailure(norm, "grouped (per-head) norm");
-    return fuseNorm(norm,
-                    {NormKind::rms, norm.getInput(), norm.getWeight(), Value(),
-                     norm.getEpsAttr(), norm.getGainOffsetAttr()},
-                    rewriter);
-  }
-};
-
-struct FuseLayerNorm : OpRewritePattern<LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LayerNormOp norm,
-                                PatternRewriter &rewriter) const override {
-    return fuseNorm(norm,
-                    {NormKind::layer, norm.getInput(), norm.getWeight(),
-                     norm.getBias(), norm.getEpsAttr(), FloatAttr()},
-                    rewriter);
-  }
-};
 
 struct TbcFuseNormProjectionPass
     : tbc::impl::TbcFuseNormProjectionBase<TbcFuseNormProjectionPass> {
@@ -135,5 +116,5 @@ struct TbcFuseNormProjectionPass
 } // namespace
 
 void tbc::populateFuseNormProjectionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseRMSNorm, FuseLayerNorm>(patterns.getContext());
+  patterns.add<FuseNorm>(patterns.getContext());
 }

@@ -14,45 +14,31 @@ namespace tbc {
 using namespace tbc;
 
 namespace {
-LogicalResult fuse(Operation *norm, NormKind kind, Value input, Value weight,
-                   Value bias, FloatAttr eps, FloatAttr gainOffset,
-                   PatternRewriter &rewriter) {
-  auto add = input.getDefiningOp<AddOp>();
-  if (!add)
-    return rewriter.notifyMatchFailure(norm, "input is not a residual add");
-  SmallVector<Value> weights{weight};
-  if (bias)
-    weights.push_back(bias);
-  // The fused op replaces the add, so the norm's weights must exist there.
-  if (!allDominate(weights, add))
-    return rewriter.notifyMatchFailure(norm, "weights defined after the add");
-  rewriter.setInsertionPoint(add);
-  auto fused = AddNormOp::create(
-      rewriter, add.getLoc(), add.getType(), add.getType(),
-      NormKindAttr::get(rewriter.getContext(), kind), add.getLhs(),
-      add.getRhs(), weight, bias, eps, gainOffset);
-  rewriter.replaceOp(norm, fused.getNormed());
-  rewriter.replaceOp(add, fused.getSum());
-  return success();
-}
-
-struct FuseAddRMSNorm : OpRewritePattern<RMSNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(RMSNormOp norm,
+/// `norm(a + b)` -> `add_norm(a, b)`, for every norm (NormOpInterface).
+struct FuseAddNorm : OpInterfaceRewritePattern<NormOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(NormOpInterface norm,
                                 PatternRewriter &rewriter) const override {
     if (norm.getNumGroups() != 1)
       return rewriter.notifyMatchFailure(norm, "grouped (per-head) norm");
-    return fuse(norm, NormKind::rms, norm.getInput(), norm.getWeight(),
-                Value(), norm.getEpsAttr(), norm.getGainOffsetAttr(), rewriter);
-  }
-};
-
-struct FuseAddLayerNorm : OpRewritePattern<LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LayerNormOp norm,
-                                PatternRewriter &rewriter) const override {
-    return fuse(norm, NormKind::layer, norm.getInput(), norm.getWeight(),
-                norm.getBias(), norm.getEpsAttr(), FloatAttr(), rewriter);
+    auto add = norm.getInput().getDefiningOp<AddOp>();
+    if (!add)
+      return rewriter.notifyMatchFailure(norm, "input is not a residual add");
+    Value weight = norm.getWeight(), bias = norm.getNormBias();
+    SmallVector<Value> weights{weight};
+    if (bias)
+      weights.push_back(bias);
+    // The fused op replaces the add, so the norm's weights must exist there.
+    if (!allDominate(weights, add))
+      return rewriter.notifyMatchFailure(norm, "weights defined after the add");
+    rewriter.setInsertionPoint(add);
+    auto fused = AddNormOp::create(
+        rewriter, add.getLoc(), add.getType(), add.getType(),
+        NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), add.getLhs(),
+        add.getRhs(), weight, bias, norm.getEpsAttr(), norm.getGainOffsetAttr());
+    rewriter.replaceOp(norm, fused.getNormed());
+    rewriter.replaceOp(add, fused.getSum());
+    return success();
   }
 };
 
@@ -66,5 +52,5 @@ struct TbcFuseResidualNormPass
 } // namespace
 
 void tbc::populateFuseResidualNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseAddRMSNorm, FuseAddLayerNorm>(patterns.getContext());
+  patterns.add<FuseAddNorm>(patterns.getContext());
 }

@@ -28,7 +28,7 @@ namespace {
 std::string describe(Value v, func::FuncOp fn) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                    "tbc.name"))
+                                                    TbcDialect::NameAttrHelper::getNameStr()))
       return name.getValue().str();
     return "arg" + std::to_string(arg.getArgNumber());
   }
@@ -69,7 +69,7 @@ LogicalResult hoistFrom(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
     unsigned index = fn.getNumArguments();
     if (failed(fn.insertArgument(index, r.getType(), {}, r.getLoc())))
       return failure();
-    fn.setArgAttr(index, "tbc.name",
+    fn.setArgAttr(index, TbcDialect::NameAttrHelper::getNameStr(),
                   StringAttr::get(fn.getContext(),
                                   describe(r, fn)));
     // Hoisted users keep reading the op result: they move along with it.

@@ -42,7 +42,7 @@ struct TbcOutlineKernelsPass
     std::map<SmallVector<const void *>, func::FuncOp> kernelsByKey;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp fn : functions) {
-      if (fn->hasAttr("tbc.kernel") || fn.isExternal())
+      if (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) || fn.isExternal())
         continue;
       SmallVector<Operation *> compute;
       fn.walk([&](Operation *op) {
@@ -80,18 +80,12 @@ struct TbcOutlineKernelsPass
         b, op->getLoc(), name,
         b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
     kernel.setPrivate();
-    kernel->setAttr("tbc.kernel", b.getUnitAttr());
-    // Attention keeps a KV cache per call site; its key/value heads are
-    // independent, so the runtime may split them across the cores.
-    if (isa<AttentionOp>(op)) {
-      kernel->setAttr("tbc.kv_cache", b.getUnitAttr());
-      kernel->setAttr("tbc.head_parallel", b.getUnitAttr());
-    }
-    // A projection's output columns are independent: the runtime may split
-    // them across cores when a chunk has too few rows to split (decoding
-    // one token).
-    if (isa<LinearOp, FusedLinearOp>(op))
-      kernel->setAttr("tbc.column_parallel", b.getUnitAttr());
+    kernel->setAttr(TbcDialect::KernelAttrHelper::getNameStr(), b.getUnitAttr());
+    // Attention keeps a KV cache per call site (the runtime passes each its
+    // own). How a kernel's work splits is the target's business (its
+    // KernelABI.h), decided from the op, not recorded here.
+    if (isa<AttentionOp>(op))
+      kernel->setAttr(TbcDialect::KvCacheAttrHelper::getNameStr(), b.getUnitAttr());
     Block *body = kernel.addEntryBlock();
     b.setInsertionPointToEnd(body);
     IRMapping map;

@@ -18,8 +18,8 @@
 // CHECK-NEXT: tbc.rms_norm {{.*}} eps = 1.000000e-05
 // Projections may split their output columns across cores; attention its
 // key/value heads, and it keeps a KV cache per call site.
-// CHECK: func.func private @[[LIN]]({{.*}}) -> tensor<?x?x96xf32> attributes {tbc.column_parallel, tbc.kernel}
-// CHECK: func.func private @[[ATT]]({{.*}}) -> tensor<?x?x64xf32> attributes {tbc.head_parallel, tbc.kernel, tbc.kv_cache}
+// CHECK: func.func private @[[LIN]]({{.*}}) -> tensor<?x?x96xf32> attributes {tbc.kernel}
+// CHECK: func.func private @[[ATT]]({{.*}}) -> tensor<?x?x64xf32> attributes {tbc.kernel, tbc.kv_cache}
 func.func @forward(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> tensor<?x?x64xf32> {
   %g1 = tbc.param "a.weight" : tensor<64xf32>
   %g2 = tbc.param "b.weight" : tensor<64xf32>

@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Support/Rope.h"
+#include "tbc/Dialect/Rope.h"
+
+#include "mlir/IR/MLIRContext.h"
 
 #include <cmath>
 
@@ -29,10 +31,18 @@ TEST(Rope, PartialRotaryUsesRotaryDim) {
   EXPECT_NEAR(inv[1], std::pow(10000.0, -2.0 / 32), 1e-15);
 }
 
+namespace {
+RopeScalingAttr scaling(RopeScalingKind kind, double factor, double low = 1.0,
+                        double high = 4.0, int64_t original = 8192) {
+  static mlir::MLIRContext context;
+  context.getOrLoadDialect<TbcDialect>();
+  return RopeScalingAttr::get(&context, kind, llvm::APFloat(factor), llvm::APFloat(low),
+                              llvm::APFloat(high), original);
+}
+} // namespace
+
 TEST(Rope, LinearScalingDividesEveryFrequency) {
-  RopeScalingParams s;
-  s.mode = RopeScalingMode::Linear;
-  s.factor = 8.0;
+  RopeScalingAttr s = scaling(RopeScalingKind::linear, 8.0);
   std::vector<double> plain = ropeInverseFrequencies(1e6, 256);
   std::vector<double> scaled = ropeInverseFrequencies(1e6, 256, s);
   for (size_t i = 0; i < plain.size(); ++i)
@@ -40,7 +50,7 @@ TEST(Rope, LinearScalingDividesEveryFrequency) {
 }
 
 TEST(Rope, Llama3ScalingKeepsHighDividesLowInterpolatesMiddle) {
-  RopeScalingParams s{RopeScalingMode::Llama3, 8.0, 1.0, 4.0, 8192};
+  RopeScalingAttr s = scaling(RopeScalingKind::llama3, 8.0, 1.0, 4.0, 8192);
   std::vector<double> inv = ropeInverseFrequencies(500000.0, 128, s);
   ASSERT_EQ(inv.size(), 64u);
   EXPECT_DOUBLE_EQ(inv[0], 1.0);                       // high frequency: kept

@@ -40,6 +40,8 @@ class WeightTransform
 #define GET_ATTRDEF_CLASSES
 #include "tbc/TbcAttrs.h.inc"
 
+#include "tbc/TbcInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "tbc/TbcOps.h.inc"
 

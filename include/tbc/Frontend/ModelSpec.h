@@ -9,6 +9,8 @@
 #ifndef TBC_FRONTEND_MODELSPEC_H
 #define TBC_FRONTEND_MODELSPEC_H
 
+#include "tbc/Dialect/TbcDialect.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,8 +46,10 @@ struct NormSpec {
   bool bias = false;       // LayerNorm only
 };
 
+/// The fields of #tbc.rope_scaling (its kind is the dialect's enum: one
+/// spelling of the scalings from the config reader to the lowering).
 struct RopeScalingSpec {
-  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  std::optional<RopeScalingKind> kind; // none: unscaled
   double factor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0;
   int64_t originalMaxPosition = 8192;
   bool operator==(const RopeScalingSpec &o) const {

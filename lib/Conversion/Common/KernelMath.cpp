@@ -2,7 +2,7 @@
 
 #include "KernelMath.h"
 
-#include "tbc/Support/Rope.h"
+#include "tbc/Dialect/Rope.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -66,17 +66,8 @@ Value tbc::emitRsqrt(OpBuilder &b, Location loc, Value x) {
 
 Value tbc::emitRopeTable(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
                          StringRef name) {
-  RopeScalingParams p;
-  if (RopeScalingAttr s = r.getScalingAttr()) {
-    p.mode = s.getKind() == RopeScalingKind::linear ? RopeScalingMode::Linear
-                                                    : RopeScalingMode::Llama3;
-    p.factor = s.getFactor().convertToDouble();
-    p.lowFreqFactor = s.getLowFreqFactor().convertToDouble();
-    p.highFreqFactor = s.getHighFreqFactor().convertToDouble();
-    p.originalMaxPosition = s.getOriginalMaxPosition();
-  }
-  std::vector<double> inv =
-      ropeInverseFrequencies(r.getTheta().convertToDouble(), r.getRotaryDim(), p);
+  std::vector<double> inv = ropeInverseFrequencies(r.getTheta().convertToDouble(),
+                                                   r.getRotaryDim(), r.getScalingAttr());
   SmallVector<float> values(inv.begin(), inv.end());
   auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
   auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());

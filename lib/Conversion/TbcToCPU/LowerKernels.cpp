@@ -574,7 +574,7 @@ struct TbcLowerToCPUPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
-      (fn->hasAttr("tbc.kernel") ? kernels : others).push_back(fn);
+      (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
     for (func::FuncOp fn : kernels)
       if (failed(checkSupported(fn)))
         return signalPassFailure();
@@ -598,7 +598,7 @@ struct TbcLowerToCPUPass
             b.getF32Type());
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
-      bool cached = old->hasAttr("tbc.kv_cache");
+      bool cached = old->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());
       if (cached) {
         auto a = cast<AttentionOp>(op);
         auto cacheType = MemRefType::get(

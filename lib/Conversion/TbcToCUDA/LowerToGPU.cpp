@@ -55,11 +55,8 @@ static int64_t lastDim(Type t) { return cast<ShapedType>(t).getShape().back(); }
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool cuda::transposesWeight(Operation *op) {
-  if (auto l = dyn_cast<LinearOp>(op))
-    return l.getWeightInOut();
-  if (auto f = dyn_cast<FusedLinearOp>(op))
-    return f.getWeightInOut();
-  return false;
+  auto p = dyn_cast<ProjectionOpInterface>(op);
+  return p && p.getWeightInOut();
 }
 
 SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op) {
@@ -70,13 +67,12 @@ SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op) {
     return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
             Launch{"_attend", 32, kAttentionWarps,
                    ceilDiv(a.getNumHeads(), kAttentionWarps), 1}};
-  if (isa<LinearOp, FusedLinearOp>(op))
-    return {Launch{"", 32, kWarpsPerBlock,
-                   ceilDiv(lastDim(op->getResult(0).getType()), kWarpsPerBlock),
+  if (auto p = dyn_cast<ProjectionOpInterface>(op))
+    return {Launch{"", 32, kWarpsPerBlock, ceilDiv(p.getResultWidth(), kWarpsPerBlock),
                    kProjectionRows}};
-  if (auto n = dyn_cast<RMSNormOp>(op))
+  if (auto n = dyn_cast<NormOpInterface>(op))
     return {Launch{"", 32, kWarpsPerBlock, ceilDiv(n.getNumGroups(), kWarpsPerBlock), 1}};
-  if (isa<LayerNormOp, AddNormOp>(op))
+  if (isa<AddNormOp>(op))
     return {Launch{"", 32, kWarpsPerBlock, 1, 1}};
   if (auto s = dyn_cast<SplitOp>(op))
     return {pointwise(lastDim(s.getInput().getType()))};
@@ -211,7 +207,7 @@ public:
     for (Type t : kernel.getResultTypes())
       args.push_back(abiType(t, ctx));
     unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
-    bool cached = kernel->hasAttr("tbc.kv_cache");
+    bool cached = kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());
     if (cached) {
       auto a = cast<AttentionOp>(op);
       auto cache = MemRefType::get({ShapedType::kDynamic, int64_t(a.getNumKvHeads() * a.getHeadDim())},
@@ -273,14 +269,11 @@ private:
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
                             f.getGlu(), cap);
         })
-        .Case([&](RMSNormOp n) {
-          return rowNorm(NormKind::rms, Value(), in[0], in[1], Value(), Value(), out[0],
-                         n.getEps().convertToDouble(), n.getGainOffsetValue(),
+        .Case([&](NormOpInterface n) {
+          return rowNorm(n.getNormKind(), Value(), in[0], in[1],
+                         n.getNormBias() ? in[2] : Value(), Value(), out[0],
+                         n.getEpsAttr().getValueAsDouble(), n.getGainOffsetValue(),
                          n.getNumGroups());
-        })
-        .Case([&](LayerNormOp n) {
-          return rowNorm(NormKind::layer, Value(), in[0], in[1], n.getBias() ? in[2] : Value(),
-                         Value(), out[0], n.getEps().convertToDouble(), 0.0, 1);
         })
         .Case([&](AddNormOp n) {
           double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
@@ -646,7 +639,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
-      (fn->hasAttr("tbc.kernel") ? kernels : others).push_back(fn);
+      (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
     for (func::FuncOp fn : kernels)
       for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(), fn.getResultTypes())) {
         Type e = cast<ShapedType>(t).getElementType();

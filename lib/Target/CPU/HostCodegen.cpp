@@ -3,6 +3,7 @@
 #include "tbc/Target/HostCodegen.h"
 
 #include "tbc/Conversion/Passes.h"
+#include "tbc/Support/CpuFeatureList.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -112,11 +113,10 @@ toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
 std::string tbc::hostCpuRequirements() {
   llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string out = triple.getArchName().str();
-  // The extensions the runtime knows how to ask the CPU about
-  // (include/tbc/Runtime/CpuFeatures.h keeps the same list).
-  static const char *watched[] = {"sse4.2",  "avx",      "avx2",
-                                  "fma",     "avx512f",  "avx512bw",
-                                  "avx512dq", "avx512vl", "avx512cd"};
+  // The extensions the runtime knows how to ask the CPU about.
+#define TBC_WATCHED(name) name,
+  static const char *watched[] = {TBC_FOR_EACH_CPU_FEATURE(TBC_WATCHED)};
+#undef TBC_WATCHED
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   for (const char *f : watched)
     if (features.lookup(f))

@@ -12,9 +12,8 @@
 //   horizontal sums, whatever the weight's layout. The runtime packs at
 //   bind time (the manifest's `pack` weights); the tbc IR keeps the
 //   checkpoint's layout, since packing is this backend's business.
-// * Work ranges. Projections (`tbc.column_parallel`) take the [begin, end)
-//   of their output columns as a last operand, attention
-//   (`tbc.head_parallel`) of its key/value heads, so that the runtime can
+// * Work ranges. Projections take the [begin, end) of their output columns
+//   as a last operand, attention of its key/value heads, so that the runtime can
 //   give each core a share.
 //
 //===----------------------------------------------------------------------===//
@@ -38,7 +37,7 @@ constexpr int64_t kPanelWidth = 32;
 /// or an embedding's table (so that a table tied to the LM head is stored
 /// once, packed, and gathered from there); none for other ops.
 inline std::optional<unsigned> packedOperand(mlir::Operation *op) {
-  if (llvm::isa<LinearOp, FusedLinearOp>(op))
+  if (llvm::isa<ProjectionOpInterface>(op))
     return 1;
   if (llvm::isa<EmbeddingOp>(op))
     return 0;
@@ -48,11 +47,8 @@ inline std::optional<unsigned> packedOperand(mlir::Operation *op) {
 /// Whether that operand is [in, out] (GPT-2's Conv1D) rather than [out, in]
 /// (an embedding table's rows are its "outputs").
 inline bool packedOperandInOut(mlir::Operation *op) {
-  if (auto l = llvm::dyn_cast<LinearOp>(op))
-    return l.getWeightInOut();
-  if (auto f = llvm::dyn_cast<FusedLinearOp>(op))
-    return f.getWeightInOut();
-  return false;
+  auto p = llvm::dyn_cast<ProjectionOpInterface>(op);
+  return p && p.getWeightInOut();
 }
 
 /// [panels, in, kPanelWidth] for a weight of `shape` ([out, in], or
@@ -65,14 +61,13 @@ inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> s
 
 /// How many units a kernel's work range counts (output columns of a
 /// projection, key/value heads of an attention), or none when its op takes
-/// no range. Outlining marks such kernels `tbc.column_parallel` /
-/// `tbc.head_parallel` for the reader; the op decides.
+/// no range. The op decides (ProjectionOpInterface, tbc.attention).
 inline std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) {
   mlir::Operation *op = &kernel.getBody().front().front();
   if (auto a = llvm::dyn_cast<AttentionOp>(op))
     return a.getNumKvHeads();
-  if (llvm::isa<LinearOp, FusedLinearOp>(op))
-    return llvm::cast<mlir::ShapedType>(op->getResult(0).getType()).getShape().back();
+  if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op))
+    return p.getResultWidth();
   return std::nullopt;
 }
 
