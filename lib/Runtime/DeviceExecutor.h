@@ -3,15 +3,16 @@
 // Private to lib/Runtime. Binding (transforms, packing) and the session logic
 // (positions, capacity, token checks) are device-independent; an executor
 // owns what is not: loading the module's code, where weights live, the
-// key/value caches and activations, and launching the schedule. The host
-// CPU path runs in Session itself; other targets register an executor by
-// the manifest's `target` (one line in DeviceExecutor.cpp).
+// key/value caches and activations, and launching the schedule. Each target
+// registers its executor by the manifest's `target` (one line in
+// DeviceExecutor.cpp): CpuExecutor.cpp, CudaExecutor.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
 #define TBC_LIB_RUNTIME_DEVICEEXECUTOR_H
 
+#include "tbc/Runtime/Runtime.h"
 #include "tbc/Support/ModuleFile.h"
 
 #include <cstdint>
@@ -26,11 +27,16 @@ class Module;
 class DeviceSession {
 public:
   virtual ~DeviceSession() = default;
+  /// Where to add each kernel's time (Session::setProfiling), or null.
+  void setProfile(std::vector<Session::KernelTime> *p) { profile = p; }
   /// Runs `tokens` (at `positions`) after `past` cached positions; fills
   /// `logits` with [tokens.size(), vocab] floats.
   virtual bool forward(const std::vector<int32_t> &tokens,
                        const std::vector<int32_t> &positions, int64_t past,
                        std::vector<float> &logits, std::string &error) = 0;
+
+protected:
+  std::vector<Session::KernelTime> *profile = nullptr;
 };
 
 class DeviceExecutor {
@@ -45,11 +51,12 @@ public:
                                                     int64_t capacity) = 0;
 };
 
-/// The executor for a manifest's `target`; nullptr for the host CPU path.
-/// `error` is set (and nullptr returned) for an unknown target.
+/// The executor for a manifest's `target`; `error` is set (and nullptr
+/// returned) for a target this runtime has none for.
 std::unique_ptr<DeviceExecutor> createDeviceExecutor(const std::string &target,
                                                      std::string &error);
 
+std::unique_ptr<DeviceExecutor> createCpuExecutor();
 std::unique_ptr<DeviceExecutor> createCudaExecutor();
 
 } // namespace tbc::rt

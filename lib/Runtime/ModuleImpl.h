@@ -13,14 +13,11 @@
 #include "DeviceExecutor.h"
 
 #include <cstdint>
-#include <dlfcn.h>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace tbc::rt {
 namespace detail {
-using KernelFn = void (*)(void **);
 
 struct WeightEntry {
   std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias
@@ -75,10 +72,9 @@ struct Module::Impl {
   using WeightEntry = detail::WeightEntry;
   using BufferEntry = detail::BufferEntry;
   using Step = detail::Step;
-  using KernelFn = detail::KernelFn;
   using LaunchInfo = detail::LaunchInfo;
 
-  /// The manifest's target, and its executor (none for the host CPU path).
+  /// The manifest's target, and its executor (DeviceExecutor.h).
   std::string target;
   std::unique_ptr<DeviceExecutor> device;
   /// Why the bound weights could not be moved to the device (sessions fail).
@@ -86,11 +82,8 @@ struct Module::Impl {
   /// Per kernel: what the device launches for it (empty on the host).
   std::vector<std::vector<LaunchInfo>> launches;
 
-  void *library = nullptr;
-  int memfd = -1;
   std::vector<WeightEntry> weightEntries;
   std::vector<BufferEntry> buffers;
-  std::vector<KernelFn> kernels;
   std::vector<std::string> kernelNames;
   std::vector<bool> rowParallel; // rows of the chunk are independent
   /// Embedding gathers: they read one row of their table per token.
@@ -114,17 +107,8 @@ struct Module::Impl {
   int64_t positionLimit = INT64_MAX;
   std::vector<std::vector<float>> weights; // by weight id, after binding
 
-  ~Impl() {
-    device.reset(); // before the code it ran
-    if (library)
-      dlclose(library);
-    if (memfd >= 0)
-      close(memfd);
-  }
 
   bool parseManifest(const std::string &text, Module &m, std::string &error);
-  /// The CPU path: dlopens the module's host code and resolves the kernels.
-  bool loadHostCode(const ModuleFile &file, const std::string &path, std::string &error);
   /// Checks that the manifest's parts agree with each other and with the
   /// shapes its kernels were compiled for (ManifestCheck.cpp); a manifest
   /// that passes cannot make a kernel or a weight transform step outside

@@ -130,22 +130,13 @@ public:
 private:
   bool run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
            std::string &error);
-  /// The schedule on this process's CPU (the module's host code).
-  bool runOnHost(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
-                 std::vector<float> &logits, std::string &error);
-  /// Makes every key/value cache hold at least `positions` rows.
-  bool growCaches(int64_t positions, std::string &error);
 
   const Module &module_;
   int64_t capacity_;
   int64_t position_ = 0;
   std::atomic<bool> busy_{false};
-  std::vector<std::vector<float>> caches_; // indexed by buffer id
-  /// Activation buffers between calls, by size (reused, never freed).
-  std::multimap<size_t, std::vector<float>> spare_;
-  /// The session's state on the module's device (none on the host path).
-  std::unique_ptr<DeviceSession> deviceSession_;
-  bool profiling_ = false;
+  /// The sequence's state with the module's executor (caches, activations).
+  std::unique_ptr<DeviceSession> executorSession_;
   std::vector<KernelTime> profile_;
 };
 

@@ -1,0 +1,324 @@
+//===- CpuExecutor.cpp - the host CPU executor ----------------------------===//
+//
+// Runs a `cpu` module's schedule in this process: dlopens the module's host
+// code (checking first that this CPU has the extensions it was compiled
+// for), passes every operand as an MLIR memref descriptor through the
+// kernels' packed entry points (void k_packed(void **args)), and shares each
+// step across the worker pool by rows, output columns or key/value heads
+// as the manifest's work ranges allow. Weights stay where binding put them
+// (Module::Impl::weights); caches and activations are the session's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutor.h"
+#include "ModuleImpl.h"
+#include "ThreadPool.h"
+
+#include "tbc/Runtime/CpuFeatures.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace tbc;
+using namespace tbc::rt;
+using namespace tbc::rt::detail;
+
+namespace {
+using KernelFn = void (*)(void **);
+
+class CpuExecutor final : public DeviceExecutor {
+public:
+  ~CpuExecutor() override {
+    if (library)
+      dlclose(library);
+    if (memfd >= 0)
+      close(memfd);
+  }
+  bool load(const ModuleFile &file, const Module &module, std::string &error) override;
+  bool weightsBound(const Module &, std::string &) override {
+    return true; // the kernels read the bound weights where they are
+  }
+  std::unique_ptr<DeviceSession> newSession(const Module &module, int64_t capacity) override;
+
+  void *library = nullptr;
+  int memfd = -1;
+  std::vector<KernelFn> kernels; // by kernel id
+};
+
+class CpuSession final : public DeviceSession {
+public:
+  CpuSession(const Module &module, const CpuExecutor &executor, int64_t capacity)
+      : module_(module), executor_(executor), capacity_(capacity),
+        caches_(module.impl().buffers.size()) {}
+  bool forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+               int64_t past, std::vector<float> &logits, std::string &error) override;
+
+private:
+  /// Makes every key/value cache hold at least `positions` rows. The caches
+  /// start empty and grow with the sequence: a session costs memory in
+  /// proportion to what it has seen, not to the model's maximum length
+  /// (34 GB up front for Llama-3.1-8B's 131k).
+  bool growCaches(int64_t positions, std::string &error);
+
+  const Module &module_;
+  const CpuExecutor &executor_;
+  int64_t capacity_;
+  std::vector<std::vector<float>> caches_; // indexed by buffer id
+  /// Activation buffers between calls, by size (reused, never freed).
+  std::multimap<size_t, std::vector<float>> spare_;
+};
+} // namespace
+
+bool CpuExecutor::load(const ModuleFile &file, const Module &module, std::string &error) {
+  const Module::Impl &im = module.impl();
+  const CodeBlob *host = nullptr, *cpu = nullptr;
+  for (const CodeBlob &b : file.blobs) {
+    if (b.name == "host.so")
+      host = &b;
+    if (b.name == "host.cpu")
+      cpu = &b;
+  }
+  if (!host) {
+    error = "the module carries no host code (compiled for another target?)";
+    return false;
+  }
+  // Without the record of what the code needs, loading it could die of
+  // SIGILL: a module without one is refused, not trusted.
+  if (!cpu) {
+    error = "the module does not record the CPU its host code was "
+                   "compiled for (host.cpu); compile the model again (tbc compile)";
+    return false;
+  }
+  if (std::string missing = missingCpuFeatures(cpu->bytes); !missing.empty()) {
+    error = "the host code was compiled for a CPU with " + missing +
+            ", which this CPU lacks; compile the model again on this "
+            "machine (tbc compile)";
+    return false;
+  }
+  // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
+  memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
+  if (memfd < 0 ||
+      write(memfd, host->bytes.data(), host->bytes.size()) != ssize_t(host->bytes.size())) {
+    error = std::string("cannot stage the host code: ") + std::strerror(errno);
+    return false;
+  }
+  std::string fdPath = "/proc/self/fd/" + std::to_string(memfd);
+  library = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    error = std::string("cannot load the host code: ") + dlerror();
+    return false;
+  }
+  kernels.resize(im.kernelNames.size());
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    kernels[k] = reinterpret_cast<KernelFn>(dlsym(library, im.kernelNames[k].c_str()));
+    if (!kernels[k]) {
+      error = "manifest: kernel '" + im.kernelNames[k] + "' is missing from the code";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<DeviceSession> CpuExecutor::newSession(const Module &module,
+                                                       int64_t capacity) {
+  return std::make_unique<CpuSession>(module, *this, capacity);
+}
+
+std::unique_ptr<DeviceExecutor> tbc::rt::createCpuExecutor() {
+  return std::make_unique<CpuExecutor>();
+}
+
+bool CpuSession::growCaches(int64_t positions, std::string &error) {
+  const auto &buffers = module_.impl().buffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].kind != "kv_cache")
+      continue;
+    size_t width = size_t(buffers[i].width);
+    std::vector<float> &cache = caches_[i];
+    if (cache.size() >= size_t(positions) * width)
+      continue;
+    // Doubling (from 256 positions), capped at the capacity: amortised
+    // O(1) copies per position, at most twice the memory needed.
+    int64_t want = std::max<int64_t>(256, int64_t(cache.size() / width));
+    while (want < positions)
+      want *= 2;
+    want = std::min(want, capacity_);
+    try {
+      std::vector<float> grown(size_t(want) * width, 0.0f);
+      std::copy(cache.begin(), cache.end(), grown.begin());
+      cache.swap(grown);
+    } catch (const std::bad_alloc &) {
+      error = "out of memory growing a key/value cache to " + std::to_string(want) +
+              " positions (" + std::to_string(want * int64_t(width) * 4 >> 20) + " MiB)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CpuSession::forward(const std::vector<int32_t> &tokens,
+                         const std::vector<int32_t> &positions, int64_t position_,
+                         std::vector<float> &logits, std::string &error) {
+  const Module::Impl &im = module_.impl();
+  int64_t T = int64_t(tokens.size());
+  if (!growCaches(position_ + T, error))
+    return false;
+
+  // Activation buffers are allocated on first write and recycled after
+  // their last reader (views keep their root alive).
+  size_t nb = im.buffers.size();
+  std::vector<size_t> lastUse(nb, 0);
+  auto root = [&](int b) { return im.buffers[b].kind == "view" ? im.buffers[b].of : b; };
+  for (size_t s = 0; s < im.steps.size(); ++s)
+    for (const Arg &a : im.steps[s].args)
+      if (!a.weight)
+        lastUse[root(a.id)] = s;
+  lastUse[im.output] = im.steps.size();
+  std::vector<std::vector<float>> acts(nb);
+
+  // Below this many multiply-adds, waking the other cores costs more than
+  // sharing the work saves (a tiny model decodes faster on one core).
+  // TBC_SPLIT_MIN_WORK overrides it (the conformance tests set 0, so that
+  // their tiny models exercise the splits too).
+  static const int64_t kSplitMinWork = [] {
+    const char *v = std::getenv("TBC_SPLIT_MIN_WORK");
+    return v ? std::atoll(v) : int64_t(1) << 18;
+  }();
+  // A step's multiply-adds: a projection's weight per row, an attention's
+  // query width per row and cached position.
+  auto stepWork = [&](size_t s, int64_t rows) {
+    const Step &step = im.steps[s];
+    if (!step.caches.empty())
+      return rows * (position_ + rows) * im.buffers[step.args.back().id].width;
+    return rows * im.stepWeightElements[s];
+  };
+
+  static const bool trace = std::getenv("TBC_TRACE") != nullptr;
+  ThreadPool &pool = ThreadPool::shared();
+  for (size_t s = 0; s < im.steps.size(); ++s) {
+    const Step &step = im.steps[s];
+    // Outputs first touched here get their memory before any thread runs.
+    for (const Arg &a : step.args) {
+      if (a.weight || im.buffers[a.id].kind == "token_ids" ||
+          im.buffers[a.id].kind == "positions")
+        continue;
+      int r = root(a.id);
+      if (!acts[r].empty())
+        continue;
+      // Memory is reused, never returned: fresh pages cost more than the
+      // kernels that fill them (a 262k-token vocabulary's logits for a
+      // 64-token prompt are 67 MB). The logits take the caller's vector
+      // back; everything else comes from the session's spare buffers.
+      size_t size = size_t(T * im.buffers[r].width);
+      auto it = spare_.find(size);
+      if (r == im.output && logits.capacity() >= size) {
+        acts[r] = std::move(logits);
+        acts[r].resize(size);
+      } else if (it != spare_.end()) {
+        acts[r] = std::move(it->second);
+        spare_.erase(it);
+      } else {
+        acts[r].assign(size, 0.0f);
+      }
+    }
+    // Runs the kernel on rows [row0, row0 + rows) of the chunk and, for a
+    // projection, on its output columns [col0, col1).
+    const Module::Impl::Split &split = im.splits[step.kernel];
+    auto launch = [&](int64_t row0, int64_t rows, int64_t col0, int64_t col1) {
+      int64_t range[2] = {col0, col1};
+      std::vector<std::vector<int64_t>> descs;
+      auto desc = [&](const void *data, int64_t offset,
+                      std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+        std::vector<int64_t> d{int64_t(intptr_t(data)), int64_t(intptr_t(data)),
+                               offset};
+        d.insert(d.end(), sizes.begin(), sizes.end());
+        d.insert(d.end(), strides.begin(), strides.end());
+        descs.push_back(std::move(d));
+      };
+      for (const Arg &a : step.args) {
+        if (a.weight) {
+          const std::vector<int64_t> &shape = im.weightEntries[a.id].shape;
+          std::vector<int64_t> strides(shape.size(), 1);
+          for (int i = int(shape.size()) - 2; i >= 0; --i)
+            strides[i] = strides[i + 1] * shape[i + 1];
+          desc(im.weights[a.id].data(), 0, shape, strides);
+          continue;
+        }
+        const BufferEntry &b = im.buffers[a.id];
+        // Row ranges move the base pointer: kernels assume a zero offset
+        // for contiguous (identity-layout) operands and results.
+        if (b.kind == "token_ids" || b.kind == "positions") {
+          desc((b.kind == "token_ids" ? tokens.data() : positions.data()) + row0,
+               0, {1, rows}, {T, 1});
+          continue;
+        }
+        int r = root(a.id);
+        int64_t rootWidth = im.buffers[r].width;
+        desc(acts[r].data() + row0 * rootWidth, b.kind == "view" ? b.offset : 0,
+             {1, rows, b.width}, {T * rootWidth, rootWidth, 1});
+      }
+      for (int c : step.caches) {
+        int64_t w = im.buffers[c].width;
+        desc(caches_[c].data(), 0, {position_ + T, w}, {w, 1});
+      }
+      if (split.units)
+        desc(range, 0, {2}, {1});
+      std::vector<void *> argv;
+      for (std::vector<int64_t> &d : descs)
+        argv.push_back(d.data());
+      executor_.kernels[step.kernel](argv.data());
+    };
+    if (trace)
+      std::fprintf(stderr, "tbc: step %zu: %s\n", s,
+                   im.kernelNames[step.kernel].c_str());
+    // Row-independent kernels split a long chunk across the cores by rows;
+    // projections split a short one (decoding a token) by output columns,
+    // each core reading its share of the weight (shares start on whole
+    // weight panels); attention splits by key/value heads, each core
+    // appending and attending over its heads' share of the cache.
+    unsigned parts = pool.size();
+    auto started = std::chrono::steady_clock::now();
+    if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
+      pool.run([&](unsigned part) {
+        int64_t begin = T * part / parts, end = T * (part + 1) / parts;
+        launch(begin, end - begin, 0, split.units);
+      });
+    } else if (parts > 1 && split.units >= int64_t(parts) * split.align &&
+               stepWork(s, T) >= kSplitMinWork) {
+      auto boundary = [&](unsigned part) {
+        return part == parts ? split.units
+                             : split.units * part / parts / split.align * split.align;
+      };
+      pool.run([&](unsigned part) {
+        launch(0, T, boundary(part), boundary(part + 1));
+      });
+    } else {
+      launch(0, T, 0, split.units);
+    }
+    if (profile) {
+      (*profile)[step.kernel].seconds += std::chrono::duration<double>(
+                                           std::chrono::steady_clock::now() - started)
+                                           .count();
+      ++(*profile)[step.kernel].calls;
+    }
+    // Recycle buffers whose last reader this was.
+    for (const Arg &a : step.args)
+      if (!a.weight) {
+        int r = root(a.id);
+        if (lastUse[r] == s && !acts[r].empty()) {
+          size_t size = acts[r].size();
+          spare_.emplace(size, std::move(acts[r]));
+          acts[r].clear();
+        }
+      }
+  }
+  logits = std::move(acts[im.output]);
+  return true;
+}
