@@ -6,7 +6,7 @@
  * prompt, then greedily generates N tokens one at a time through the KV
  * cache, printing each new id. Build: see CMakeLists.txt in this folder.
  */
-#include "tbc/runtime.h"
+#include "tbc-c/Runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/runtime.h"
+#include "tbc-c/Runtime.h"
 
 #include "tbc/Runtime/Runtime.h"
 #include "tbc/Support/Limits.h"

@@ -12,7 +12,7 @@
 
 #include "DeviceExecutor.h"
 #include "ModuleImpl.h"
-#include "ThreadPool.h"
+#include "tbc/Runtime/ThreadPool.h"
 
 #include "tbc/Runtime/CpuFeatures.h"
 

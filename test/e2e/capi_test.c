@@ -3,7 +3,7 @@
  * and two sessions of one module on two threads give the logits they give
  * one after the other. Usage: tbc-capi-test MODULE.tbcm WEIGHTS */
 
-#include "tbc/runtime.h"
+#include "tbc-c/Runtime.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Runtime/RunCommand.h"
+#include "RunCommands/RunCommand.h"
 
 #include <cstring>
 

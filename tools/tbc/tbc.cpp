@@ -1,7 +1,7 @@
 //===- tbc.cpp - the tbc driver: dispatches to its sub-commands -----------===//
 
 #include "tbc/Driver/Driver.h"
-#include "tbc/Runtime/RunCommand.h"
+#include "RunCommands/RunCommand.h"
 
 #include <cstdio>
 #include <cstring>

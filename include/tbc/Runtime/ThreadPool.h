@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TBC_LIB_RUNTIME_THREADPOOL_H
-#define TBC_LIB_RUNTIME_THREADPOOL_H
+#ifndef TBC_RUNTIME_THREADPOOL_H
+#define TBC_RUNTIME_THREADPOOL_H
 
 #include <condition_variable>
 #include <functional>
@@ -98,4 +98,4 @@ private:
 
 } // namespace tbc::rt
 
-#endif // TBC_LIB_RUNTIME_THREADPOOL_H
+#endif // TBC_RUNTIME_THREADPOOL_H

@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tbc/Runtime/RunCommand.h"
+#include "RunCommand.h"
 
 #include "CommandLine.h"
 #include "tbc/Support/Limits.h"
-#include "ThreadPool.h"
+#include "tbc/Runtime/ThreadPool.h"
 #include "tbc/Runtime/Runtime.h"
 
 #include <algorithm>

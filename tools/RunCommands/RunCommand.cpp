@@ -1,6 +1,6 @@
 //===- RunCommand.cpp - `tbc run` / `tbc-run` -----------------------------===//
 
-#include "tbc/Runtime/RunCommand.h"
+#include "RunCommand.h"
 
 #include "CommandLine.h"
 #include "tbc/Runtime/Runtime.h"

@@ -1,7 +1,7 @@
 //===- RunCommand.h - `tbc run` / `tbc-run` ---------------------*- C++ -*-===//
 
-#ifndef TBC_RUNTIME_RUNCOMMAND_H
-#define TBC_RUNTIME_RUNCOMMAND_H
+#ifndef TBC_TOOLS_RUNCOMMAND_H
+#define TBC_TOOLS_RUNCOMMAND_H
 
 #include <cstdint>
 #include <string>
@@ -26,4 +26,4 @@ bool bindModuleWeights(Module &module, const std::string &weights,
 
 } // namespace tbc::rt
 
-#endif // TBC_RUNTIME_RUNCOMMAND_H
+#endif // TBC_TOOLS_RUNCOMMAND_H

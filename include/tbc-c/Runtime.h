@@ -1,4 +1,4 @@
-/*===- runtime.h - the tbc runtime's C API ---------------------------------===*
+/*===- tbc-c/Runtime.h - the tbc runtime's C API ---------------------------===*
  *
  * Load a compiled module (.tbcm), bind weights from safetensors, and run
  * token sequences with a KV cache. No LLVM/MLIR needed: link libTbcRuntime.
