@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tbc builds against (LLVM/MLIR 22, fmt, GoogleTest, nlohmann-json, Ninja).
+# Installs the Debian packages tbc builds against (LLVM/MLIR 22, fmt, GoogleTest, Ninja).
 # Idempotent: does nothing when everything is already present.
 set -euo pipefail
-pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libfmt-dev libgtest-dev nlohmann-json3-dev ninja-build cmake)
+pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libfmt-dev libgtest-dev ninja-build cmake)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,8 @@
 #include "tbc/Dialect/TbcDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/Format.h"
+
+#include <fmt/format.h>
 
 #include <map>
 
@@ -149,6 +150,11 @@ Cost tbc::modelCost(ModuleOp module, int64_t tokens) {
   return total;
 }
 
+/// One line of the per-op table: name, FLOPs, bytes, in fixed columns.
+static std::string row(StringRef name, const Cost &c) {
+  return fmt::format("    {:<22}{:>16} FLOP{:>16} B\n", std::string_view(name), c.flops, c.bytes);
+}
+
 void tbc::printCostReport(ModuleOp module, int64_t tokens,
                           llvm::raw_ostream &os) {
   std::map<std::string, int64_t> counts = callCounts(module);
@@ -164,14 +170,10 @@ void tbc::printCostReport(ModuleOp module, int64_t tokens,
       if (op == fn || isa<ParamOp, func::ReturnOp, func::CallOp>(op))
         return;
       Cost c = opCost(op, tokens);
-      os << "    " << llvm::left_justify(op->getName().getStringRef(), 22)
-         << llvm::format_decimal(c.flops, 16) << " FLOP"
-         << llvm::format_decimal(c.bytes, 16) << " B\n";
+      os << row(op->getName().getStringRef(), c);
     });
     Cost t = functionCost(fn, tokens);
-    os << "    " << llvm::left_justify("total", 22)
-       << llvm::format_decimal(t.flops, 16) << " FLOP"
-       << llvm::format_decimal(t.bytes, 16) << " B\n";
+    os << row("total", t);
     if (bindTime)
       os << "    (" << bindTime
          << " bind-time weight transforms, run once when weights are bound)\n";
@@ -181,15 +183,11 @@ void tbc::printCostReport(ModuleOp module, int64_t tokens,
 void tbc::printCostSummary(ModuleOp before, ModuleOp after, int64_t tokens,
                            llvm::raw_ostream &os) {
   auto line = [&](StringRef what, Cost b, Cost a) {
-    os << "  " << llvm::left_justify(what, 24) << "FLOP "
-       << llvm::format_decimal(b.flops, 16) << " -> "
-       << llvm::format_decimal(a.flops, 16) << "   bytes "
-       << llvm::format_decimal(b.bytes, 14) << " -> "
-       << llvm::format_decimal(a.bytes, 14) << "   saved "
-       << llvm::format_decimal(b.bytes - a.bytes, 14) << " B ("
-       << llvm::format("%.1f", b.bytes ? 100.0 * (b.bytes - a.bytes) / b.bytes
-                                       : 0.0)
-       << "%)\n";
+    os << fmt::format("  {:<24}FLOP {:>16} -> {:>16}   bytes {:>14} -> {:>14}   saved {:>14} "
+                      "B ({:.1f}%)\n",
+                      std::string_view(what), b.flops, a.flops, b.bytes, a.bytes,
+                      b.bytes - a.bytes,
+                      b.bytes ? 100.0 * double(b.bytes - a.bytes) / double(b.bytes) : 0.0);
   };
   os << "== summary (" << tokens << " token(s)): unfused -> fused\n";
   for (auto fn : before.getOps<func::FuncOp>()) {

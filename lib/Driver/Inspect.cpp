@@ -16,6 +16,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 using namespace tbc;
 
 static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
@@ -66,10 +69,8 @@ int tbc::inspectMain(int argc, char **argv) {
       return 1;
     }
     for (const auto &[name, t] : store->all()) {
-      llvm::outs() << name << "  " << rt::dtypeName(t->dtype) << "  [";
-      for (size_t i = 0; i < t->shape.size(); ++i)
-        llvm::outs() << (i ? ", " : "") << t->shape[i];
-      llvm::outs() << "]\n";
+      llvm::outs() << fmt::format("{}  {}  [{}]\n", name, rt::dtypeName(t->dtype),
+                                  fmt::join(t->shape, ", "));
     }
     return 0;
   }
