@@ -7,6 +7,7 @@
 #ifndef TBC_LIB_RUNTIME_MODULEIMPL_H
 #define TBC_LIB_RUNTIME_MODULEIMPL_H
 
+#include "tbc/Support/Manifest.h"
 #include "tbc/Support/ModuleFile.h"
 #include "tbc/Runtime/Runtime.h"
 
@@ -19,39 +20,13 @@
 namespace tbc::rt {
 namespace detail {
 
-struct WeightEntry {
-  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias
-  int param = -1;
-  std::vector<int> inputs;
-  int64_t dim = 0;
-  double offset = 0;
-  bool inOut = false;
-  std::vector<int64_t> shape;
-};
-
-struct BufferEntry {
-  std::string kind; // token_ids, positions, activation, view, kv_cache
-  int64_t width = 0;
-  int of = -1;        // view: the root buffer
-  int64_t offset = 0; // view: column offset in the root
-};
-
-struct Arg {
-  bool weight;
-  int id;
-};
-
-/// One GPU function of a kernel and its launch geometry (TbcToCUDA/KernelABI.h).
-struct LaunchInfo {
-  std::string symbol;
-  int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;
-};
-
-struct Step {
-  int kernel;
-  std::vector<Arg> args;
-  std::vector<int> caches;
-};
+// The manifest's own structs (tbc/Support/Manifest.h), under the names the
+// runtime has always used for them.
+using WeightEntry = manifest::Weight;
+using BufferEntry = manifest::Buffer;
+using Arg = manifest::Arg;
+using LaunchInfo = manifest::Launch;
+using Step = manifest::Step;
 
 inline int64_t product(const std::vector<int64_t> &shape) {
   int64_t n = 1;

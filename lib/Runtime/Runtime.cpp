@@ -99,215 +99,31 @@ Module::~Module() = default;
 
 bool Module::Impl::parseManifest(const std::string &text, Module &m,
                                  std::string &error) {
-  json::ParseError pe;
-  std::optional<json::Value> root = json::parse(text, pe, limits::kManifest);
-  if (!root || !root->isObject()) {
-    error = "manifest is not valid JSON (line " + std::to_string(pe.pos.line) +
-            "): " + pe.message;
+  // Structure and references (tbc/Support/Manifest.h); then what the runtime
+  // derives from it and the consistency checks of ManifestCheck.cpp.
+  manifest::Manifest mf;
+  if (!manifest::read(text, mf, error))
     return false;
+  target = mf.target;
+  m.vocab_ = mf.model.vocabSize;
+  m.maxPositions_ = mf.model.maxPositions;
+  m.architecture_ = mf.model.architecture;
+  if (mf.model.config)
+    m.sourceConfig_ = std::make_shared<json::Value>(*mf.model.config);
+  for (manifest::Param &p : mf.params)
+    m.params_.push_back(ParamInfo{std::move(p.name), std::move(p.shape)});
+  weightEntries = std::move(mf.weights);
+  buffers = std::move(mf.buffers);
+  steps = std::move(mf.steps);
+  output = mf.output;
+  for (manifest::Kernel &k : mf.kernels) {
+    kernelNames.push_back(k.symbol); // resolved by the executor's load()
+    rowParallel.push_back(k.rowParallel);
+    gathers.push_back(k.role == "embedding");
+    launches.push_back(std::move(k.launches));
+    splits.push_back(k.work ? Split{k.work->count, k.work->align} : Split{});
+    signatures.push_back(std::move(k.signature));
   }
-  auto bad = [&](const std::string &what) {
-    error = "manifest: " + what;
-    return false;
-  };
-  auto ints = [](const json::Value *v, std::vector<int64_t> &out) {
-    if (!v || !v->isArray())
-      return false;
-    for (const json::Value &e : v->elements()) {
-      if (!e.isInteger())
-        return false;
-      out.push_back(e.asInt());
-    }
-    return true;
-  };
-  const json::Value *model = root->get("model");
-  if (!model || !model->get("vocab_size") || !model->get("vocab_size")->isInteger())
-    return bad("missing model.vocab_size");
-  m.vocab_ = model->get("vocab_size")->asInt();
-  if (m.vocab_ < 1 || m.vocab_ > (int64_t(1) << 31))
-    return bad("model.vocab_size " + std::to_string(m.vocab_) + " is out of range");
-  if (const json::Value *mp = model->get("max_positions"); mp && mp->isInteger())
-    m.maxPositions_ = mp->asInt();
-  if (m.maxPositions_ < 0)
-    return bad("model.max_positions is negative");
-  if (const json::Value *t = root->get("target"); t && t->isString())
-    target = t->asString();
-  else
-    return bad("missing target");
-  if (const json::Value *c = model->get("config")) {
-    if (!c->isObject())
-      return bad("model.config must be an object");
-    m.sourceConfig_ = std::make_shared<json::Value>(*c);
-  }
-  if (const json::Value *a = model->get("architecture"); a && a->isString())
-    m.architecture_ = a->asString();
-
-  const json::Value *params = root->get("params"), *weights = root->get("weights"),
-                    *bufs = root->get("buffers"), *kerns = root->get("kernels"),
-                    *stps = root->get("steps"), *out = root->get("output");
-  if (!params || !params->isArray() || !weights || !weights->isArray() ||
-      !bufs || !bufs->isArray() || !kerns || !kerns->isArray() || !stps ||
-      !stps->isArray() || !out || !out->isInteger())
-    return bad("missing params, weights, buffers, kernels, steps or output");
-  for (const json::Value &p : params->elements()) {
-    ParamInfo info;
-    const json::Value *name = p.get("name");
-    if (!name || !name->isString() || !ints(p.get("shape"), info.shape))
-      return bad("a parameter lacks a name or shape");
-    info.name = name->asString();
-    m.params_.push_back(std::move(info));
-  }
-  for (const json::Value &w : weights->elements()) {
-    WeightEntry e;
-    const json::Value *op = w.get("op");
-    if (!op || !op->isString() || !ints(w.get("shape"), e.shape))
-      return bad("a weight lacks its op or shape");
-    e.op = op->asString();
-    if (e.op == "param") {
-      const json::Value *p = w.get("param");
-      if (!p || !p->isInteger() || p->asInt() < 0 ||
-          p->asInt() >= int64_t(m.params_.size()))
-        return bad("weight refers to an unknown parameter");
-      e.param = int(p->asInt());
-    } else {
-      std::vector<int64_t> in;
-      if (!ints(w.get("inputs"), in))
-        return bad("weight transform lacks inputs");
-      for (int64_t i : in) {
-        if (i < 0 || i >= int64_t(weightEntries.size()))
-          return bad("weight transform refers to a later weight");
-        e.inputs.push_back(int(i));
-      }
-      if (const json::Value *d = w.get("dim"); d && d->isInteger())
-        e.dim = d->asInt();
-      if (const json::Value *o = w.get("offset"); o && o->isNumber())
-        e.offset = o->asDouble();
-      if (const json::Value *io = w.get("in_out"); io && io->isBool())
-        e.inOut = io->asBool();
-      static const char *known[] = {"concat", "fold_gain", "weight_row_sums",
-                                    "fold_bias", "pack"};
-      if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
-        return bad("unknown weight transform '" + e.op + "'");
-    }
-    weightEntries.push_back(std::move(e));
-  }
-  for (const json::Value &b : bufs->elements()) {
-    BufferEntry e;
-    const json::Value *kind = b.get("kind");
-    if (!kind || !kind->isString())
-      return bad("a buffer lacks its kind");
-    e.kind = kind->asString();
-    if (const json::Value *w = b.get("width"); w && w->isInteger())
-      e.width = w->asInt();
-    if (const json::Value *of = b.get("of"); of && of->isInteger())
-      e.of = int(of->asInt());
-    if (const json::Value *o = b.get("offset"); o && o->isInteger())
-      e.offset = o->asInt();
-    if (e.kind == "view" &&
-        (e.of < 0 || e.of >= int(buffers.size()) || buffers[e.of].kind != "activation"))
-      return bad("a view refers to an unknown buffer");
-    buffers.push_back(std::move(e));
-  }
-  for (const json::Value &k : kerns->elements()) {
-    const json::Value *sym = k.get("symbol");
-    if (!sym || !sym->isString())
-      return bad("a kernel lacks its symbol");
-    // Resolved once the code is loaded (load()); manifest checks need none.
-    kernelNames.push_back(sym->asString());
-    const json::Value *rp = k.get("row_parallel");
-    rowParallel.push_back(rp && rp->isBool() && rp->asBool());
-    const json::Value *role = k.get("role");
-    if (!role || !role->isString())
-      return bad("kernel '" + sym->asString() + "' lacks its role");
-    gathers.push_back(role->asString() == "embedding");
-    launches.emplace_back();
-    if (const json::Value *ls = k.get("launches")) {
-      if (!ls->isArray())
-        return bad("kernel '" + sym->asString() + "' has malformed launches");
-      for (const json::Value &l : ls->elements()) {
-        LaunchInfo info;
-        const json::Value *s = l.get("symbol"), *block = l.get("block"),
-                          *gx = l.get("grid_x"), *rows = l.get("rows_per_block");
-        std::vector<int64_t> b;
-        if (!s || !s->isString() || !ints(block, b) || b.size() != 2 || !gx ||
-            !gx->isInteger() || !rows || !rows->isInteger())
-          return bad("kernel '" + sym->asString() + "' has a malformed launch");
-        info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt()};
-        if (info.blockX < 1 || info.blockY < 1 || info.blockX * info.blockY > 1024 ||
-            info.gridX < 1 || info.gridX > (int64_t(1) << 31) - 1 || info.rowsPerBlock < 1)
-          return bad("kernel '" + sym->asString() + "' has a launch outside the GPU's limits");
-        launches.back().push_back(std::move(info));
-      }
-    }
-    Split split;
-    if (const json::Value *c = k.get("columns"); c && c->isInteger())
-      split = {c->asInt(), 32};
-    else if (const json::Value *h = k.get("kv_heads"); h && h->isInteger())
-      split = {h->asInt(), 1};
-    splits.push_back(split);
-    const json::Value *sig = k.get("signature");
-    std::vector<std::vector<int64_t>> shapes;
-    if (!sig || !sig->isArray())
-      return bad("kernel '" + sym->asString() + "' lacks its signature");
-    for (const json::Value &shape : sig->elements()) {
-      shapes.emplace_back();
-      if (!ints(&shape, shapes.back()))
-        return bad("kernel '" + sym->asString() + "' has a malformed signature");
-    }
-    signatures.push_back(std::move(shapes));
-  }
-  auto parseArg = [&](const json::Value &a, Arg &arg) {
-    const json::Value *w = a.get("w"), *b = a.get("b");
-    if (w && w->isInteger() && w->asInt() >= 0 &&
-        w->asInt() < int64_t(weightEntries.size())) {
-      arg = {true, int(w->asInt())};
-      return true;
-    }
-    if (b && b->isInteger() && b->asInt() >= 0 &&
-        b->asInt() < int64_t(buffers.size())) {
-      arg = {false, int(b->asInt())};
-      return true;
-    }
-    return false;
-  };
-  for (const json::Value &s : stps->elements()) {
-    Step step;
-    const json::Value *k = s.get("kernel"), *args = s.get("args");
-    if (!k || !k->isInteger() || k->asInt() < 0 ||
-        k->asInt() >= int64_t(kernelNames.size()) || !args || !args->isArray())
-      return bad("a step refers to an unknown kernel");
-    step.kernel = int(k->asInt());
-    for (const json::Value &a : args->elements()) {
-      Arg arg;
-      if (!parseArg(a, arg))
-        return bad("a step argument refers to an unknown buffer or weight");
-      step.args.push_back(arg);
-    }
-    if (const json::Value *c = s.get("caches")) {
-      for (const json::Value &a : c->elements()) {
-        Arg arg;
-        if (!parseArg(a, arg) || arg.weight || buffers[arg.id].kind != "kv_cache")
-          return bad("a step's caches must be kv_cache buffers");
-        step.caches.push_back(arg.id);
-      }
-    }
-    steps.push_back(std::move(step));
-  }
-  if (steps.empty())
-    return bad("the schedule has no steps");
-  // Range-checked as int64, before the narrowing to int.
-  if (out->asInt() < 0 || out->asInt() >= int64_t(buffers.size()) ||
-      buffers[out->asInt()].kind != "activation" ||
-      buffers[out->asInt()].width != m.vocab_)
-    return bad("the output must be a vocab-wide activation buffer");
-  output = int(out->asInt());
-  if (std::none_of(steps.begin(), steps.end(), [&](const Step &step) {
-        return std::any_of(step.args.begin(), step.args.end(), [&](const Arg &a) {
-          return !a.weight && (a.id == output ||
-                               (buffers[a.id].kind == "view" && buffers[a.id].of == output));
-        });
-      }))
-    return bad("no step writes the output buffer");
   if (!checkConsistency(m, error))
     return false;
   readByKernels.assign(weightEntries.size(), false);

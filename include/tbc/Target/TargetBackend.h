@@ -13,6 +13,7 @@
 #ifndef TBC_TARGET_TARGETBACKEND_H
 #define TBC_TARGET_TARGETBACKEND_H
 
+#include "tbc/Support/Manifest.h"
 #include "tbc/Support/ModuleFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -64,14 +65,14 @@ public:
   // The kernel ABI, as the module writer records it.
   /// The operand of `op` (an outlined kernel's op) read packed, if any.
   virtual std::optional<PackedOperand> packedOperand(mlir::Operation *op) const = 0;
-  /// Units a kernel's work range counts (it takes [begin, end) as a last
-  /// operand), or none.
-  virtual std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) const = 0;
+  /// The share of its work a kernel can be given (it then takes [begin, end)
+  /// as a last operand), or none.
+  virtual std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) const = 0;
   /// The code symbol the runtime resolves for a kernel.
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
-  /// Extra JSON members of the kernel's manifest entry (", \"key\": ..."),
-  /// e.g. launch geometry.
-  virtual std::string kernelFields(mlir::func::FuncOp kernel) const { return ""; }
+  /// The device functions the runtime launches for a kernel, with their
+  /// geometry (none: the runtime calls `symbol`).
+  virtual std::vector<manifest::Launch> launches(mlir::func::FuncOp kernel) const { return {}; }
 
   /// The code blobs of the module after the last stage.
   virtual mlir::FailureOr<std::vector<rt::CodeBlob>>

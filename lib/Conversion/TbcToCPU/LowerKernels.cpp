@@ -608,7 +608,7 @@ struct TbcLowerToCPUPass
       }
       // Projections take the [begin, end) of the output columns to compute,
       // attention the [begin, end) of its key/value heads: a core's share.
-      std::optional<int64_t> units = workUnits(old);
+      std::optional<manifest::WorkRange> units = workRange(old);
       if (units)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);
@@ -630,7 +630,7 @@ struct TbcLowerToCPUPass
           return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
         };
         Value end = arith::MinUIOp::create(
-            b, loc, load(1), arith::ConstantIndexOp::create(b, loc, *units));
+            b, loc, load(1), arith::ConstantIndexOp::create(b, loc, units->count));
         emitter.setRange(arith::MinUIOp::create(b, loc, load(0), end), end);
       }
       if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),

@@ -39,8 +39,8 @@ public:
     return PackedOperand{*p, inOut, packedWeightShape(shape, inOut)};
   }
 
-  std::optional<int64_t> workUnits(func::FuncOp kernel) const override {
-    return tbc::workUnits(kernel);
+  std::optional<manifest::WorkRange> workRange(func::FuncOp kernel) const override {
+    return tbc::workRange(kernel);
   }
 
   std::string symbol(func::FuncOp kernel) const override {

@@ -106,7 +106,7 @@ public:
     return PackedOperand{1, true, {shape[1], shape[0], 1}};
   }
 
-  std::optional<int64_t> workUnits(func::FuncOp) const override {
+  std::optional<manifest::WorkRange> workRange(func::FuncOp) const override {
     return std::nullopt; // the grid covers the whole op
   }
 
@@ -114,17 +114,12 @@ public:
     return kernel.getSymName().str();
   }
 
-  std::string kernelFields(func::FuncOp kernel) const override {
-    std::string s = ", \"launches\": [";
-    bool first = true;
-    for (const cuda::Launch &l : cuda::launchesFor(&kernel.getBody().front().front())) {
-      s += std::string(first ? "" : ", ") + "{\"symbol\": \"" + kernel.getSymName().str() +
-           l.suffix + "\", \"block\": [" + std::to_string(l.blockX) + ", " +
-           std::to_string(l.blockY) + "], \"grid_x\": " + std::to_string(l.gridX) +
-           ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) + "}";
-      first = false;
-    }
-    return s + "]";
+  std::vector<manifest::Launch> launches(func::FuncOp kernel) const override {
+    std::vector<manifest::Launch> out;
+    for (const cuda::Launch &l : cuda::launchesFor(&kernel.getBody().front().front()))
+      out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
+                     l.rowsPerBlock});
+    return out;
   }
 
   FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered,

@@ -22,6 +22,7 @@
 #define TBC_CONVERSION_TBCTOCPU_KERNELABI_H
 
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Support/Manifest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -59,15 +60,16 @@ inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> s
   return {(out + kPanelWidth - 1) / kPanelWidth, in, kPanelWidth};
 }
 
-/// How many units a kernel's work range counts (output columns of a
-/// projection, key/value heads of an attention), or none when its op takes
-/// no range. The op decides (ProjectionOpInterface, tbc.attention).
-inline std::optional<int64_t> workUnits(mlir::func::FuncOp kernel) {
+/// The work range a kernel takes, or none when its op takes none: output
+/// columns of a projection (shares start on whole weight panels), key/value
+/// heads of an attention. The op decides (ProjectionOpInterface,
+/// tbc.attention).
+inline std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) {
   mlir::Operation *op = &kernel.getBody().front().front();
   if (auto a = llvm::dyn_cast<AttentionOp>(op))
-    return a.getNumKvHeads();
+    return manifest::WorkRange{"kv_heads", a.getNumKvHeads(), 1};
   if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op))
-    return p.getResultWidth();
+    return manifest::WorkRange{"columns", p.getResultWidth(), kPanelWidth};
   return std::nullopt;
 }
 

@@ -1,0 +1,127 @@
+//===- Manifest.h - the schema of a module's manifest -----------*- C++ -*-===//
+//
+// The manifest is the part of a .tbcm the runtime follows: which checkpoint
+// tensors to bind, the bind-time transforms, the buffers of a forward, the
+// kernels (with their role, work range, signature and launch data) and the
+// steps calling them. One set of structs, written by the compiler's module
+// writer (lib/Target/Manifest.cpp) and read by the runtime, with one
+// to-JSON and one from-JSON in this LLVM-free layer, so that the two sides
+// cannot drift apart. docs/module-format.md documents every field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_SUPPORT_MANIFEST_H
+#define TBC_SUPPORT_MANIFEST_H
+
+#include "tbc/Support/Json.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tbc::manifest {
+
+/// The manifest's format version: a runtime refuses any other.
+inline constexpr int64_t kVersion = 2;
+
+struct Model {
+  std::string architecture;
+  int64_t vocabSize = 0;
+  int64_t maxPositions = 0; // 0: no learned limit recorded
+  /// The config.json fields the frontend read (Hugging Face models only).
+  std::optional<json::Value> config;
+};
+
+/// A checkpoint tensor the module needs, by its exact name.
+struct Param {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// What a kernel reads: a param, or a bind-time transform of earlier weights.
+struct Weight {
+  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack
+  int param = -1; // op == param
+  std::vector<int> inputs;
+  int64_t dim = 0;    // concat
+  double offset = 0;  // fold_gain
+  bool inOut = false; // the source is [in, out] (GPT-2)
+  std::vector<int64_t> shape;
+};
+
+/// Memory of one forward (kv_cache: of the session).
+struct Buffer {
+  std::string kind; // token_ids, positions, activation, view, kv_cache
+  int64_t width = 0;
+  int of = -1;        // view: the root buffer
+  int64_t offset = 0; // view: column offset in the root
+  std::string dtype() const {
+    return kind == "token_ids" || kind == "positions" ? "i32" : "f32";
+  }
+};
+
+/// A step operand: a weight or a buffer, by id.
+struct Arg {
+  bool weight = false;
+  int id = -1;
+};
+
+/// The part of its work a kernel can be given ([begin, end) as its last
+/// operand): `count` units (output columns, key/value heads), shares
+/// starting at multiples of `align`.
+struct WorkRange {
+  std::string unit; // columns, kv_heads
+  int64_t count = 0;
+  int64_t align = 1;
+};
+
+/// One device function of a kernel and its launch geometry (CUDA).
+struct Launch {
+  std::string symbol;
+  int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;
+};
+
+struct Kernel {
+  std::string name;   // the outlined function (k3_fused_linear)
+  std::string symbol; // what the code exports for it
+  std::string role;   // embedding, projection, attention, norm, pointwise
+  bool kvCache = false;
+  bool rowParallel = false; // rows of a chunk are independent
+  std::optional<WorkRange> work;
+  /// Shapes of operands, results and caches the code was compiled for (-1:
+  /// dynamic).
+  std::vector<std::vector<int64_t>> signature;
+  std::vector<Launch> launches; // empty on targets that launch by symbol
+};
+
+struct Step {
+  int kernel = -1;
+  std::vector<Arg> args;
+  std::vector<int> caches; // kv_cache buffer ids (attention)
+};
+
+struct Manifest {
+  std::string target;
+  Model model;
+  std::vector<Param> params;
+  std::vector<Weight> weights;
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  int output = -1; // the logits buffer
+};
+
+/// The manifest as JSON text (one entry per line within each list).
+std::string write(const Manifest &m);
+
+/// Parses and checks the structure of a manifest: every field present with
+/// its type, every reference (param, weight, buffer, kernel) in range and to
+/// something earlier, the output a vocab-wide activation some step writes.
+/// On failure, `error` says what ("manifest: ...").
+bool read(std::string_view text, Manifest &m, std::string &error);
+
+} // namespace tbc::manifest
+
+#endif // TBC_SUPPORT_MANIFEST_H

@@ -1,0 +1,99 @@
+//===- ManifestTest.cpp - the manifest schema, written and read back ------===//
+
+#include "tbc/Support/Manifest.h"
+
+#include <gtest/gtest.h>
+
+using namespace tbc;
+using namespace tbc::manifest;
+
+namespace {
+/// A two-step schedule: an embedding gather, then a projection to the
+/// logits through a packed weight, on the CUDA-style launch fields too.
+Manifest sample() {
+  Manifest m;
+  m.target = "cpu";
+  m.model = {"LlamaForCausalLM", 96, 64, std::nullopt};
+  m.params = {{"embed.weight", {96, 16}}, {"head.weight", {96, 16}}};
+  Weight embed{"param", 0, {}, 0, 0, false, {96, 16}};
+  Weight head{"param", 1, {}, 0, 0, false, {96, 16}};
+  Weight packed{"pack", -1, {1}, 0, 0, false, {3, 16, 32}};
+  Weight gain{"fold_gain", -1, {0}, 0, 1.0, false, {96, 16}};
+  m.weights = {embed, head, packed, gain};
+  m.buffers = {{"token_ids"}, {"positions"}, {"activation", 16}, {"activation", 96},
+               {"view", 8, 2, 8}};
+  Kernel gather{"k0_embedding", "k0_embedding_packed", "embedding", false, true,
+                std::nullopt, {{96, 16}, {-1, -1}, {-1, -1, 16}}, {}};
+  Kernel proj{"k1_linear", "k1_linear_packed", "projection", false, true,
+              WorkRange{"columns", 96, 32}, {{-1, -1, 16}, {3, 16, 32}, {-1, -1, 96}, {2}},
+              {Launch{"k1_linear", 32, 8, 12, 8}}};
+  m.kernels = {gather, proj};
+  m.steps = {{0, {{true, 0}, {false, 0}, {false, 2}}, {}},
+             {1, {{false, 2}, {true, 2}, {false, 3}}, {}}};
+  m.output = 3;
+  return m;
+}
+} // namespace
+
+TEST(Manifest, WrittenManifestReadsBack) {
+  Manifest in = sample();
+  std::string text = write(in);
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(text, out, error)) << error << "\n" << text;
+  EXPECT_EQ(out.target, "cpu");
+  EXPECT_EQ(out.model.vocabSize, 96);
+  EXPECT_EQ(out.model.maxPositions, 64);
+  ASSERT_EQ(out.weights.size(), 4u);
+  EXPECT_EQ(out.weights[2].op, "pack");
+  EXPECT_EQ(out.weights[2].inputs, std::vector<int>{1});
+  EXPECT_EQ(out.weights[2].shape, (std::vector<int64_t>{3, 16, 32}));
+  EXPECT_EQ(out.weights[3].offset, 1.0);
+  ASSERT_EQ(out.buffers.size(), 5u);
+  EXPECT_EQ(out.buffers[4].kind, "view");
+  EXPECT_EQ(out.buffers[4].of, 2);
+  EXPECT_EQ(out.buffers[4].offset, 8);
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_EQ(out.kernels[0].role, "embedding");
+  EXPECT_FALSE(out.kernels[0].work);
+  ASSERT_TRUE(out.kernels[1].work);
+  EXPECT_EQ(out.kernels[1].work->unit, "columns");
+  EXPECT_EQ(out.kernels[1].work->count, 96);
+  EXPECT_EQ(out.kernels[1].work->align, 32);
+  ASSERT_EQ(out.kernels[1].launches.size(), 1u);
+  EXPECT_EQ(out.kernels[1].launches[0].gridX, 12);
+  EXPECT_EQ(out.kernels[1].signature, in.kernels[1].signature);
+  ASSERT_EQ(out.steps.size(), 2u);
+  EXPECT_TRUE(out.steps[1].args[1].weight);
+  EXPECT_EQ(out.steps[1].args[1].id, 2);
+  EXPECT_EQ(out.output, 3);
+  // Writing what was read gives the same text: nothing is lost either way.
+  EXPECT_EQ(write(out), text);
+}
+
+TEST(Manifest, AnotherVersionIsRefused) {
+  std::string text = write(sample());
+  size_t at = text.find("\"version\": 2");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "\"version\": 1");
+  Manifest out;
+  std::string error;
+  EXPECT_FALSE(read(text, out, error));
+  EXPECT_NE(error.find("this runtime reads version 2; compile the model again"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Manifest, ReferencesAreChecked) {
+  Manifest m = sample();
+  m.steps[1].args[1] = {true, 9}; // no weight 9
+  Manifest out;
+  std::string error;
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: a step argument refers to an unknown buffer or weight");
+
+  m = sample();
+  m.kernels[1].work->align = 0;
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a malformed work range");
+}
