@@ -1,8 +1,9 @@
 //===- TbcOps.td - tbc core operations ---------------------*- tablegen -*-===//
 //
-// Core ops of DESIGN.md. Every op has a readable custom assembly format and a
-// verifier that names the offending operand or attribute; result types are
-// inferred where the shape follows from the operands.
+// The core ops (docs/dialect.md describes the dialect). Every op has a
+// readable custom assembly format and a verifier that names the offending
+// operand or attribute; result types are inferred where the shape follows
+// from the operands.
 //
 //===----------------------------------------------------------------------===//
 
