@@ -37,6 +37,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+using namespace tbc;
 namespace cl = llvm::cl;
 
 namespace {
@@ -50,6 +51,82 @@ std::string join(llvm::ArrayRef<std::string> items, llvm::StringRef separator = 
   for (const std::string &i : items)
     s += (s.empty() ? "" : separator.str()) + i;
   return s;
+}
+
+/// The frontend: a model description (HF config, native spec) or tbc IR
+/// -> a tbc module. On failure returns null with `why` set (empty when the
+/// IR parser has reported the error with its location).
+OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const std::string &model,
+                                  Type (*eltType)(MLIRContext *),
+                                  std::optional<DescriptionKind> &kind,
+                                  std::string &configPath, std::string &sourceConfig,
+                                  std::string &why) {
+  SourceError error;
+  auto fail = [&](const std::string &message) {
+    why = message;
+    return OwningOpRef<ModuleOp>();
+  };
+  kind = classifyModelPath(model, configPath, error);
+  if (!kind)
+    return fail(error.str());
+  if (*kind == DescriptionKind::TbcIR) {
+    std::string text;
+    if (std::string problem = readRegularFile(model, limits::kIRFileBytes, text);
+        !problem.empty())
+      return fail(problem);
+    if (std::string problem = checkIRNesting(text, limits::kIRNesting); !problem.empty())
+      return fail(model + ": " + problem);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, model),
+                                 llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return fail(""); // the parser reported the location
+    return module;
+  }
+  std::optional<ModelSpec> spec = readModelDescription(configPath, *kind, error);
+  if (!spec)
+    return fail(error.str());
+  sourceConfig = spec->sourceConfig;
+  return buildModelIR(context, *spec, eltType(&context));
+}
+
+/// Every parameter of `module` against the checkpoint at `path` ("" when
+/// they match).
+std::string checkCheckpoint(ModuleOp module, const std::string &path) {
+  std::string why;
+  std::unique_ptr<rt::WeightStore> store = rt::WeightStore::open(path, why);
+  if (!store)
+    return why;
+  std::string problems = checkWeights(module, *store);
+  if (!problems.empty())
+    return "the checkpoint does not match the model:\n" + problems;
+  return "";
+}
+
+/// `--report`: the cost tables before and after fusion, and what it saved.
+void printReport(ModuleOp unfused, ModuleOp fused, int64_t tokens) {
+  llvm::raw_ostream &os = llvm::errs();
+  os << "== cost per op, " << tokens << " token(s) per sequence, before fusion\n";
+  printCostReport(unfused, tokens, os);
+  os << "== after fusion\n";
+  printCostReport(fused, tokens, os);
+  printCostSummary(unfused, fused, tokens, os);
+}
+
+/// Writes the result to stdout or, atomically, to `output`.
+int writeOutput(const std::string &output, const std::string &bytes, bool isModule) {
+  if (output == "-") {
+    llvm::outs() << bytes;
+    return 0;
+  }
+  if (std::string why = writeFileAtomically(output, bytes); !why.empty())
+    return fail(why);
+  if (isModule)
+    llvm::errs() << "tbc compile: wrote " << output << " (" << bytes.size() / 1024
+                 << " KiB)\n";
+  return 0;
 }
 } // namespace
 
@@ -161,39 +238,16 @@ int tbc::compileMain(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  OwningOpRef<ModuleOp> module;
-  std::string configPath;
-  SourceError error;
-  std::optional<DescriptionKind> kind;
   std::string sourceConfig; // the config.json fields the model depends on
+  std::optional<DescriptionKind> kind;
+  std::string configPath, why;
+  OwningOpRef<ModuleOp> module;
   {
     TimingScope t = timing.nest("frontend");
-    kind = classifyModelPath(model, configPath, error);
-    if (!kind)
-      return fail(error.str());
-    if (*kind == DescriptionKind::TbcIR) {
-      std::string text;
-      if (std::string why = readRegularFile(model, limits::kIRFileBytes, text);
-          !why.empty())
-        return fail(why);
-      if (std::string why = checkIRNesting(text, limits::kIRNesting); !why.empty())
-        return fail(model + ": " + why);
-      llvm::SourceMgr sourceMgr;
-      sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, model),
-                                   llvm::SMLoc());
-      SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-      module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-      if (!module)
-        return 1; // the parser reported the location
-    } else {
-      std::optional<ModelSpec> spec =
-          readModelDescription(configPath, *kind, error);
-      if (!spec)
-        return fail(error.str());
-      module = buildModelIR(context, *spec, eltType(&context));
-      sourceConfig = spec->sourceConfig;
-    }
+    module = buildModule(context, model, eltType, kind, configPath, sourceConfig, why);
   }
+  if (!module)
+    return why.empty() ? 1 : fail(why); // empty: the IR parser reported it
   {
     TimingScope t = timing.nest("verify");
     if (failed(verify(*module)))
@@ -205,14 +259,8 @@ int tbc::compileMain(int argc, char **argv) {
     weightsPath = model;
   if (!weightsPath.empty()) {
     TimingScope t = timing.nest("check weights");
-    std::string why;
-    std::unique_ptr<rt::WeightStore> store =
-        rt::WeightStore::open(weightsPath, why);
-    if (!store)
-      return fail(why);
-    std::string problems = checkWeights(*module, *store);
-    if (!problems.empty())
-      return fail("the checkpoint does not match the model:\n" + problems);
+    if (std::string problem = checkCheckpoint(*module, weightsPath); !problem.empty())
+      return fail(problem);
   }
 
   // The pipeline, stage by stage up to the requested one; the MLIR
@@ -238,15 +286,8 @@ int tbc::compileMain(int argc, char **argv) {
       })))
     return fail("the fusion pipeline failed");
 
-  if (report) {
-    llvm::raw_ostream &os = llvm::errs();
-    os << "== cost per op, " << reportTokens
-       << " token(s) per sequence, before fusion\n";
-    printCostReport(*unfused, reportTokens, os);
-    os << "== after fusion\n";
-    printCostReport(*module, reportTokens, os);
-    printCostSummary(*unfused, *module, reportTokens, os);
-  }
+  if (report)
+    printReport(*unfused, *module, reportTokens);
 
   std::string manifest;
   if (last >= stageIndex("kernels")) {
@@ -268,12 +309,8 @@ int tbc::compileMain(int argc, char **argv) {
   TimingScope t = timing.nest("output");
   std::string bytes;
   if (emit == "module") {
-    std::string why;
-    FailureOr<std::vector<rt::CodeBlob>> blobs;
-    {
-      TimingScope codegen = t.nest("code generation (" + target + ")");
-      blobs = backend->serialize(*module, why);
-    }
+    TimingScope codegen = t.nest("code generation (" + target + ")");
+    FailureOr<std::vector<rt::CodeBlob>> blobs = backend->serialize(*module, why);
     if (failed(blobs))
       return fail(why);
     bytes = rt::encodeModuleFile(rt::ModuleFile{manifest, *blobs});
@@ -282,15 +319,5 @@ int tbc::compileMain(int argc, char **argv) {
     module->print(os);
     os << "\n"; // as tbc-opt ends its output
   }
-  if (output == "-") {
-    llvm::outs() << bytes;
-    return 0;
-  }
-  std::string why = writeFileAtomically(output, bytes);
-  if (!why.empty())
-    return fail(why);
-  if (emit == "module")
-    llvm::errs() << "tbc compile: wrote " << output << " ("
-                 << bytes.size() / 1024 << " KiB)\n";
-  return 0;
+  return writeOutput(output, bytes, emit == "module");
 }
