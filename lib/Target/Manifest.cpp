@@ -252,7 +252,7 @@ private:
           auto attn = cast<AttentionOp>(callee.getBody().front().front());
           for (int i = 0; i < 2; ++i)
             step.caches.push_back(
-                newBuffer({"kv_cache", attn.getNumKvHeads() * attn.getHeadDim()}).id);
+                newBuffer({"kv_cache", int64_t(attn.getNumKvHeads() * attn.getHeadDim())}).id);
         }
         step.kernel = kernelId(callee);
         m.steps.push_back(std::move(step));

@@ -67,7 +67,7 @@ inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> s
 inline std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) {
   mlir::Operation *op = &kernel.getBody().front().front();
   if (auto a = llvm::dyn_cast<AttentionOp>(op))
-    return manifest::WorkRange{"kv_heads", a.getNumKvHeads(), 1};
+    return manifest::WorkRange{"kv_heads", int64_t(a.getNumKvHeads()), 1};
   if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op))
     return manifest::WorkRange{"columns", p.getResultWidth(), kPanelWidth};
   return std::nullopt;
