@@ -61,21 +61,24 @@ def main():
     p.add_argument("--config", required=True, help="folder with the config.json it was compiled from")
     p.add_argument("--prompt", type=int, default=512)
     p.add_argument("--decode", type=int, default=32)
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                   help="the module's weights (bf16: PyTorch runs the model in bf16)")
     p.add_argument("--csv")
     a = p.parse_args()
     import torch
     name = json.load(open(f"{a.config}/config.json")).get("model_type", "model")
     t_pre, t_dec = tbc_numbers(a.tbc_run, a.module, a.prompt, a.decode)
-    e_pre, e_dec, gpu = torch_numbers(a.config, a.prompt, a.decode, torch.float32)
-    print(f"{name} ({a.config.rstrip('/').split('/')[-1]}, f32) on {gpu}:")
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+    e_pre, e_dec, gpu = torch_numbers(a.config, a.prompt, a.decode, dtype)
+    print(f"{name} ({a.config.rstrip('/').split('/')[-1]}, {a.dtype}) on {gpu}:")
     print(f"  prefill {a.prompt:5d}: tbc {t_pre:9.3f} ms   torch eager {e_pre:9.3f} ms   "
           f"tbc speed = {e_pre / t_pre:5.2f}x eager")
     print(f"  decode  per token: tbc {t_dec:9.3f} ms   torch eager {e_dec:9.3f} ms   "
           f"tbc speed = {e_dec / t_dec:5.2f}x eager")
     if a.csv:
         with open(a.csv, "a") as f:
-            f.write(f"{gpu},{name},f32,prefill{a.prompt},{t_pre:.4f},{e_pre:.4f}\n")
-            f.write(f"{gpu},{name},f32,decode,{t_dec:.4f},{e_dec:.4f}\n")
+            f.write(f"{gpu},{name},{a.dtype},prefill{a.prompt},{t_pre:.4f},{e_pre:.4f}\n")
+            f.write(f"{gpu},{name},{a.dtype},decode,{t_dec:.4f},{e_dec:.4f}\n")
 
 
 if __name__ == "__main__":

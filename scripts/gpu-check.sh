@@ -26,12 +26,22 @@ for dir in "$root"/test/fixtures/*/; do
     [ $rc -eq 0 ] || status=1
   done
 done
+echo "== conformance (bf16 weights on tensor cores, f32 activations; within 2e-2, greedy tokens where the top-2 margin allows)"
+for dir in "$root"/test/fixtures/*/; do
+  f=$(basename "$dir")
+  printf '%-24s %-8s ' "$f" "bf16"
+  out=$("$build/bin/tbc-conformance" "$mods/$f.bf16.tbcm" "$dir" --tolerance 2e-2 2>&1)
+  rc=$?
+  echo "$out" | tr '\n' ' ' | cut -c1-200; echo
+  [ $rc -eq 0 ] || status=1
+done
 if [ "${1:-}" != "--no-bench" ]; then
   echo "== benchmarks (same GPU, same run)"
-  for m in "$mods"/bench/*.cuda.tbcm; do
-    name=$(basename "$m" .cuda.tbcm)
+  for m in "$mods"/bench/*.cuda.tbcm "$mods"/bench/*.bf16.tbcm; do
+    name=$(basename "$m" .tbcm); dtype=${name##*.}; name=${name%.*}
+    [ "$dtype" = cuda ] && dtype=f32
     python3 "$root/bench/gpu_compare.py" --tbc-run "$build/bin/tbc-run" --module "$m" \
-      --config "$mods/bench/$name" || status=1
+      --config "$mods/bench/$name" --dtype "$dtype" || status=1
   done
 fi
 exit $status

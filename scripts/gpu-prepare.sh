@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compiles, on an LLVM machine, everything scripts/gpu-check.sh runs on a GPU
 # machine (which has CUDA, CMake, PyTorch and transformers but no LLVM): every
-# conformance fixture for --target cuda, fused and unfused, and the benchmark
-# models. Output: gpu-modules/ (ignored by git; carry it to the GPU machine).
+# conformance fixture for --target cuda, fused and unfused in f32 and fused
+# with bf16 weights, and the benchmark models. Output: gpu-modules/ (ignored by git; carry it to the GPU machine).
 # Usage: scripts/gpu-prepare.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +14,8 @@ for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
   "$tbc" compile "$dir" --target cuda -o "$out/$f.fused.tbcm" 2>/dev/null
   "$tbc" compile "$dir" --target cuda --no-fuse -o "$out/$f.unfused.tbcm" 2>/dev/null
+  # bf16 weights, tensor-core projections (activations f32).
+  "$tbc" compile "$dir" --target cuda --dtype bf16 -o "$out/$f.bf16.tbcm" 2>/dev/null
 done
 # Benchmark models: the example configs at full width, cut to a few layers
 # so that f32 weights for tbc and PyTorch fit on one GPU side by side.
@@ -26,5 +28,6 @@ c["num_hidden_layers"] = 4
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
   "$tbc" compile "$out/bench/$m" --target cuda -o "$out/bench/$m.cuda.tbcm" 2>/dev/null
+  "$tbc" compile "$out/bench/$m" --target cuda --dtype bf16 -o "$out/bench/$m.bf16.tbcm" 2>/dev/null
 done
 du -sh "$out"

@@ -22,6 +22,18 @@ ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptx
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# Tensor-core instructions are read from the machine code: cuobjdump (part
+# of a full CUDA toolkit) or nvdisasm ($TBC_NVDISASM, e.g. from PyPI's
+# nvidia-cuda-nvdisasm). Without either, the SASS test is unsupported.
+import shutil
+cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
+for tool in [os.environ.get("TBC_NVDISASM", ""), os.path.join(cuda_bin, "cuobjdump"),
+             shutil.which("cuobjdump") or "", os.path.join(cuda_bin, "nvdisasm"),
+             shutil.which("nvdisasm") or ""]:
+    if tool and os.access(tool, os.X_OK):
+        config.available_features.add("sass")
+        config.substitutions.append(("%sass", tool))
+        break
 # A machine with an NVIDIA driver and a GPU runs CUDA modules instead of
 # refusing them.
 import ctypes

@@ -61,10 +61,22 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     an `_append` step, launched first, that writes the chunk into the caches).
     Functions that are not kernels (the schedule) are removed: the module
     writer has already recorded them in the manifest.
+
+    With `weight-type=bf16`, projections whose input width is a multiple of
+    16 (and whose weight is [out, in]) read a bf16 weight and run on tensor
+    cores instead: a warp computes 16 token rows x 8 output columns with
+    `nvvm.mma.sync` m16n8k16 (bf16 operands, f32 accumulation), the
+    activations rounded to bf16 as they are loaded; the norm statistic and
+    the epilogue are those of the f32 kernel, in f32.
   }];
+  let options = [
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
+           "Storage type of projection weights: f32 (FMA kernels) or bf16 (tensor cores)">,
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // TBC_CONVERSION_TD

@@ -165,8 +165,10 @@ int tbc::compileMain(int argc, char **argv) {
       cl::desc("Sequence length the --report counts for (default 1)"));
   static cl::opt<std::string> dtype(
       "dtype", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|f16"),
-      cl::desc("Element type of activations and parameters (model "
-               "descriptions; IR input keeps its own types)"));
+      cl::desc("--emit tbc|fused|kernels: the element type of the IR built "
+               "from a model description. Code for a target: how it stores "
+               "weights (cpu: f32; cuda: f32, or bf16 for tensor-core "
+               "projections), activations being f32"));
   static cl::opt<std::string> weights(
       "weights", cl::cat(cat), cl::value_desc("dir|file.safetensors"),
       cl::desc("Check every parameter against this checkpoint (a Hugging "
@@ -208,9 +210,15 @@ int tbc::compileMain(int argc, char **argv) {
   if (emit == "module" && output == "-")
     return fail("a module is binary: give -o FILE.tbcm (or --emit " +
                 join(llvm::ArrayRef(stageNames).drop_back(), "|") + " for text)");
-  if (stageIndex(emit) > stageIndex("kernels"))
+  // Past the target-independent stages, --dtype is how the backend stores
+  // weights; the model itself is built in f32 (activations are f32).
+  bool lowering = stageIndex(emit) > stageIndex("kernels");
+  if (lowering) {
     if (std::string why = backend->checkDtype(dtype); !why.empty())
       return fail(why);
+    targetOptions.weightType = dtype;
+    targetStages = backend->stages(targetOptions);
+  }
   if (reportTokens < 1)
     return fail("--report-tokens must be at least 1");
   if (output.empty())
@@ -220,7 +228,7 @@ int tbc::compileMain(int argc, char **argv) {
     if (std::string why = checkOutputPath(output, {model, weights}); !why.empty())
       return fail(why);
   Type (*eltType)(MLIRContext *) = nullptr;
-  if (dtype == "f32")
+  if (dtype == "f32" || lowering)
     eltType = [](MLIRContext *c) -> Type { return Float32Type::get(c); };
   else if (dtype == "bf16")
     eltType = [](MLIRContext *c) -> Type { return BFloat16Type::get(c); };
@@ -296,7 +304,7 @@ int tbc::compileMain(int argc, char **argv) {
           return success();
         })))
       return fail("outlining kernels failed");
-    FailureOr<std::string> m = buildManifest(*module, *backend, sourceConfig);
+    FailureOr<std::string> m = buildManifest(*module, *backend, targetOptions, sourceConfig);
     if (failed(m))
       return fail("the model cannot be scheduled");
     manifest = *m;

@@ -261,9 +261,18 @@ public:
       if (!im.readByKernels[id])
         continue;
       const std::vector<float> &w = im.weights[id];
-      if (!weights_[id].reserve(w.size() * 4, false, error))
+      // bf16 weights (a `convert`, already rounded) travel and stay in 16 bits.
+      std::vector<uint16_t> half;
+      if (im.weightEntries[id].dtype == "bf16") {
+        half.resize(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          half[i] = tbc::toBF16Bits(w[i]);
+      }
+      const void *src = half.empty() ? static_cast<const void *>(w.data()) : half.data();
+      size_t bytes = half.empty() ? w.size() * 4 : half.size() * 2;
+      if (!weights_[id].reserve(bytes, false, error))
         return false;
-      if (CUresult r = d.cuMemcpyHtoD(weights_[id].ptr, w.data(), w.size() * 4); r != 0) {
+      if (CUresult r = d.cuMemcpyHtoD(weights_[id].ptr, src, bytes); r != 0) {
         error = "cannot upload weights to the GPU: " + d.describe(r);
         return false;
       }

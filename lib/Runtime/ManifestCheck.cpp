@@ -91,8 +91,8 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       continue;
     }
     size_t want = e.op == "concat" ? e.inputs.size()
-                  : e.op == "weight_row_sums" || e.op == "pack" ? 1
-                                                                : 2;
+                  : e.op == "weight_row_sums" || e.op == "pack" || e.op == "convert" ? 1
+                                                                                     : 2;
     if (e.inputs.empty() || e.inputs.size() < want ||
         e.inputs.size() > (e.op == "fold_bias" ? 3 : want))
       return bad(name + " has " + std::to_string(e.inputs.size()) + " inputs");
@@ -110,6 +110,11 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         along += input(i)[e.dim];
       }
       if (along != e.shape[e.dim])
+        return mismatch();
+      continue;
+    }
+    if (e.op == "convert") {
+      if (!sameShape(e.shape, input(0)))
         return mismatch();
       continue;
     }

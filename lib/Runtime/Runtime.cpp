@@ -77,8 +77,7 @@ bool toFloat(const TensorView &t, std::vector<float> &out, size_t &bad) {
     for (size_t i = 0; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, t.data + 2 * i, 2);
-      uint32_t bits = uint32_t(v) << 16;
-      std::memcpy(&out[i], &bits, 4);
+      out[i] = fromBF16Bits(v);
     }
   } else {
     for (size_t i = 0; i < n; ++i) {
@@ -230,6 +229,14 @@ void Module::Impl::runTransforms() {
           for (int64_t k = 0; k < in; ++k)
             out[(p * in + k) * panel + j] = e.inOut ? w[k * outCols + o] : w[o * in + k];
         }
+      release(id);
+      continue;
+    }
+    if (e.op == "convert") {
+      // The values the device will hold (bf16: rounded to nearest even),
+      // kept as f32 here; the executor stores them in 16 bits.
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = e.dtype == "bf16" ? roundToBF16(w[i]) : w[i];
       release(id);
       continue;
     }

@@ -42,6 +42,8 @@ std::string weight(size_t id, const Weight &w) {
       s += ", \"dim\": " + std::to_string(w.dim);
     if (w.op == "fold_gain")
       s += ", \"offset\": " + json::formatNumber(w.offset);
+    if (w.op == "convert")
+      s += ", \"dtype\": " + json::quote(w.dtype);
     s += ", \"in_out\": " + boolean(w.inOut);
   }
   return s + ", \"shape\": " + ints(w.shape) + "}";
@@ -237,9 +239,18 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
       if (const json::Value *io = w.get("in_out"); io && io->isBool())
         e.inOut = io->asBool();
       static const char *known[] = {"concat", "fold_gain", "weight_row_sums", "fold_bias",
-                                    "pack"};
+                                    "pack", "convert"};
       if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
         return bad("unknown weight transform '" + e.op + "'");
+      if (e.op == "convert") {
+        const json::Value *d = w.get("dtype");
+        if (!d || !d->isString() || (d->asString() != "bf16" && d->asString() != "f32"))
+          return bad("a convert weight needs a dtype of bf16 or f32");
+        e.dtype = d->asString();
+      } else if (e.inputs.size() && m.weights[e.inputs[0]].dtype != "f32") {
+        return bad("weight transform '" + e.op + "' of a " + m.weights[e.inputs[0]].dtype +
+                   " weight (convert comes last)");
+      }
     }
     m.weights.push_back(std::move(e));
   }

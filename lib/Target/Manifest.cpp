@@ -15,6 +15,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
+#include <tuple>
+
 using namespace mlir;
 using namespace tbc;
 using manifest::Arg;
@@ -31,8 +34,9 @@ std::vector<int64_t> shapeOf(Type t) { return shapeOf(cast<ShapedType>(t).getSha
 
 class Flattener {
 public:
-  Flattener(ModuleOp module, const TargetBackend &backend, StringRef sourceConfig)
-      : module(module), backend(backend), sourceConfig(sourceConfig) {}
+  Flattener(ModuleOp module, const TargetBackend &backend, const TargetOptions &options,
+            StringRef sourceConfig)
+      : module(module), backend(backend), options(options), sourceConfig(sourceConfig) {}
 
   LogicalResult run(manifest::Manifest &out) {
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -91,6 +95,7 @@ public:
 private:
   ModuleOp module;
   const TargetBackend &backend;
+  const TargetOptions &options;
   StringRef sourceConfig;
   manifest::Manifest m;
   llvm::StringMap<int> paramIds, kernelIds;
@@ -104,18 +109,32 @@ private:
     return Arg{true, int(m.weights.size()) - 1};
   }
 
-  /// The packed copy of weight `w` (one per weight) in the backend's layout.
-  llvm::DenseMap<int, Arg> packedWeights;
+  /// Weight `w` in the form a kernel reads it: repacked in the backend's
+  /// layout and/or converted to its storage type (each form made once).
+  std::map<std::tuple<int, std::vector<int64_t>, std::string>, Arg> packedWeights;
   Arg packedWeight(Arg w, const PackedOperand &p) {
-    auto it = packedWeights.find(w.id);
+    auto key = std::make_tuple(w.id, shapeOf(p.shape), p.dtype);
+    auto it = packedWeights.find(key);
     if (it != packedWeights.end())
       return it->second;
-    manifest::Weight packed;
-    packed.op = "pack";
-    packed.inputs = {w.id};
-    packed.inOut = p.inOut;
-    packed.shape = shapeOf(p.shape);
-    return packedWeights[w.id] = newWeight(std::move(packed));
+    Arg form = w;
+    if (!p.shape.empty()) {
+      manifest::Weight packed;
+      packed.op = "pack";
+      packed.inputs = {form.id};
+      packed.inOut = p.inOut;
+      packed.shape = shapeOf(p.shape);
+      form = newWeight(std::move(packed));
+    }
+    if (p.dtype != "f32") {
+      manifest::Weight converted;
+      converted.op = "convert";
+      converted.inputs = {form.id};
+      converted.dtype = p.dtype;
+      converted.shape = m.weights[form.id].shape;
+      form = newWeight(std::move(converted));
+    }
+    return packedWeights[key] = form;
   }
 
   /// Views record their root buffer and column offset.
@@ -146,17 +165,18 @@ private:
     // the runtime may split them.
     k.rowParallel = !cached;
     k.work = backend.workRange(kernel);
-    k.launches = backend.launches(kernel);
+    k.launches = backend.launches(kernel, options);
     // The shapes the compiled code assumes (-1: dynamic), operands, results,
     // then the key/value caches and the work range: the runtime checks every
     // step against them so that a manifest that disagrees with its code is
     // refused, not run.
     FunctionType type = kernel.getFunctionType();
-    std::optional<PackedOperand> packed = backend.packedOperand(op);
+    std::optional<PackedOperand> packed = backend.packedOperand(op, options);
     for (auto [i, t] :
          llvm::enumerate(llvm::concat<const Type>(type.getInputs(), type.getResults())))
-      k.signature.push_back(packed && i == packed->operand ? shapeOf(packed->shape)
-                                                           : shapeOf(t));
+      k.signature.push_back(packed && i == packed->operand && !packed->shape.empty()
+                                ? shapeOf(packed->shape)
+                                : shapeOf(t));
     if (cached) {
       auto attn = cast<AttentionOp>(op);
       int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
@@ -240,7 +260,7 @@ private:
         // Operands the backend reads in its own layout (the CPU's weight
         // panels): the runtime packs them once, at bind time.
         if (std::optional<PackedOperand> p =
-                backend.packedOperand(&callee.getBody().front().front()))
+                backend.packedOperand(&callee.getBody().front().front(), options))
           in[p->operand] = packedWeight(in[p->operand], *p);
         step.args.assign(in.begin(), in.end());
         for (Value r : call.getResults()) {
@@ -271,9 +291,10 @@ private:
 } // namespace
 
 FailureOr<std::string> tbc::buildManifest(ModuleOp outlined, const TargetBackend &target,
+                                          const TargetOptions &options,
                                           StringRef sourceConfig) {
   manifest::Manifest m;
-  if (failed(Flattener(outlined, target, sourceConfig).run(m)))
+  if (failed(Flattener(outlined, target, options, sourceConfig).run(m)))
     return failure();
   return manifest::write(m);
 }

@@ -48,10 +48,16 @@ struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> 
       llvm::cl::desc("GPU architectures of the cuda target, as tbc compile --cuda-arch "
                      "(default sm_80,sm_90; the cpu target has no options)")};
 
+  Option<std::string> weightType{
+      *this, "weight-type",
+      llvm::cl::desc("Weight storage, as tbc compile --dtype: f32 or bf16 (cuda)"),
+      llvm::cl::init("f32")};
+
   TargetOptions toTargetOptions() const {
     TargetOptions t;
     if (!cudaArch.empty())
       t.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
+    t.weightType = weightType;
     return t;
   }
 };
@@ -73,6 +79,8 @@ void tbc::registerTargetPipelines() {
             if (failed(options.parseFromString(optionsText)))
               return mlir::failure();
             TargetOptions target = options.toTargetOptions();
+            if (std::string why = backend->checkDtype(target.weightType); !why.empty())
+              return errorHandler(why);
             if (std::string why = backend->checkOptions(target); !why.empty())
               return errorHandler(why);
             // Built by the same function `tbc compile` runs: one definition.

@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
   Session decode(*module);
   double worst = 0;
   std::vector<int32_t> picked;
+  int differ = 0, withinMargin = 0;
   for (size_t i = 0; i < tokens.size() + generated.size() - 1; ++i) {
     int32_t t = i < tokens.size() ? tokens[i] : generated[i - tokens.size()];
     if (!decode.forward({t}, logits, error)) {
@@ -144,13 +145,31 @@ int main(int argc, char **argv) {
                               ? ref.data() + i * vocab
                               : decodeRef.data() + (i + 1 - tokens.size()) * vocab;
     worst = std::max(worst, relError(logits.data(), expect, size_t(vocab)));
-    if (i + 1 >= tokens.size())
-      picked.push_back(int32_t(std::max_element(logits.begin(), logits.end()) -
-                               logits.begin()));
+    if (i + 1 >= tokens.size()) {
+      int32_t mine = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      int32_t want = generated[picked.size()];
+      picked.push_back(mine);
+      // A different pick is excused only where the reference itself barely
+      // prefers its token: its logit beats ours by at most the tolerance
+      // (relative to the row's largest magnitude), as reduced precision may.
+      const float *row = expect; // the reference logits of this position
+      float scale = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        scale = std::max(scale, std::fabs(row[v]));
+      if (mine != want && row[want] - row[mine] <= tolerance * scale)
+        ++withinMargin;
+      else if (mine != want)
+        ++differ;
+    }
   }
   report("decode", worst);
-  bool same = picked == std::vector<int32_t>(generated.begin(), generated.end());
-  std::printf("greedy   %s\n", same ? "same tokens as transformers" : "DIFFERENT tokens");
-  ok &= same;
+  if (differ == 0 && withinMargin == 0)
+    std::printf("greedy   same tokens as transformers\n");
+  else if (differ == 0)
+    std::printf("greedy   %d token(s) differ where transformers' top two are within the "
+                "tolerance\n", withinMargin);
+  else
+    std::printf("greedy   DIFFERENT tokens (%d beyond the top-2 margin)\n", differ);
+  ok &= differ == 0;
   return ok ? 0 : 1;
 }

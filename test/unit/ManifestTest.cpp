@@ -97,3 +97,22 @@ TEST(Manifest, ReferencesAreChecked) {
   EXPECT_FALSE(read(write(m), out, error));
   EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a malformed work range");
 }
+
+TEST(Manifest, ConvertedWeightsCarryTheirType) {
+  Manifest m = sample();
+  Weight bf16{"convert", -1, {2}, 0, 0, false, {3, 16, 32}};
+  bf16.dtype = "bf16";
+  m.weights.push_back(bf16);
+  m.steps[1].args[1] = {true, 4};
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.weights[4].dtype, "bf16");
+  EXPECT_EQ(out.weights[2].dtype, "f32");
+  // Transforms compute in f32: a conversion is the last step of a weight.
+  Weight after{"weight_row_sums", -1, {4}, 0, 0, false, {96}};
+  m.weights.push_back(after);
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: weight transform 'weight_row_sums' of a bf16 weight (convert "
+                   "comes last)");
+}

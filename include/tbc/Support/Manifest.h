@@ -42,13 +42,16 @@ struct Param {
 
 /// What a kernel reads: a param, or a bind-time transform of earlier weights.
 struct Weight {
-  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack
+  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack, convert
   int param = -1; // op == param
   std::vector<int> inputs;
   int64_t dim = 0;    // concat
   double offset = 0;  // fold_gain
   bool inOut = false; // the source is [in, out] (GPT-2)
   std::vector<int64_t> shape;
+  /// How the kernels read it: f32, or bf16 (a `convert`, rounded to
+  /// nearest even; the device keeps it in 16 bits).
+  std::string dtype = "f32";
 };
 
 /// Memory of one forward (kv_cache: of the session).

@@ -21,9 +21,11 @@ namespace tbc {
 /// model was read from (ModelSpec::sourceConfig): the runtime checks a
 /// checkpoint's config against it when binding weights.
 class TargetBackend;
+struct TargetOptions;
 
 mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp outlined,
                                            const TargetBackend &target,
+                                           const TargetOptions &options,
                                            llvm::StringRef sourceConfig = "");
 
 } // namespace tbc

@@ -36,18 +36,23 @@ struct TargetStage {
   std::function<mlir::LogicalResult(mlir::OpPassManager &)> build;
 };
 
-/// An operand a kernel reads in a layout the runtime makes at bind time
-/// (the manifest's `pack` weight transform).
+/// An operand a kernel reads in a form the runtime makes at bind time: a
+/// layout (the manifest's `pack` weight transform) and/or a storage type
+/// (`convert`).
 struct PackedOperand {
   unsigned operand;
-  bool inOut; // the checkpoint's tensor is [in, out]
-  llvm::SmallVector<int64_t, 3> shape; // [panels, in, panel width]
+  bool inOut = false;                  // the checkpoint's tensor is [in, out]
+  llvm::SmallVector<int64_t, 3> shape; // [panels, in, panel width]; empty: as is
+  std::string dtype = "f32";           // what the kernel reads: f32 or bf16
 };
 
 /// What the user asked of the target (`tbc compile` flags).
 struct TargetOptions {
   /// CUDA: the GPU architectures to emit code for (sm_80, sm_90, ...).
   std::vector<std::string> cudaArchs{"sm_80", "sm_90"};
+  /// How weights are stored where the backend can choose (`--dtype`):
+  /// f32, or bf16 (CUDA: tensor-core projections). Activations are f32.
+  std::string weightType = "f32";
 };
 
 class TargetBackend {
@@ -55,7 +60,8 @@ public:
   virtual ~TargetBackend() = default;
   virtual llvm::StringRef name() const = 0;
 
-  /// Refuses an element type the backend cannot compile (empty: fine).
+  /// Refuses a `--dtype` the backend cannot compile (empty: fine). The
+  /// backend computes in f32; `--dtype` sets options.weightType.
   virtual std::string checkDtype(llvm::StringRef dtype) const = 0;
   /// Refuses options the backend cannot honour (empty: fine).
   virtual std::string checkOptions(const TargetOptions &options) const { return ""; }
@@ -64,7 +70,8 @@ public:
 
   // The kernel ABI, as the module writer records it.
   /// The operand of `op` (an outlined kernel's op) read packed, if any.
-  virtual std::optional<PackedOperand> packedOperand(mlir::Operation *op) const = 0;
+  virtual std::optional<PackedOperand> packedOperand(mlir::Operation *op,
+                                                     const TargetOptions &options) const = 0;
   /// The share of its work a kernel can be given (it then takes [begin, end)
   /// as a last operand), or none.
   virtual std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) const = 0;
@@ -72,7 +79,10 @@ public:
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
   /// The device functions the runtime launches for a kernel, with their
   /// geometry (none: the runtime calls `symbol`).
-  virtual std::vector<manifest::Launch> launches(mlir::func::FuncOp kernel) const { return {}; }
+  virtual std::vector<manifest::Launch> launches(mlir::func::FuncOp kernel,
+                                                 const TargetOptions &options) const {
+    return {};
+  }
 
   /// The code blobs of the module after the last stage.
   virtual mlir::FailureOr<std::vector<rt::CodeBlob>>

@@ -28,6 +28,8 @@
 #include "../Common/KernelMath.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -59,7 +61,14 @@ bool cuda::transposesWeight(Operation *op) {
   return p && p.getWeightInOut();
 }
 
-SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op) {
+bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
+  auto p = dyn_cast<ProjectionOpInterface>(op);
+  if (!p || weightType != "bf16" || p.getWeightInOut())
+    return false;
+  return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
+}
+
+SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType) {
   auto pointwise = [](int64_t width) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1};
   };
@@ -67,6 +76,11 @@ SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op) {
     return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
             Launch{"_attend", 32, kAttentionWarps,
                    ceilDiv(a.getNumHeads(), kAttentionWarps), 1}};
+  if (usesTensorCores(op, weightType))
+    return {Launch{"", 32, kMmaWarps,
+                   ceilDiv(ceilDiv(cast<ProjectionOpInterface>(op).getResultWidth(), kMmaCols),
+                           kMmaWarps),
+                   kMmaRows}};
   if (auto p = dyn_cast<ProjectionOpInterface>(op))
     return {Launch{"", 32, kWarpsPerBlock, ceilDiv(p.getResultWidth(), kWarpsPerBlock),
                    kProjectionRows}};
@@ -190,8 +204,10 @@ Type abiType(Type t, MLIRContext *ctx) {
 
 class Emitter {
 public:
-  Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index)
-      : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index) {}
+  Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
+          StringRef weightType)
+      : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
+        weightType(weightType) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
@@ -204,6 +220,9 @@ public:
       auto w = cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape();
       args[1] = MemRefType::get({w[1], w[0], 1}, b.getF32Type());
     }
+    if (cuda::usesTensorCores(op, weightType))
+      args[1] = MemRefType::get(cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape(),
+                                b.getBF16Type());
     for (Type t : kernel.getResultTypes())
       args.push_back(abiType(t, ctx));
     unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
@@ -215,7 +234,7 @@ public:
       args.append({cache, cache});
     }
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
-    for (const cuda::Launch &launch : cuda::launchesFor(op)) {
+    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -242,6 +261,7 @@ private:
   Location loc;
   gpu::GPUModuleOp gpuModule;
   int index;
+  StringRef weightType;
   Value T, past;
 
   static int64_t width(Value v) { return cast<MemRefType>(v.getType()).getShape().back(); }
@@ -256,7 +276,8 @@ private:
         })
         .Case([&](LinearOp l) {
           return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), out[0],
-                            std::nullopt, 0.0, std::nullopt, false, std::nullopt);
+                            std::nullopt, 0.0, std::nullopt, false, std::nullopt,
+                            cuda::usesTensorCores(l, weightType));
         })
         .Case([&](FusedLinearOp f) {
           unsigned next = 2;
@@ -267,7 +288,7 @@ private:
             cap = f.getSoftcap()->convertToDouble();
           return projection(in[0], in[1], bias, corr, out[0], f.getNorm(),
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
-                            f.getGlu(), cap);
+                            f.getGlu(), cap, cuda::usesTensorCores(f, weightType));
         })
         .Case([&](NormOpInterface n) {
           return rowNorm(n.getNormKind(), Value(), in[0], in[1],
@@ -447,10 +468,47 @@ private:
 
   /// One warp per output column o and kProjectionRows token rows:
   /// z = prologue(x W[o]^T) + b[o], then the epilogue.
+  /// The projection epilogue for one output element: accumulator `z(h)`
+  /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
+  /// activation, then the soft-cap, exactly as tbc.fused_linear says.
+  struct Epilogue {
+    Value bias, corr;
+    std::optional<NormKind> norm;
+    std::optional<Activation> act;
+    bool glu;
+    std::optional<double> cap;
+    int64_t N;
+  };
+  Value epilogue(const Epilogue &e, Value col, Value mean, Value rstd,
+                 llvm::function_ref<Value(int64_t)> acc) {
+    auto z = [&](int64_t h) {
+      Value v = acc(h);
+      Value c = g.add(col, h * e.N);
+      if (e.corr)
+        v = g.fsub(v, g.fmul(mean, g.load(e.corr, c)));
+      if (e.norm)
+        v = g.fmul(v, rstd);
+      if (e.bias)
+        v = g.fadd(v, g.load(e.bias, c));
+      return v;
+    };
+    Value v = z(0);
+    if (e.glu)
+      v = g.fmul(emitActivation(b, loc, *e.act, v), z(1));
+    else if (e.act)
+      v = emitActivation(b, loc, *e.act, v);
+    if (e.cap)
+      v = emitSoftcap(b, loc, *e.cap, v);
+    return v;
+  }
+
   LogicalResult projection(Value x, Value w, Value bias, Value corr, Value out,
                            std::optional<NormKind> norm, double eps,
                            std::optional<Activation> act, bool glu,
-                           std::optional<double> cap) {
+                           std::optional<double> cap, bool tensorCores) {
+    Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
+    if (tensorCores)
+      return mmaProjection(x, w, out, e, eps);
     constexpr int64_t R = cuda::kProjectionRows;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -526,33 +584,143 @@ private:
             });
         // Epilogue, lane r writing row t0 + r.
         SmallVector<Value> y;
-        for (int64_t r = 0; r < R; ++r) {
-          auto z = [&](int64_t h) {
-            Value v = g.warpSum(vector::ReductionOp::create(
-                b, loc, vector::CombiningKind::ADD, acc[h * R + r]));
-            Value col = g.add(o, h * N);
-            if (corr)
-              v = g.fsub(v, g.fmul(mean[r], g.load(corr, col)));
-            if (norm)
-              v = g.fmul(v, rstd[r]);
-            if (bias)
-              v = g.fadd(v, g.load(bias, col));
-            return v;
-          };
-          Value v = z(0);
-          if (glu)
-            v = g.fmul(emitActivation(b, loc, *act, v), z(1));
-          else if (act)
-            v = emitActivation(b, loc, *act, v);
-          if (cap)
-            v = emitSoftcap(b, loc, *cap, v);
-          y.push_back(v);
-        }
+        for (int64_t r = 0; r < R; ++r)
+          y.push_back(epilogue(e, o, mean[r], rstd[r], [&](int64_t h) {
+            return g.warpSum(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                         acc[h * R + r]));
+          }));
         Value mine = y[0];
         for (int64_t r = 1; r < R; ++r)
           mine = g.select(g.eq(lane, r), y[r], mine);
         Value t = g.add(t0, lane);
         g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(mine, out, {t, o}); });
+      });
+    });
+    return success();
+  }
+
+  /// Two f32 activations as the packed bf16 pair of an mma operand register
+  /// (the lower-indexed element in the low half, as mma.sync reads it).
+  Value packBF16(Value lo, Value hi) {
+    auto pair = VectorType::get({2}, b.getBF16Type());
+    Value v = vector::FromElementsOp::create(
+        b, loc, pair,
+        ValueRange{arith::TruncFOp::create(b, loc, b.getBF16Type(), lo),
+                   arith::TruncFOp::create(b, loc, b.getBF16Type(), hi)});
+    return bitcastToI32(v);
+  }
+  Value bitcastToI32(Value pair) {
+    auto one = VectorType::get({1}, b.getI32Type());
+    Value bits = vector::BitCastOp::create(b, loc, one, pair);
+    return vector::ExtractOp::create(b, loc, bits, ArrayRef<int64_t>{0});
+  }
+
+  /// A projection on tensor cores: a warp computes kMmaRows token rows x
+  /// kMmaCols output columns (and, for a GLU, the matching up columns) with
+  /// mma.sync m16n8k16, bf16 weights [out, in] and activations rounded to
+  /// bf16, accumulating in f32. Fragment layout (PTX ISA, mma.m16n8k16
+  /// .bf16): lane = 4 * group + quad; A registers hold rows group and
+  /// group + 8 at k = 2 * quad (+1) and 2 * quad + 8 (+1); B registers hold
+  /// column group at the same k; the accumulators rows group and group + 8 at
+  /// columns 2 * quad (+1).
+  LogicalResult mmaProjection(Value x, Value w, Value out, const Epilogue &e, double eps) {
+    using namespace cuda;
+    int64_t K = width(x), N = e.N;
+    Value lane = g.tid(gpu::Dimension::x);
+    Value group = g.div(lane, 4), quad = g.rem(lane, 4);
+    Value n0 = g.mul(g.add(g.mul(g.bid(gpu::Dimension::x), kMmaWarps), g.tid(gpu::Dimension::y)),
+                     kMmaCols);
+    auto f32x4 = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(4, b.getF32Type()));
+    int64_t halves = e.glu ? 2 : 1;
+    g.ifThen(g.lt(n0, N), [&] {
+      // The weight rows this lane's B registers read (clamped: columns past
+      // N compute garbage that is never stored).
+      SmallVector<Value> wRow;
+      for (int64_t h = 0; h < halves; ++h)
+        wRow.push_back(g.add(g.min(g.add(n0, group), g.idx(N - 1)), h * N));
+      forRowTiles(kMmaRows, [&](Value t0) {
+        Value last = g.sub(T, g.idx(1));
+        // This lane's two rows (clamped for loads; stores are masked).
+        Value rows[2] = {g.min(g.add(t0, group), last), g.min(g.add(g.add(t0, group), 8), last)};
+        // Prologue: the statistics of the lane's two rows, shared by the 4
+        // lanes of its group (each sums every 4th element, then the group
+        // adds its partial sums).
+        Value mean[2], rstd[2];
+        Value inv = g.f32(1.0 / double(K));
+        auto groupSum = [&](llvm::function_ref<Value(Value)> f) {
+          Value part = g.loop(quad, g.idx(K), g.idx(4), ValueRange{g.f32(0.0)},
+                              [&](Value k, ValueRange acc) {
+                                return SmallVector<Value>{g.fadd(acc[0], f(k))};
+                              })[0];
+          for (int32_t offset : {1, 2})
+            part = g.fadd(part, gpu::ShuffleOp::create(b, loc, part, offset, 32,
+                                                       gpu::ShuffleMode::XOR)
+                                    .getShuffleResult());
+          return part;
+        };
+        for (int r = 0; r < 2 && e.norm; ++r) {
+          auto at = [&](Value k) { return g.load(x, {rows[r], k}); };
+          if (*e.norm == NormKind::rms) {
+            Value ss = groupSum([&](Value k) {
+              Value v = at(k);
+              return g.fmul(v, v);
+            });
+            rstd[r] = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
+          } else {
+            mean[r] = g.fmul(groupSum(at), inv);
+            Value m = mean[r];
+            Value var = groupSum([&](Value k) {
+              Value d = g.fsub(at(k), m);
+              return g.fmul(d, d);
+            });
+            rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
+          }
+        }
+        // Main loop over k in steps of 16: one mma per half.
+        Value zero = g.f32(0.0);
+        SmallVector<Value> init(4 * halves, zero);
+        SmallVector<Value> acc = g.loop(
+            g.idx(0), g.idx(K), g.idx(kMmaK), init, [&](Value k0, ValueRange c) {
+              Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
+              auto aReg = [&](Value row, Value k) {
+                Value lo = g.load(x, {row, k});
+                Value hi = g.load(x, {row, g.add(k, 1)});
+                return packBF16(lo, hi);
+              };
+              SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
+                                   aReg(rows[1], kHi)};
+              SmallVector<Value> next;
+              for (int64_t h = 0; h < halves; ++h) {
+                auto bReg = [&](Value k) {
+                  auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getBF16Type()),
+                                                     w, ValueRange{wRow[h], k});
+                  pair.setAlignment(4); // k is even and rows hold K % 16 == 0 elements
+                  return bitcastToI32(pair);
+                };
+                SmallVector<Value> bOps{bReg(kLo), bReg(kHi)};
+                auto mma = NVVM::MmaOp::create(
+                    b, loc, f32x4, a, bOps, c.slice(4 * h, 4), {kMmaRows, kMmaCols, kMmaK},
+                    std::nullopt, std::nullopt,
+                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+                for (int64_t i = 0; i < 4; ++i)
+                  next.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+              }
+              return next;
+            });
+        // Epilogue: accumulator i is row (i < 2 ? group : group + 8),
+        // column n0 + 2 * quad + i % 2.
+        for (int64_t i = 0; i < 4; ++i) {
+          int r = i < 2 ? 0 : 1;
+          Value t = g.add(g.add(t0, group), r * 8);
+          Value col = g.add(g.add(n0, g.mul(quad, 2)), i % 2);
+          g.ifThen(g.andi(g.lt(t, T), g.lt(col, N)), [&] {
+            Value y = epilogue(e, col, mean[r], rstd[r],
+                               [&](int64_t h) { return acc[4 * h + i]; });
+            g.store(y, out, {t, col});
+          });
+        }
       });
     });
     return success();
@@ -635,8 +803,13 @@ private:
 };
 
 struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
+  using TbcLowerToGPUBase::TbcLowerToGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (weightType != "f32" && weightType != "bf16") {
+      module.emitError("weight-type must be f32 or bf16, not '") << weightType << "'";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
@@ -658,7 +831,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tbc_kernels");
     int index = 0;
     for (func::FuncOp kernel : kernels) {
-      Emitter emitter(b, kernel.getLoc(), gpuModule, index++);
+      Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

@@ -30,7 +30,8 @@ public:
     };
   }
 
-  std::optional<PackedOperand> packedOperand(Operation *op) const override {
+  std::optional<PackedOperand> packedOperand(Operation *op,
+                                             const TargetOptions &) const override {
     std::optional<unsigned> p = tbc::packedOperand(op);
     if (!p)
       return std::nullopt;

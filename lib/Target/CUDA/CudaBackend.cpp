@@ -52,10 +52,10 @@ public:
   StringRef name() const override { return "cuda"; }
 
   std::string checkDtype(StringRef dtype) const override {
-    if (dtype == "f32")
+    if (dtype == "f32" || dtype == "bf16")
       return "";
-    return "the CUDA backend computes in f32 so far: compile with --dtype f32 "
-           "(bf16/f16 checkpoints are converted when weights are bound)";
+    return "the CUDA backend stores weights as f32 or bf16 (--dtype f32|bf16; "
+           "activations are f32): f16 weights are not supported yet";
   }
 
   std::string checkOptions(const TargetOptions &options) const override {
@@ -80,8 +80,8 @@ public:
     std::string nvvm = nvvmPipeline(options.cudaArchs);
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
-         [](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU());
+         [weightType = options.weightType](OpPassManager &pm) {
+           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType}));
            // Readable IR for --emit gpu: constants folded and shared.
            pm.addPass(createCanonicalizerPass());
            pm.addPass(createCSEPass());
@@ -97,9 +97,13 @@ public:
     };
   }
 
-  std::optional<PackedOperand> packedOperand(Operation *op) const override {
-    // GPT-2's [in, out] weights are transposed at bind time (a pack with a
+  std::optional<PackedOperand> packedOperand(Operation *op,
+                                             const TargetOptions &options) const override {
+    // Tensor-core projections read their weight as bf16 (a `convert` at
+    // bind time); GPT-2's [in, out] weights are transposed (a `pack` with a
     // panel width of 1); every other weight is read as the checkpoint has it.
+    if (cuda::usesTensorCores(op, options.weightType))
+      return PackedOperand{1, false, {}, "bf16"};
     if (!cuda::transposesWeight(op))
       return std::nullopt;
     auto shape = cast<ShapedType>(op->getOperand(1).getType()).getShape();
@@ -114,9 +118,11 @@ public:
     return kernel.getSymName().str();
   }
 
-  std::vector<manifest::Launch> launches(func::FuncOp kernel) const override {
+  std::vector<manifest::Launch> launches(func::FuncOp kernel,
+                                         const TargetOptions &options) const override {
     std::vector<manifest::Launch> out;
-    for (const cuda::Launch &l : cuda::launchesFor(&kernel.getBody().front().front()))
+    for (const cuda::Launch &l :
+         cuda::launchesFor(&kernel.getBody().front().front(), options.weightType))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
                      l.rowsPerBlock});
     return out;

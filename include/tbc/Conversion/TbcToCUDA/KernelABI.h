@@ -22,6 +22,7 @@
 #include "mlir/IR/Operation.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <string>
 
@@ -37,6 +38,10 @@ constexpr int64_t kWarpsPerBlock = 8;
 constexpr int64_t kProjectionRows = 8;
 /// Query heads an attention block handles (one warp each).
 constexpr int64_t kAttentionWarps = 4;
+/// Tensor-core projections (bf16 weights): each warp computes a tile of
+/// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
+/// (f32 accumulation); a block holds kMmaWarps such warps side by side.
+constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 
 struct Launch {
   std::string suffix; // appended to the kernel's symbol
@@ -45,8 +50,15 @@ struct Launch {
   int64_t rowsPerBlock = 1;
 };
 
+/// Whether the projection `op` runs on tensor cores when weights are stored
+/// as `weightType` ("f32" or "bf16"): bf16 weights in [out, in] layout with
+/// an input width that is a multiple of kMmaK. Such a kernel reads its
+/// weight as memref<out x in x bf16> (the runtime converts it at bind time);
+/// every other projection reads f32 and runs on the FMA units.
+bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
+
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
-llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op);
+llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op, llvm::StringRef weightType);
 
 /// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
 /// [in, out] Conv1D weights: the runtime transposes them at bind time as a

@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Assembles every PTX object of a `tbc compile --emit ptx` output with ptxas
+and reads the machine code (cuobjdump -sass, or nvdisasm): for each
+architecture, prints how many projection kernels (k<N>_linear,
+k<N>_fused_linear) hold tensor-core instructions (HMMA) and names those
+that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
+import os, re, subprocess, sys, tempfile
+
+ptxas, disassembler, path = sys.argv[1:4]
+nvdisasm = os.path.basename(disassembler).startswith("nvdisasm")
+text = open(path).read()
+objects = re.findall(r'#nvvm\.target<[^>]*chip = "(\w+)"[^>]*>.*?assembly = "((?:[^"\\]|\\.)*)"', text, re.S)
+if not objects:
+    sys.exit(f"{path}: no PTX objects")
+for chip, escaped in objects:
+    ptx = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
+                 escaped.encode()).replace(b"\\\\", b"\\").replace(b'\\"', b'"')
+    with tempfile.TemporaryDirectory() as d:
+        src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        open(src, "wb").write(ptx)
+        subprocess.run([ptxas, f"-arch={chip}", src, "-o", cubin], check=True)
+        command = [disassembler, cubin] if nvdisasm else [disassembler, "-sass", cubin]
+        sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    # One chunk per function: cuobjdump heads each with "Function : name",
+    # nvdisasm with a ".text.name:" label.
+    marker = r"\n\.text\.([\w.]+):" if nvdisasm else r"\n\s*Function : ([\w.]+)"
+    parts = re.split(marker, sass)
+    functions = list(zip(parts[1::2], parts[2::2]))
+    projections, without = 0, []
+    for name, f in functions:
+        if re.fullmatch(r"k\d+_(fused_)?linear", name):
+            projections += 1
+            if "HMMA" not in f:
+                without.append(name)
+    print(f"{chip}: {projections - len(without)}/{projections} projection kernels use HMMA"
+          + (f" (not: {', '.join(without)})" if without else ""))
