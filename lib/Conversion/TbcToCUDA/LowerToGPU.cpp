@@ -74,8 +74,7 @@ SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightTy
   };
   if (auto a = dyn_cast<AttentionOp>(op))
     return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
-            Launch{"_attend", 32, kAttentionWarps,
-                   ceilDiv(a.getNumHeads(), kAttentionWarps), 1}};
+            Launch{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()), 1}};
   if (usesTensorCores(op, weightType))
     return {Launch{"", 32, kMmaWarps,
                    ceilDiv(ceilDiv(cast<ProjectionOpInterface>(op).getResultWidth(), kMmaCols),
@@ -242,8 +241,13 @@ public:
       fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
+      // Shared memory first: adding it appends an argument to the entry
+      // block, which must not move the arguments taken below.
+      workgroup = Value();
+      if (auto a = dyn_cast<AttentionOp>(op); a && !launch.suffix.empty())
+        workgroup = fn.addWorkgroupAttribution(attentionPartsType(a), loc);
       b.setInsertionPointToStart(&fn.getBody().front());
-      ValueRange all = fn.getArguments();
+      ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
       past = all.back();
       ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
@@ -263,6 +267,16 @@ private:
   int index;
   StringRef weightType;
   Value T, past;
+  Value workgroup; // the gpu.func's shared memory, if it has any
+
+  /// Shared memory of an attention block: per warp, its running max, its sum
+  /// and its 32 * ceil(D / 32) weighted values.
+  MemRefType attentionPartsType(AttentionOp a) {
+    int64_t stride = 2 + 32 * ceilDiv(a.getHeadDim(), 32);
+    return MemRefType::get(
+        {cuda::kAttentionSplit, stride}, b.getF32Type(), MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+  }
 
   static int64_t width(Value v) { return cast<MemRefType>(v.getType()).getShape().back(); }
 
@@ -726,7 +740,12 @@ private:
     return success();
   }
 
+  /// One block per (query row, head): warp w runs an online softmax over
+  /// the visible positions lo + w, lo + w + S, ... (S = kAttentionSplit), then
+  /// warp 0 merges the S partial (max, sum, weighted values) from shared
+  /// memory: max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
   LogicalResult attention(AttentionOp a, Value q, ValueRange caches, Value out) {
+    constexpr int64_t S = cuda::kAttentionSplit;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
     int64_t perLane = ceilDiv(D, 32);
@@ -735,51 +754,74 @@ private:
     if (a.getSoftcap())
       cap = a.getSoftcap()->convertToDouble();
     int64_t window = a.getWindow().value_or(0);
-    Value lane = g.tid(gpu::Dimension::x);
-    Value h = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kAttentionWarps),
-                    g.tid(gpu::Dimension::y));
-    g.ifThen(g.lt(h, H), [&] {
-      forRowTiles(1, [&](Value t) {
-        Value kvCol = g.mul(g.div(h, group), D);
-        Value qCol = g.mul(h, D);
-        // This lane's dims d = lane + 32 i (masked past D).
-        SmallVector<Value> dims, valid, qv;
-        for (int64_t i = 0; i < perLane; ++i) {
-          Value d = g.add(lane, 32 * i);
-          valid.push_back(g.lt(d, D));
-          dims.push_back(g.min(d, g.idx(D - 1)));
-          Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
-          qv.push_back(g.select(valid[i], v, g.f32(0.0)));
+    Value parts = workgroup; // attentionPartsType(a)
+    Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
+    Value h = g.bid(gpu::Dimension::x);
+    Value kvCol = g.mul(g.div(h, group), D);
+    Value qCol = g.mul(h, D);
+    forRowTiles(1, [&](Value t) {
+      // This lane's dims d = lane + 32 i (masked past D).
+      SmallVector<Value> dims, valid, qv;
+      for (int64_t i = 0; i < perLane; ++i) {
+        Value d = g.add(lane, 32 * i);
+        valid.push_back(g.lt(d, D));
+        dims.push_back(g.min(d, g.idx(D - 1)));
+        Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
+        qv.push_back(g.select(valid[i], v, g.f32(0.0)));
+      }
+      Value p = g.add(past, t);
+      Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
+      Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
+      SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)};
+      for (int64_t i = 0; i < perLane; ++i)
+        init.push_back(g.f32(0.0));
+      SmallVector<Value> state =
+          g.loop(g.add(lo, warp), hi, g.idx(S), init, [&](Value j, ValueRange s) {
+            Value part = g.f32(0.0);
+            for (int64_t i = 0; i < perLane; ++i)
+              part = g.fma(qv[i], g.load(caches[0], {j, g.add(kvCol, dims[i])}), part);
+            Value score = g.warpSum(part);
+            if (cap)
+              score = emitSoftcap(b, loc, *cap, score);
+            Value m = g.fmax(s[0], score);
+            Value corr = g.exp(g.fsub(s[0], m));
+            Value pj = g.exp(g.fsub(score, m));
+            SmallVector<Value> next{m, g.fadd(g.fmul(s[1], corr), pj)};
+            for (int64_t i = 0; i < perLane; ++i)
+              next.push_back(g.fma(pj, g.load(caches[1], {j, g.add(kvCol, dims[i])}),
+                                   g.fmul(s[2 + i], corr)));
+            return next;
+          });
+      // A warp that saw no position keeps max -inf and sums 0: its weight
+      // e^(-inf - M) is 0 (warp 0 always sees position lo, so M is finite).
+      g.ifThen(g.eq(lane, 0), [&] {
+        g.store(state[0], parts, {warp, g.idx(0)});
+        g.store(state[1], parts, {warp, g.idx(1)});
+      });
+      for (int64_t i = 0; i < perLane; ++i)
+        g.store(state[2 + i], parts, {warp, g.add(lane, 2 + 32 * i)});
+      gpu::BarrierOp::create(b, loc);
+      g.ifThen(g.eq(warp, 0), [&] {
+        Value M = g.load(parts, {g.idx(0), g.idx(0)});
+        for (int64_t w = 1; w < S; ++w)
+          M = g.fmax(M, g.load(parts, {g.idx(w), g.idx(0)}));
+        Value L = g.f32(0.0);
+        SmallVector<Value> acc(perLane, g.f32(0.0));
+        for (int64_t w = 0; w < S; ++w) {
+          Value f = g.exp(g.fsub(g.load(parts, {g.idx(w), g.idx(0)}), M));
+          L = g.fma(g.load(parts, {g.idx(w), g.idx(1)}), f, L);
+          for (int64_t i = 0; i < perLane; ++i)
+            acc[i] = g.fma(g.load(parts, {g.idx(w), g.add(lane, 2 + 32 * i)}), f, acc[i]);
         }
-        Value p = g.add(past, t);
-        Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
-        Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
-        SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()),
-                                g.f32(0.0)};
-        for (int64_t i = 0; i < perLane; ++i)
-          init.push_back(g.f32(0.0));
-        SmallVector<Value> state = g.loop(lo, hi, g.idx(1), init, [&](Value j, ValueRange s) {
-          Value part = g.f32(0.0);
-          for (int64_t i = 0; i < perLane; ++i)
-            part = g.fma(qv[i], g.load(caches[0], {j, g.add(kvCol, dims[i])}), part);
-          Value score = g.warpSum(part);
-          if (cap)
-            score = emitSoftcap(b, loc, *cap, score);
-          Value m = g.fmax(s[0], score);
-          Value corr = g.exp(g.fsub(s[0], m));
-          Value pj = g.exp(g.fsub(score, m));
-          SmallVector<Value> next{m, g.fadd(g.fmul(s[1], corr), pj)};
-          for (int64_t i = 0; i < perLane; ++i)
-            next.push_back(g.fma(pj, g.load(caches[1], {j, g.add(kvCol, dims[i])}),
-                                 g.fmul(s[2 + i], corr)));
-          return next;
-        });
-        Value invL = g.fdiv(g.f32(1.0), state[1]);
+        Value invL = g.fdiv(g.f32(1.0), L);
         for (int64_t i = 0; i < perLane; ++i)
           g.ifThen(valid[i], [&] {
-            g.store(g.fmul(state[2 + i], invL), out, {t, g.add(qCol, dims[i])});
+            g.store(g.fmul(acc[i], invL), out, {t, g.add(qCol, dims[i])});
           });
       });
+      // The next row's partials must not overwrite these before warp 0 has
+      // read them.
+      gpu::BarrierOp::create(b, loc);
     });
     return success();
   }

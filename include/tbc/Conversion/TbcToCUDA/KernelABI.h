@@ -36,8 +36,10 @@ constexpr int64_t kWarpsPerBlock = 8;
 /// Token rows a projection warp computes at once (each weight row it reads
 /// serves this many tokens).
 constexpr int64_t kProjectionRows = 8;
-/// Query heads an attention block handles (one warp each).
-constexpr int64_t kAttentionWarps = 4;
+/// Warps that share one (query row, head) of attention, each taking every
+/// kAttentionSplit-th cached position (split-KV): a long cache is read by
+/// that many warps at once, their partial softmaxes combined in shared memory.
+constexpr int64_t kAttentionSplit = 4;
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
