@@ -42,6 +42,11 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
     schedule) are removed: the module writer has already recorded them in
     the manifest.
   }];
+  let options = [
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
+           "Storage type of packed weights (projections, embedding tables): f32, or bf16 "
+           "(widened to f32 in registers)">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];

@@ -260,16 +260,12 @@ public:
     for (size_t id = 0; id < im.weightEntries.size(); ++id) {
       if (!im.readByKernels[id])
         continue;
+      // bf16 weights (a `convert`) travel and stay in 16 bits.
       const std::vector<float> &w = im.weights[id];
-      // bf16 weights (a `convert`, already rounded) travel and stay in 16 bits.
-      std::vector<uint16_t> half;
-      if (im.weightEntries[id].dtype == "bf16") {
-        half.resize(w.size());
-        for (size_t i = 0; i < w.size(); ++i)
-          half[i] = tbc::toBF16Bits(w[i]);
-      }
-      const void *src = half.empty() ? static_cast<const void *>(w.data()) : half.data();
-      size_t bytes = half.empty() ? w.size() * 4 : half.size() * 2;
+      const std::vector<uint16_t> &half = im.weights16[id];
+      bool bf16 = im.weightEntries[id].dtype == "bf16";
+      const void *src = bf16 ? static_cast<const void *>(half.data()) : w.data();
+      size_t bytes = bf16 ? half.size() * 2 : w.size() * 4;
       if (!weights_[id].reserve(bytes, false, error))
         return false;
       if (CUresult r = d.cuMemcpyHtoD(weights_[id].ptr, src, bytes); r != 0) {
@@ -280,6 +276,8 @@ public:
     // The device holds them now; the host copies would double the memory.
     for (std::vector<float> &w : im.weights)
       std::vector<float>().swap(w);
+    for (std::vector<uint16_t> &w : im.weights16)
+      std::vector<uint16_t>().swap(w);
     return true;
   }
 

@@ -63,7 +63,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
   for (size_t id = 0; id < weightEntries.size(); ++id) {
     const WeightEntry &e = weightEntries[id];
     std::string name = "weight " + std::to_string(id) + " (" + e.op + ")";
-    if (e.shape.empty() || e.shape.size() > (e.op == "pack" ? 3 : 2))
+    if (e.shape.empty() || e.shape.size() > (e.op == "pack" || e.op == "convert" ? 3 : 2))
       return bad(name + (e.op == "pack" ? " must be [panels, in, panel width]"
                                         : " must be a vector or a matrix"));
     int64_t elements = 1;
@@ -167,10 +167,13 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         // A gather indexes its table with token ids (below the vocabulary)
         // or positions (a learned position table bounds the sequence).
         if (gathers[step.kernel]) {
-          // A packed table's rows are its source's (the panels pad them).
-          const WeightEntry &table = weightEntries[a.id];
-          int64_t rows = table.op == "pack" ? weightEntries[table.inputs[0]].shape[0]
-                                            : shape[0];
+          // A packed table's rows are its source's (the panels pad them);
+          // a converted one's are its input's.
+          const WeightEntry *table = &weightEntries[a.id];
+          if (table->op == "convert")
+            table = &weightEntries[table->inputs[0]];
+          int64_t rows = table->op == "pack" ? weightEntries[table->inputs[0]].shape[0]
+                                             : table->shape[0];
           for (const Arg &index : step.args) {
             if (index.weight)
               continue;

@@ -82,6 +82,9 @@ struct Module::Impl {
   /// Positions a sequence may reach: the rows of a learned position table.
   int64_t positionLimit = INT64_MAX;
   std::vector<std::vector<float>> weights; // by weight id, after binding
+  /// Weights the kernels read as bf16 (a `convert`), in 16 bits; their f32
+  /// slot in `weights` stays empty.
+  std::vector<std::vector<uint16_t>> weights16;
 
 
   bool parseManifest(const std::string &text, Module &m, std::string &error);

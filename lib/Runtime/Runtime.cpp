@@ -197,6 +197,7 @@ void Module::Impl::runTransforms() {
   // A weight no kernel reads (a checkpoint tensor that was concatenated,
   // folded or packed) is freed after the last transform that reads it, so
   // binding needs little more than the model's own size.
+  weights16.assign(weightEntries.size(), {});
   std::vector<size_t> lastRead(weightEntries.size(), 0);
   for (size_t id = 0; id < weightEntries.size(); ++id)
     for (int in : weightEntries[id].inputs)
@@ -214,6 +215,19 @@ void Module::Impl::runTransforms() {
         std::vector<float>().swap(weights[id]); // read by nothing at all
       continue;
     }
+    if (e.op == "convert") {
+      // bf16: rounded to nearest even and kept in 16 bits, never widened.
+      const std::vector<float> &w = weights[e.inputs[0]];
+      if (e.dtype == "bf16") {
+        weights16[id].resize(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          weights16[id][i] = toBF16Bits(w[i]);
+      } else {
+        weights[id] = w;
+      }
+      release(id);
+      continue;
+    }
     std::vector<float> &out = weights[id];
     out.assign(size_t(product(e.shape)), 0.0f);
     const std::vector<int64_t> &ws = weightEntries[e.inputs[0]].shape;
@@ -229,14 +243,6 @@ void Module::Impl::runTransforms() {
           for (int64_t k = 0; k < in; ++k)
             out[(p * in + k) * panel + j] = e.inOut ? w[k * outCols + o] : w[o * in + k];
         }
-      release(id);
-      continue;
-    }
-    if (e.op == "convert") {
-      // The values the device will hold (bf16: rounded to nearest even),
-      // kept as f32 here; the executor stores them in 16 bits.
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = e.dtype == "bf16" ? roundToBF16(w[i]) : w[i];
       release(id);
       continue;
     }
@@ -446,11 +452,12 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       const std::vector<int64_t> &shape = impl_->weightEntries[a.id].shape;
       double elements = double(product(shape));
+      double bytes = impl_->weightEntries[a.id].dtype == "bf16" ? 2.0 : 4.0;
       if (gather && shape.size() >= 2) { // one row: [rows, hidden] or packed
-        cost.weightBytes += 4.0 * double(shape[1]);
+        cost.weightBytes += bytes * double(shape[1]);
         continue;
       }
-      cost.weightBytes += 4.0 * elements;
+      cost.weightBytes += bytes * elements;
       if (shape.size() >= 2) // a matrix, or one packed in panels
         cost.matmulFlops += 2.0 * elements;
     }

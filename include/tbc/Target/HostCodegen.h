@@ -10,8 +10,9 @@
 
 namespace tbc {
 
-/// tbc kernels -> linalg on memrefs (--tbc-lower-to-cpu).
-void buildLinalgPipeline(mlir::OpPassManager &pm);
+/// tbc kernels -> linalg on memrefs (--tbc-lower-to-cpu), packed weights
+/// stored as `weightType` (f32 or bf16).
+void buildLinalgPipeline(mlir::OpPassManager &pm, llvm::StringRef weightType);
 /// linalg on memrefs -> loops -> LLVM dialect.
 mlir::LogicalResult buildLLVMPipeline(mlir::OpPassManager &pm);
 

@@ -160,6 +160,8 @@ private:
                      nb, l, table,
                      ValueRange{arith::DivUIOp::create(nb, l, row, panelWidth), col,
                                 arith::RemUIOp::create(nb, l, row, panelWidth)});
+                 if (!v.getType().isF32()) // a bf16 table
+                   v = arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
                  if (scale)
                    v = arith::MulFOp::create(
                        nb, l, v,
@@ -544,6 +546,7 @@ private:
 
 struct TbcLowerToCPUPass
     : tbc::impl::TbcLowerToCPUBase<TbcLowerToCPUPass> {
+  using TbcLowerToCPUBase::TbcLowerToCPUBase;
   /// What the CPU kernels are written for, refused with a message here
   /// rather than as a verifier error deep inside the lowering: activations
   /// are [batch, seq, features] tensors of f32 (ids and positions i32).
@@ -591,11 +594,13 @@ struct TbcLowerToCPUPass
         args.push_back(operandType(t));
       // Projections read their weight, embeddings their table, packed in
       // panels (KernelABI.h).
+      // With weight-type=bf16 they stay 16-bit in memory and are widened in
+      // registers.
       if (std::optional<unsigned> p = packedOperand(op))
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
                               packedOperandInOut(op)),
-            b.getF32Type());
+            weightType == "bf16" ? Type(b.getBF16Type()) : Type(b.getF32Type()));
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
       bool cached = old->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());

@@ -31,6 +31,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                           Value acc, Value colBegin, Value colEnd) {
   int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
   auto vecType = VectorType::get({kVector}, b.getF32Type());
+  auto weightVec =
+      VectorType::get({kVector}, cast<MemRefType>(packed.getType()).getElementType());
   auto laneType = VectorType::get({kVector}, b.getI64Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
@@ -99,9 +101,14 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
         cb, loc, k0, k1, idx(cb, 1), inits,
         [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
           SmallVector<Value> ws, next;
-          for (int64_t h = 0; h < kVectorsPerPanel; ++h)
-            ws.push_back(vector::LoadOp::create(
-                kb, loc, vecType, panel, ValueRange{kk, idx(kb, h * kVector)}));
+          for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+            // bf16 panels are widened in registers: half the bytes from memory.
+            Value w = vector::LoadOp::create(kb, loc, weightVec, panel,
+                                             ValueRange{kk, idx(kb, h * kVector)});
+            if (weightVec != vecType)
+              w = arith::ExtFOp::create(kb, loc, vecType, w);
+            ws.push_back(w);
+          }
           for (int64_t i = 0; i < r; ++i) {
             Value xs = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
             Value xb = vector::BroadcastOp::create(kb, loc, vecType, xs);

@@ -13,17 +13,17 @@ public:
   StringRef name() const override { return "cpu"; }
 
   std::string checkDtype(StringRef dtype) const override {
-    if (dtype == "f32")
+    if (dtype == "f32" || dtype == "bf16")
       return "";
-    return "the CPU backend computes in f32: compile with --dtype f32 "
-           "(bf16/f16 checkpoints are converted when weights are bound)";
+    return "the CPU backend stores weights as f32 or bf16 (--dtype f32|bf16; "
+           "activations are f32): f16 weights are not supported yet";
   }
 
-  std::vector<TargetStage> stages(const TargetOptions &) const override {
+  std::vector<TargetStage> stages(const TargetOptions &options) const override {
     return {
         {"linalg", "linalg/scf/vector on memrefs (--tbc-lower-to-cpu)",
-         [](OpPassManager &pm) {
-           buildLinalgPipeline(pm);
+         [weightType = options.weightType](OpPassManager &pm) {
+           buildLinalgPipeline(pm, weightType);
            return success();
          }},
         {"llvm", "the LLVM dialect", buildLLVMPipeline},
@@ -31,13 +31,13 @@ public:
   }
 
   std::optional<PackedOperand> packedOperand(Operation *op,
-                                             const TargetOptions &) const override {
+                                             const TargetOptions &options) const override {
     std::optional<unsigned> p = tbc::packedOperand(op);
     if (!p)
       return std::nullopt;
     bool inOut = packedOperandInOut(op);
     auto shape = cast<ShapedType>(op->getOperand(*p).getType()).getShape();
-    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut)};
+    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut), options.weightType};
   }
 
   std::optional<manifest::WorkRange> workRange(func::FuncOp kernel) const override {

@@ -28,8 +28,8 @@
 
 using namespace mlir;
 
-void tbc::buildLinalgPipeline(OpPassManager &pm) {
-  pm.addPass(createTbcLowerToCPU());
+void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType) {
+  pm.addPass(createTbcLowerToCPU(TbcLowerToCPUOptions{weightType.str()}));
 }
 
 LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {

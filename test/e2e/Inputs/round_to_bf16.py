@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""round_to_bf16.py IN.safetensors OUT.safetensors: the same checkpoint with
+every F32 matrix (projection weights, embedding tables: what --dtype bf16
+stores in 16 bits; gains and biases stay f32) rounded to the nearest bf16
+(ties to even), still stored as F32. A module with f32 weights on OUT must compute what a module with bf16
+weights computes on IN, when no bind-time transform changes the weights
+first (--no-fuse). Pure Python: lit's interpreter may lack numpy."""
+import array, json, struct, sys
+
+src, dst = sys.argv[1], sys.argv[2]
+data = open(src, "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+body = bytearray(data[8 + n:])
+for name, t in header.items():
+    if name == "__metadata__" or t["dtype"] != "F32" or len(t["shape"]) != 2:
+        continue
+    begin, end = t["data_offsets"]
+    words = array.array("I")
+    words.frombytes(bytes(body[begin:end]))
+    for i, u in enumerate(words):
+        if (u & 0x7FFFFFFF) > 0x7F800000:  # NaN stays NaN
+            continue
+        words[i] = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16) & 0xFFFFFFFF
+    body[begin:end] = words.tobytes()
+open(dst, "wb").write(data[:8 + n] + bytes(body))
