@@ -22,6 +22,10 @@ ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptx
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# Code for named x86 CPUs (--cpu znver3) is compiled and run on x86-64 only.
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64")
 # Tensor-core instructions are read from the machine code: cuobjdump (part
 # of a full CUDA toolkit) or nvdisasm ($TBC_NVDISASM, e.g. from PyPI's
 # nvidia-cuda-nvdisasm). Without either, the SASS test is unsupported.

@@ -46,6 +46,12 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
            "Storage type of packed weights (projections, embedding tables): f32, or bf16 "
            "(widened to f32 in registers)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "Floats per SIMD register of the target (16: AVX-512, 8: AVX2)">,
+    Option<"panelWidth", "panel-width", "int64_t", /*default=*/"32",
+           "Output columns per packed weight panel (a multiple of vector-width)">,
+    Option<"tileRows", "tile-rows", "int64_t", /*default=*/"8",
+           "Token rows of a projection's register tile">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -153,6 +153,14 @@ int tbc::compileMain(int argc, char **argv) {
       "cuda-arch", cl::cat(cat), cl::CommaSeparated, cl::value_desc("sm_80,sm_90"),
       cl::desc("GPU architectures of --target cuda (default sm_80,sm_90): one "
                "PTX per architecture in the module"));
+  static cl::opt<std::string> cpu(
+      "cpu", cl::cat(cat), cl::init("host"), cl::value_desc("name"),
+      cl::desc("--target cpu: the processor to generate code for (host: this one; "
+               "an LLVM CPU name such as znver3, skylake-avx512, x86-64-v3); the "
+               "projections' register tile follows its vector registers"));
+  static cl::opt<std::string> cpuFeatures(
+      "cpu-features", cl::cat(cat), cl::value_desc("+a,-b"),
+      cl::desc("--target cpu: extensions to add or remove, e.g. -avx512f"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -191,6 +199,8 @@ int tbc::compileMain(int argc, char **argv) {
     return fail("unknown --target '" + target + "' (this build generates code for: " +
                 join(targetBackendNames()) + ")");
   TargetOptions targetOptions;
+  targetOptions.cpu = cpu;
+  targetOptions.cpuFeatures = cpuFeatures;
   if (!cudaArch.empty())
     targetOptions.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
   if (std::string why = backend->checkOptions(targetOptions); !why.empty())
@@ -318,7 +328,8 @@ int tbc::compileMain(int argc, char **argv) {
   std::string bytes;
   if (emit == "module") {
     TimingScope codegen = t.nest("code generation (" + target + ")");
-    FailureOr<std::vector<rt::CodeBlob>> blobs = backend->serialize(*module, why);
+    FailureOr<std::vector<rt::CodeBlob>> blobs =
+        backend->serialize(*module, targetOptions, why);
     if (failed(blobs))
       return fail(why);
     bytes = rt::encodeModuleFile(rt::ModuleFile{manifest, *blobs});

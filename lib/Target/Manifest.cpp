@@ -164,7 +164,7 @@ private:
     // Every kernel but attention treats the chunk's rows independently, so
     // the runtime may split them.
     k.rowParallel = !cached;
-    k.work = backend.workRange(kernel);
+    k.work = backend.workRange(kernel, options);
     k.launches = backend.launches(kernel, options);
     // The shapes the compiled code assumes (-1: dynamic), operands, results,
     // then the key/value caches and the work range: the runtime checks every

@@ -53,8 +53,17 @@ struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> 
       llvm::cl::desc("Weight storage, as tbc compile --dtype: f32 or bf16 (cuda)"),
       llvm::cl::init("f32")};
 
+  Option<std::string> cpu{*this, "cpu",
+                          llvm::cl::desc("The CPU of the cpu target, as tbc compile --cpu"),
+                          llvm::cl::init("host")};
+  Option<std::string> cpuFeatures{
+      *this, "cpu-features",
+      llvm::cl::desc("Extensions of the cpu target, as tbc compile --cpu-features")};
+
   TargetOptions toTargetOptions() const {
     TargetOptions t;
+    t.cpu = cpu;
+    t.cpuFeatures = cpuFeatures;
     if (!cudaArch.empty())
       t.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
     t.weightType = weightType;

@@ -53,6 +53,10 @@ struct TargetOptions {
   /// How weights are stored where the backend can choose (`--dtype`):
   /// f32, or bf16 (CUDA: tensor-core projections). Activations are f32.
   std::string weightType = "f32";
+  /// CPU: the processor to generate code for (`--cpu`; host: this one) and
+  /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
+  std::string cpu = "host";
+  std::string cpuFeatures;
 };
 
 class TargetBackend {
@@ -74,7 +78,8 @@ public:
                                                      const TargetOptions &options) const = 0;
   /// The share of its work a kernel can be given (it then takes [begin, end)
   /// as a last operand), or none.
-  virtual std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) const = 0;
+  virtual std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel,
+                                                      const TargetOptions &options) const = 0;
   /// The code symbol the runtime resolves for a kernel.
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
   /// The device functions the runtime launches for a kernel, with their
@@ -86,7 +91,7 @@ public:
 
   /// The code blobs of the module after the last stage.
   virtual mlir::FailureOr<std::vector<rt::CodeBlob>>
-  serialize(mlir::ModuleOp lowered, std::string &error) const = 0;
+  serialize(mlir::ModuleOp lowered, const TargetOptions &options, std::string &error) const = 0;
 };
 
 /// The backends (one line each in lib/Target/Registry.cpp).

@@ -54,8 +54,8 @@ MemRefType resultType(Type t) {
 /// Emits the body of one kernel.
 class Emitter {
 public:
-  Emitter(OpBuilder &b, Location loc, ModuleOp module, int kernelIndex)
-      : kb(b, loc), b(b), loc(loc), module(module), kernelIndex(kernelIndex) {}
+  Emitter(OpBuilder &b, Location loc, ModuleOp module, int kernelIndex, CpuTile tile)
+      : kb(b, loc), b(b), loc(loc), module(module), kernelIndex(kernelIndex), tile(tile) {}
 
   /// The share of the work a kernel does (index values): the output
   /// columns [begin, end) of a projection, the key/value heads of an
@@ -120,6 +120,7 @@ private:
   Location loc;
   ModuleOp module;
   int kernelIndex;
+  CpuTile tile;
   Value rangeBegin, rangeEnd;
 
   Value addIndex(Value a, int64_t c) {
@@ -152,9 +153,9 @@ private:
     kb.generic(ids, out, {kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
                KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 // Row r of the table is column r % 32 of panel r / 32.
+                 // Row r of the table is column r % P of panel r / P.
                  Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                 Value panelWidth = arith::ConstantIndexOp::create(nb, l, kPanelWidth);
+                 Value panelWidth = arith::ConstantIndexOp::create(nb, l, tile.panel);
                  Value col = linalg::IndexOp::create(nb, l, 2);
                  Value v = memref::LoadOp::create(
                      nb, l, table,
@@ -294,7 +295,7 @@ private:
   /// acc[b, t, n] += sum_k x[b, t, k] * W[n, k] for n in [begin, end); the
   /// weight comes packed in panels whatever its checkpoint layout.
   void matmul(Value x, Value packed, Value acc, Value begin, Value end) {
-    emitPanelMatmul(b, loc, x, packed, acc, begin, end);
+    emitPanelMatmul(b, loc, x, packed, acc, begin, end, tile);
   }
 
   /// out = bias broadcast, or zero.
@@ -575,6 +576,13 @@ struct TbcLowerToCPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    CpuTile tile{vectorWidth, panelWidth, tileRows};
+    if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
+        (weightType != "f32" && weightType != "bf16")) {
+      module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
+                       "> 0, and weight-type f32 or bf16");
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
@@ -599,7 +607,7 @@ struct TbcLowerToCPUPass
       if (std::optional<unsigned> p = packedOperand(op))
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
-                              packedOperandInOut(op)),
+                              packedOperandInOut(op), tile.panel),
             weightType == "bf16" ? Type(b.getBF16Type()) : Type(b.getF32Type()));
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
@@ -613,7 +621,7 @@ struct TbcLowerToCPUPass
       }
       // Projections take the [begin, end) of the output columns to compute,
       // attention the [begin, end) of its key/value heads: a core's share.
-      std::optional<manifest::WorkRange> units = workRange(old);
+      std::optional<manifest::WorkRange> units = workRange(old, tile.panel);
       if (units)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
       b.setInsertionPoint(old);
@@ -624,7 +632,7 @@ struct TbcLowerToCPUPass
       b.setInsertionPointToEnd(body);
       unsigned nIn = old.getNumArguments(), nOut = old.getNumResults();
       ValueRange all = body->getArguments();
-      Emitter emitter(b, loc, module, index++);
+      Emitter emitter(b, loc, module, index++, tile);
       if (units) {
         // The range, clamped to what the kernel was compiled for, so that
         // no range a manifest passes makes it step outside its buffers.

@@ -20,7 +20,6 @@
 
 using namespace mlir;
 
-static constexpr int64_t kVector = 16, kVectorsPerPanel = tbc::kPanelWidth / kVector;
 // The reduction runs in blocks of this many k, each summed from zero in
 // registers and then added to the output: rounding error grows with the
 // block length plus the number of blocks, not with the whole reduction
@@ -28,7 +27,9 @@ static constexpr int64_t kVector = 16, kVectorsPerPanel = tbc::kPanelWidth / kVe
 static constexpr int64_t kBlockK = 128;
 
 void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
-                          Value acc, Value colBegin, Value colEnd) {
+                          Value acc, Value colBegin, Value colEnd, const CpuTile &shape) {
+  const int64_t kVector = shape.vector, kPanelWidth = shape.panel,
+                kVectorsPerPanel = shape.panel / shape.vector;
   int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
   auto vecType = VectorType::get({kVector}, b.getF32Type());
   auto weightVec =
@@ -46,9 +47,10 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     return arith::MulIOp::create(
         b, loc, arith::DivUIOp::create(b, loc, v, idx(b, m)), idx(b, m));
   };
-  // Token rows in tiles of 8, the rest one at a time (two tile shapes, not
-  // more: each is a big unrolled loop, and LLVM's time grows with them).
-  Value rows8 = roundDown(rows, 8);
+  // Token rows in tiles of shape.rows, the rest one at a time (two tile
+  // shapes, not more: each is a big unrolled loop, and LLVM's time grows
+  // with them).
+  Value rowsTiled = roundDown(rows, shape.rows);
   // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
   Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
   Value panelEnd = arith::CeilDivUIOp::create(b, loc, colEnd, idx(b, kPanelWidth));
@@ -155,8 +157,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                 scf::YieldOp::create(rb, loc);
               });
         };
-        rowLoop(zero, rows8, 8);
-        rowLoop(rows8, rows, 1);
+        rowLoop(zero, rowsTiled, shape.rows);
+        rowLoop(rowsTiled, rows, 1);
         scf::YieldOp::create(ob, loc);
       });
 }

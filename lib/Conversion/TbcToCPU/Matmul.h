@@ -6,15 +6,16 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "tbc/Conversion/TbcToCPU/KernelABI.h"
 
 namespace tbc {
 
 /// Emits acc[0, t, n] += x[0, t, :] . W[n, :] for the output columns n in
-/// [colBegin, colEnd) (index values) as tiled vector loops, with W packed in
-/// panels ([panels, in, kPanelWidth], see tbc/Conversion/KernelABI.h).
+/// [colBegin, colEnd) (index values) as tiled vector loops of `tile`, with W
+/// packed in panels ([panels, in, tile.panel], see TbcToCPU/KernelABI.h).
 void emitPanelMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      mlir::Value packed, mlir::Value acc, mlir::Value colBegin,
-                     mlir::Value colEnd);
+                     mlir::Value colEnd, const CpuTile &tile);
 
 } // namespace tbc
 

@@ -1,4 +1,12 @@
 //===- CpuBackend.cpp - the CPU target: kernels -> a host shared object ---===//
+//
+// The code is generated for the CPU `tbc compile` runs on, or for the one
+// --cpu / --cpu-features name; the projections' register tile (tileFor) is
+// chosen from that CPU's vector registers, and the module records which
+// extensions the code uses (host.cpu) so that a runtime on an older CPU
+// refuses it instead of dying of SIGILL.
+//
+//===----------------------------------------------------------------------===//
 
 #include "tbc/Conversion/TbcToCPU/KernelABI.h"
 #include "tbc/Target/HostCodegen.h"
@@ -8,6 +16,17 @@ using namespace mlir;
 using namespace tbc;
 
 namespace {
+HostTarget hostTarget(const TargetOptions &options) {
+  return HostTarget{options.cpu, options.cpuFeatures};
+}
+
+/// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x
+/// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
+/// needs 32 ymm accumulators there and spills in its inner loop).
+CpuTile tileFor(const TargetOptions &options) {
+  return hostTargetHas(hostTarget(options), "avx512f") ? kAvx512Tile : kAvx2Tile;
+}
+
 class CpuBackend final : public TargetBackend {
 public:
   StringRef name() const override { return "cpu"; }
@@ -19,11 +38,15 @@ public:
            "activations are f32): f16 weights are not supported yet";
   }
 
+  std::string checkOptions(const TargetOptions &options) const override {
+    return checkHostTarget(hostTarget(options));
+  }
+
   std::vector<TargetStage> stages(const TargetOptions &options) const override {
     return {
         {"linalg", "linalg/scf/vector on memrefs (--tbc-lower-to-cpu)",
-         [weightType = options.weightType](OpPassManager &pm) {
-           buildLinalgPipeline(pm, weightType);
+         [weightType = options.weightType, tile = tileFor(options)](OpPassManager &pm) {
+           buildLinalgPipeline(pm, weightType, tile);
            return success();
          }},
         {"llvm", "the LLVM dialect", buildLLVMPipeline},
@@ -37,23 +60,27 @@ public:
       return std::nullopt;
     bool inOut = packedOperandInOut(op);
     auto shape = cast<ShapedType>(op->getOperand(*p).getType()).getShape();
-    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut), options.weightType};
+    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut, tileFor(options).panel),
+                         options.weightType};
   }
 
-  std::optional<manifest::WorkRange> workRange(func::FuncOp kernel) const override {
-    return tbc::workRange(kernel);
+  std::optional<manifest::WorkRange> workRange(func::FuncOp kernel,
+                                               const TargetOptions &options) const override {
+    return tbc::workRange(kernel, tileFor(options).panel);
   }
 
   std::string symbol(func::FuncOp kernel) const override {
     return (kernel.getSymName() + "_packed").str();
   }
 
-  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered,
+  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered, const TargetOptions &options,
                                                  std::string &error) const override {
-    FailureOr<std::string> so = emitHostSharedObject(lowered, error);
+    HostTarget target = hostTarget(options);
+    FailureOr<std::string> so = emitHostSharedObject(lowered, target, error);
     if (failed(so))
       return failure();
-    return std::vector<rt::CodeBlob>{{"host.so", *so}, {"host.cpu", hostCpuRequirements()}};
+    return std::vector<rt::CodeBlob>{{"host.so", *so},
+                                     {"host.cpu", hostCpuRequirements(target)}};
   }
 };
 } // namespace

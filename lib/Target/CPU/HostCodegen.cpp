@@ -15,6 +15,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -28,8 +29,13 @@
 
 using namespace mlir;
 
-void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType) {
-  pm.addPass(createTbcLowerToCPU(TbcLowerToCPUOptions{weightType.str()}));
+void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const CpuTile &tile) {
+  TbcLowerToCPUOptions options;
+  options.weightType = weightType.str();
+  options.vectorWidth = tile.vector;
+  options.panelWidth = tile.panel;
+  options.tileRows = tile.rows;
+  pm.addPass(createTbcLowerToCPU(options));
 }
 
 LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
@@ -71,26 +77,78 @@ void addPackedEntryPoints(llvm::Module &m) {
   }
 }
 
-llvm::TargetMachine *hostMachine(std::string &error) {
+const llvm::Target *nativeTarget(std::string &error) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return nullptr;
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  std::string featureString;
-  for (auto &f : features)
-    featureString += (f.second ? "+" : "-") + f.first().str() + ",";
-  return target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), featureString, llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive);
+  return llvm::TargetRegistry::lookupTarget(llvm::Triple(llvm::sys::getProcessTriple()), error);
 }
 
+/// The LLVM CPU name and feature string of `t`: this machine's own name and
+/// features for "host", the user's additions last (they win).
+std::pair<std::string, std::string> cpuAndFeatures(const tbc::HostTarget &t) {
+  std::string cpu = t.cpu, features;
+  if (cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      features += (f.second ? "+" : "-") + f.first().str() + ",";
+  }
+  return {cpu, features + t.features};
+}
+
+llvm::TargetMachine *hostMachine(const tbc::HostTarget &t, std::string &error) {
+  const llvm::Target *target = nativeTarget(error);
+  if (!target)
+    return nullptr;
+  auto [cpu, features] = cpuAndFeatures(t);
+  return target->createTargetMachine(llvm::Triple(llvm::sys::getProcessTriple()), cpu,
+                                     features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+                                     std::nullopt, llvm::CodeGenOptLevel::Aggressive);
+}
+
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const tbc::HostTarget &t) {
+  std::string error;
+  const llvm::Target *target = nativeTarget(error);
+  if (!target)
+    return nullptr;
+  auto [cpu, features] = cpuAndFeatures(t);
+  return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(
+      llvm::Triple(llvm::sys::getProcessTriple()), cpu, features));
+}
+} // namespace
+
+std::string tbc::checkHostTarget(const HostTarget &t) {
+  // Checked against a generic subtarget: LLVM warns on stderr when asked to
+  // build one for a CPU or feature it does not know.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = subtarget(HostTarget{"generic", ""});
+  if (!sti)
+    return "no LLVM target for this machine's architecture";
+  if (t.cpu != "host" && !sti->isCPUStringValid(t.cpu))
+    return "unknown --cpu '" + t.cpu + "' for " + llvm::sys::getProcessTriple() +
+           " (an LLVM CPU name such as znver3, skylake-avx512 or x86-64-v3; or host)";
+  for (llvm::StringRef f : llvm::split(t.features, ',')) {
+    f = f.trim();
+    if (f.empty())
+      continue;
+    auto known = sti->getAllProcessorFeatures();
+    StringRef name = f.drop_front();
+    if (!(f.starts_with("+") || f.starts_with("-")) ||
+        std::none_of(known.begin(), known.end(),
+                     [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; }))
+      return "unknown --cpu-features entry '" + f.str() +
+             "' (expected +name or -name of an LLVM feature, e.g. +avx2,-avx512f)";
+  }
+  return "";
+}
+
+bool tbc::hostTargetHas(const HostTarget &t, StringRef feature) {
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = subtarget(t);
+  return sti && sti->checkFeatures(("+" + feature).str());
+}
+
+namespace {
 FailureOr<std::unique_ptr<llvm::Module>>
 toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
                   llvm::TargetMachine *tm, std::string &error) {
@@ -110,16 +168,15 @@ toOptimisedModule(ModuleOp module, llvm::LLVMContext &ctx,
 }
 } // namespace
 
-std::string tbc::hostCpuRequirements() {
+std::string tbc::hostCpuRequirements(const HostTarget &target) {
   llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string out = triple.getArchName().str();
   // The extensions the runtime knows how to ask the CPU about.
 #define TBC_WATCHED(name) name,
   static const char *watched[] = {TBC_FOR_EACH_CPU_FEATURE(TBC_WATCHED)};
 #undef TBC_WATCHED
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   for (const char *f : watched)
-    if (features.lookup(f))
+    if (hostTargetHas(target, f))
       out += std::string(" ") + f;
   return out;
 }
@@ -166,8 +223,9 @@ SmallVector<OwningOpRef<ModuleOp>> splitKernels(ModuleOp module, unsigned parts)
 }
 
 /// LLVM dialect -> optimised object code for the host CPU, written to `path`.
-LogicalResult emitObject(ModuleOp module, StringRef path, std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm(hostMachine(error));
+LogicalResult emitObject(ModuleOp module, const tbc::HostTarget &target, StringRef path,
+                         std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> tm(hostMachine(target, error));
   if (!tm)
     return failure();
   llvm::LLVMContext ctx;
@@ -190,7 +248,7 @@ LogicalResult emitObject(ModuleOp module, StringRef path, std::string &error) {
 }
 } // namespace
 
-FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
+FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module, const HostTarget &target,
                                                  std::string &error) {
   // LLVM's optimiser and code generator are most of a compile: the kernels
   // are independent, so each core compiles its share into its own object.
@@ -223,9 +281,9 @@ FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module,
     std::vector<std::thread> workers;
     for (size_t i = 1; i < parts.size(); ++i)
       workers.emplace_back([&, i] {
-        ok[i] = succeeded(emitObject(*parts[i], objPaths[i], errors[i]));
+        ok[i] = succeeded(emitObject(*parts[i], target, objPaths[i], errors[i]));
       });
-    ok[0] = succeeded(emitObject(*parts[0], objPaths[0], errors[0]));
+    ok[0] = succeeded(emitObject(*parts[0], target, objPaths[0], errors[0]));
     for (std::thread &w : workers)
       w.join();
   }

@@ -110,7 +110,8 @@ public:
     return PackedOperand{1, true, {shape[1], shape[0], 1}};
   }
 
-  std::optional<manifest::WorkRange> workRange(func::FuncOp) const override {
+  std::optional<manifest::WorkRange> workRange(func::FuncOp,
+                                               const TargetOptions &) const override {
     return std::nullopt; // the grid covers the whole op
   }
 
@@ -128,7 +129,7 @@ public:
     return out;
   }
 
-  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered,
+  FailureOr<std::vector<rt::CodeBlob>> serialize(ModuleOp lowered, const TargetOptions &,
                                                  std::string &error) const override {
     std::vector<rt::CodeBlob> blobs;
     for (auto binary : lowered.getOps<gpu::BinaryOp>())

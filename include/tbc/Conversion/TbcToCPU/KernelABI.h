@@ -4,8 +4,8 @@
 // manifest) must agree on two departures from the tbc op's own signature:
 //
 // * Packed operands. Projection kernels read their weight (and embeddings
-//   their table) as panels of kPanelWidth output columns, each contiguous
-//   along the reduction: packed[p, k, j] = W[p * kPanelWidth + j, k]
+//   their table) as panels of `panel` output columns, each contiguous
+//   along the reduction: packed[p, k, j] = W[p * panel + j, k]
 //   (W[k, ...] for [in, out] weights), zero past the last column. One
 //   16-wide load then gives 16 output columns of one k, so the kernel
 //   accumulates outer products x[t, k] * W[k, cols] in registers with no
@@ -32,7 +32,19 @@
 
 namespace tbc {
 
-constexpr int64_t kPanelWidth = 32;
+/// The register tile of the projection kernels, chosen once per target CPU
+/// (the CPU backend's tileFor): `vector` floats per SIMD register, weight
+/// panels of `panel` output columns, `rows` token rows per tile. The
+/// accumulators (rows x panel / vector registers), one broadcast and the
+/// panel's weight vectors must fit the register file: AVX-512 has 32 zmm
+/// (8 x 2 + 1 + 2 = 19), AVX2 16 ymm (6 x 2 + 1 + 2 = 15).
+struct CpuTile {
+  int64_t vector = 16, panel = 32, rows = 8;
+};
+/// The AVX-512 tile: the default, and what modules recorded before the tile
+/// was chosen per target.
+constexpr CpuTile kAvx512Tile{16, 32, 8};
+constexpr CpuTile kAvx2Tile{8, 16, 6};
 
 /// The operand of a kernel's op that is read packed: a projection's weight,
 /// or an embedding's table (so that a table tied to the LM head is stored
@@ -52,24 +64,25 @@ inline bool packedOperandInOut(mlir::Operation *op) {
   return p && p.getWeightInOut();
 }
 
-/// [panels, in, kPanelWidth] for a weight of `shape` ([out, in], or
-/// [in, out] with `inOut`).
+/// [panels, in, panel] for a weight of `shape` ([out, in], or [in, out]
+/// with `inOut`).
 inline llvm::SmallVector<int64_t, 3> packedWeightShape(llvm::ArrayRef<int64_t> shape,
-                                                       bool inOut) {
+                                                       bool inOut, int64_t panel) {
   int64_t out = inOut ? shape[1] : shape[0], in = inOut ? shape[0] : shape[1];
-  return {(out + kPanelWidth - 1) / kPanelWidth, in, kPanelWidth};
+  return {(out + panel - 1) / panel, in, panel};
 }
 
 /// The work range a kernel takes, or none when its op takes none: output
 /// columns of a projection (shares start on whole weight panels), key/value
 /// heads of an attention. The op decides (ProjectionOpInterface,
 /// tbc.attention).
-inline std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel) {
+inline std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel,
+                                                    int64_t panel) {
   mlir::Operation *op = &kernel.getBody().front().front();
   if (auto a = llvm::dyn_cast<AttentionOp>(op))
     return manifest::WorkRange{"kv_heads", int64_t(a.getNumKvHeads()), 1};
   if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op))
-    return manifest::WorkRange{"columns", p.getResultWidth(), kPanelWidth};
+    return manifest::WorkRange{"columns", p.getResultWidth(), panel};
   return std::nullopt;
 }
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""check_spills.py MODULE.tbcm: disassembles the module's host code (objdump)
+and, for every projection kernel (k<N>_linear, k<N>_fused_linear), counts
+stack accesses of vector registers inside its FMA loops: the stretches where
+vfmadd instructions follow each other (at most 8 instructions apart), i.e.
+the register tile's k loop. A tile that fits the register file has none.
+Prints one line: the kernels checked and the spills found."""
+import re, struct, subprocess, sys, tempfile
+
+data = open(sys.argv[1], "rb").read()
+_, _, nblobs, msize, _ = struct.unpack("<8sIIQQ", data[:32])
+at, so = 32 + msize, None
+for _ in range(nblobs):
+    (n,) = struct.unpack("<Q", data[at:at + 8]); at += 8
+    name = data[at:at + n].decode(); at += n
+    (size,) = struct.unpack("<Q", data[at:at + 8]); at += 8
+    if name == "host.so":
+        so = data[at:at + size]
+    at += size
+if so is None:
+    sys.exit("no host.so in the module")
+with tempfile.NamedTemporaryFile(suffix=".so") as f:
+    f.write(so); f.flush()
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True,
+                         text=True, check=True).stdout
+kernels, spills, current, lines = 0, 0, None, []
+
+def finish():
+    global spills
+    fma = [i for i, l in enumerate(lines) if "vfmadd" in l]
+    spill = re.compile(r"%[xyz]mm\d+,.*\(%rsp\)|\(%rsp\).*,%[xyz]mm\d+")
+    start = None
+    for a, b in zip(fma, fma[1:] + [None]):
+        start = a if start is None else start
+        if b is None or b - a > 8:  # the end of an FMA stretch
+            spills += sum(1 for l in lines[start:a + 1] if spill.search(l))
+            start = None
+
+for line in asm.splitlines():
+    m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+    if m:
+        if current:
+            finish()
+        current = m.group(1) if re.fullmatch(r"k\d+_(fused_)?linear", m.group(1)) else None
+        kernels += 1 if current else 0
+        lines = []
+    elif current:
+        lines.append(line)
+if current:
+    finish()
+print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops")
