@@ -248,8 +248,8 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
           std::vector<int64_t> strides(shape.size(), 1);
           for (int i = int(shape.size()) - 2; i >= 0; --i)
             strides[i] = strides[i + 1] * shape[i + 1];
-          // bf16 weights (a `convert`) are read in 16 bits.
-          const void *data = im.weightEntries[a.id].dtype == "bf16"
+          // bf16/f16 weights (a `convert`) are read in 16 bits.
+          const void *data = im.weightEntries[a.id].dtype != "f32"
                                  ? static_cast<const void *>(im.weights16[a.id].data())
                                  : im.weights[a.id].data();
           desc(data, 0, shape, strides);

@@ -260,12 +260,12 @@ public:
     for (size_t id = 0; id < im.weightEntries.size(); ++id) {
       if (!im.readByKernels[id])
         continue;
-      // bf16 weights (a `convert`) travel and stay in 16 bits.
+      // bf16/f16 weights (a `convert`) travel and stay in 16 bits.
       const std::vector<float> &w = im.weights[id];
       const std::vector<uint16_t> &half = im.weights16[id];
-      bool bf16 = im.weightEntries[id].dtype == "bf16";
-      const void *src = bf16 ? static_cast<const void *>(half.data()) : w.data();
-      size_t bytes = bf16 ? half.size() * 2 : w.size() * 4;
+      bool narrow = im.weightEntries[id].dtype != "f32"; // bf16 or f16
+      const void *src = narrow ? static_cast<const void *>(half.data()) : w.data();
+      size_t bytes = narrow ? half.size() * 2 : w.size() * 4;
       if (!weights_[id].reserve(bytes, false, error))
         return false;
       if (CUresult r = d.cuMemcpyHtoD(weights_[id].ptr, src, bytes); r != 0) {

@@ -7,7 +7,7 @@
 #ifndef TBC_LIB_RUNTIME_MODULEIMPL_H
 #define TBC_LIB_RUNTIME_MODULEIMPL_H
 
-#include "tbc/Support/BFloat16.h"
+#include "tbc/Support/HalfFloats.h"
 #include "tbc/Support/Manifest.h"
 #include "tbc/Support/ModuleFile.h"
 #include "tbc/Runtime/Runtime.h"

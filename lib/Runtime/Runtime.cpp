@@ -42,29 +42,6 @@ size_t firstNonFinite(const float *v, size_t n) {
   return i;
 }
 
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
-           mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // subnormal
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 /// Converts to f32; false and `bad` (the first non-finite element) when the
 /// tensor holds a NaN or an infinity: such a weight makes every logit NaN.
@@ -83,7 +60,7 @@ bool toFloat(const TensorView &t, std::vector<float> &out, size_t &bad) {
     for (size_t i = 0; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, t.data + 2 * i, 2);
-      out[i] = halfToFloat(v);
+      out[i] = fromHalfBits(v);
     }
   }
   bad = firstNonFinite(out.data(), n);
@@ -216,12 +193,13 @@ void Module::Impl::runTransforms() {
       continue;
     }
     if (e.op == "convert") {
-      // bf16: rounded to nearest even and kept in 16 bits, never widened.
+      // bf16/f16: rounded to nearest even and kept in 16 bits, never widened.
       const std::vector<float> &w = weights[e.inputs[0]];
-      if (e.dtype == "bf16") {
+      if (e.dtype != "f32") {
+        bool bf16 = e.dtype == "bf16";
         weights16[id].resize(w.size());
         for (size_t i = 0; i < w.size(); ++i)
-          weights16[id][i] = toBF16Bits(w[i]);
+          weights16[id][i] = toHalfWidthBits(w[i], bf16);
       } else {
         weights[id] = w;
       }
@@ -452,7 +430,7 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       const std::vector<int64_t> &shape = impl_->weightEntries[a.id].shape;
       double elements = double(product(shape));
-      double bytes = impl_->weightEntries[a.id].dtype == "bf16" ? 2.0 : 4.0;
+      double bytes = impl_->weightEntries[a.id].dtype == "f32" ? 4.0 : 2.0;
       if (gather && shape.size() >= 2) { // one row: [rows, hidden] or packed
         cost.weightBytes += bytes * double(shape[1]);
         continue;

@@ -244,8 +244,9 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         return bad("unknown weight transform '" + e.op + "'");
       if (e.op == "convert") {
         const json::Value *d = w.get("dtype");
-        if (!d || !d->isString() || (d->asString() != "bf16" && d->asString() != "f32"))
-          return bad("a convert weight needs a dtype of bf16 or f32");
+        if (!d || !d->isString() ||
+            (d->asString() != "bf16" && d->asString() != "f16" && d->asString() != "f32"))
+          return bad("a convert weight needs a dtype of bf16, f16 or f32");
         e.dtype = d->asString();
       } else if (e.inputs.size() && m.weights[e.inputs[0]].dtype != "f32") {
         return bad("weight transform '" + e.op + "' of a " + m.weights[e.inputs[0]].dtype +

@@ -49,8 +49,8 @@ struct Weight {
   double offset = 0;  // fold_gain
   bool inOut = false; // the source is [in, out] (GPT-2)
   std::vector<int64_t> shape;
-  /// How the kernels read it: f32, or bf16 (a `convert`, rounded to
-  /// nearest even; the device keeps it in 16 bits).
+  /// How the kernels read it: f32, or bf16 / f16 (a `convert`, rounded to
+  /// nearest even and kept in 16 bits).
   std::string dtype = "f32";
 };
 

@@ -161,7 +161,7 @@ private:
                      nb, l, table,
                      ValueRange{arith::DivUIOp::create(nb, l, row, panelWidth), col,
                                 arith::RemUIOp::create(nb, l, row, panelWidth)});
-                 if (!v.getType().isF32()) // a bf16 table
+                 if (!v.getType().isF32()) // a bf16 or f16 table
                    v = arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
                  if (scale)
                    v = arith::MulFOp::create(
@@ -578,9 +578,9 @@ struct TbcLowerToCPUPass
     ModuleOp module = getOperation();
     CpuTile tile{vectorWidth, panelWidth, tileRows};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
-        (weightType != "f32" && weightType != "bf16")) {
+        (weightType != "f32" && weightType != "bf16" && weightType != "f16")) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
-                       "> 0, and weight-type f32 or bf16");
+                       "> 0, and weight-type f32, bf16 or f16");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;
@@ -608,7 +608,9 @@ struct TbcLowerToCPUPass
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
                               packedOperandInOut(op), tile.panel),
-            weightType == "bf16" ? Type(b.getBF16Type()) : Type(b.getF32Type()));
+            weightType == "bf16"  ? Type(b.getBF16Type())
+            : weightType == "f16" ? Type(b.getF16Type())
+                                  : Type(b.getF32Type()));
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
       bool cached = old->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());

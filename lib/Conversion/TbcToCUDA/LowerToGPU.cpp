@@ -63,7 +63,7 @@ bool cuda::transposesWeight(Operation *op) {
 
 bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   auto p = dyn_cast<ProjectionOpInterface>(op);
-  if (!p || weightType != "bf16" || p.getWeightInOut())
+  if (!p || (weightType != "bf16" && weightType != "f16") || p.getWeightInOut())
     return false;
   return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
 }
@@ -221,7 +221,7 @@ public:
     }
     if (cuda::usesTensorCores(op, weightType))
       args[1] = MemRefType::get(cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape(),
-                                b.getBF16Type());
+                                halfType());
     for (Type t : kernel.getResultTypes())
       args.push_back(abiType(t, ctx));
     unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
@@ -613,15 +613,26 @@ private:
     return success();
   }
 
-  /// Two f32 activations as the packed bf16 pair of an mma operand register
-  /// (the lower-indexed element in the low half, as mma.sync reads it).
-  Value packBF16(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, b.getBF16Type());
+  /// The 16-bit type the tensor-core kernels read weights in.
+  Type halfType() {
+    return weightType == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
+  }
+
+  /// Two f32 activations as the packed 16-bit pair of an mma operand
+  /// register (the lower-indexed element in the low half, as mma.sync reads
+  /// it).
+  Value packHalves(Value lo, Value hi) {
+    auto pair = VectorType::get({2}, halfType());
     Value v = vector::FromElementsOp::create(
         b, loc, pair,
-        ValueRange{arith::TruncFOp::create(b, loc, b.getBF16Type(), lo),
-                   arith::TruncFOp::create(b, loc, b.getBF16Type(), hi)});
-    return bitcastToI32(v);
+        ValueRange{arith::TruncFOp::create(b, loc, halfType(), lo),
+                   arith::TruncFOp::create(b, loc, halfType(), hi)});
+    return mmaOperand(v);
+  }
+  /// A pair as nvvm.mma.sync takes it: f16 as vector<2xf16>, bf16 packed
+  /// in an i32 (MLIR 22 has no bf16 vector form for it).
+  Value mmaOperand(Value pair) {
+    return weightType == "f16" ? pair : bitcastToI32(pair);
   }
   Value bitcastToI32(Value pair) {
     auto one = VectorType::get({1}, b.getI32Type());
@@ -644,6 +655,7 @@ private:
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
     Value n0 = g.mul(g.add(g.mul(g.bid(gpu::Dimension::x), kMmaWarps), g.tid(gpu::Dimension::y)),
                      kMmaCols);
+    NVVM::MMATypes mmaType = weightType == "f16" ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     auto f32x4 = LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(4, b.getF32Type()));
     int64_t halves = e.glu ? 2 : 1;
@@ -700,23 +712,23 @@ private:
               auto aReg = [&](Value row, Value k) {
                 Value lo = g.load(x, {row, k});
                 Value hi = g.load(x, {row, g.add(k, 1)});
-                return packBF16(lo, hi);
+                return packHalves(lo, hi);
               };
               SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
                                    aReg(rows[1], kHi)};
               SmallVector<Value> next;
               for (int64_t h = 0; h < halves; ++h) {
                 auto bReg = [&](Value k) {
-                  auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getBF16Type()),
+                  auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, halfType()),
                                                      w, ValueRange{wRow[h], k});
                   pair.setAlignment(4); // k is even and rows hold K % 16 == 0 elements
-                  return bitcastToI32(pair);
+                  return mmaOperand(pair);
                 };
                 SmallVector<Value> bOps{bReg(kLo), bReg(kHi)};
                 auto mma = NVVM::MmaOp::create(
                     b, loc, f32x4, a, bOps, c.slice(4 * h, 4), {kMmaRows, kMmaCols, kMmaK},
                     std::nullopt, std::nullopt,
-                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+                    std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
                     std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
                 for (int64_t i = 0; i < 4; ++i)
                   next.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
@@ -848,8 +860,8 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
   using TbcLowerToGPUBase::TbcLowerToGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (weightType != "f32" && weightType != "bf16") {
-      module.emitError("weight-type must be f32 or bf16, not '") << weightType << "'";
+    if (weightType != "f32" && weightType != "bf16" && weightType != "f16") {
+      module.emitError("weight-type must be f32, bf16 or f16, not '") << weightType << "'";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;

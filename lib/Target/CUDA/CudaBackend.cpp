@@ -52,10 +52,9 @@ public:
   StringRef name() const override { return "cuda"; }
 
   std::string checkDtype(StringRef dtype) const override {
-    if (dtype == "f32" || dtype == "bf16")
+    if (dtype == "f32" || dtype == "bf16" || dtype == "f16")
       return "";
-    return "the CUDA backend stores weights as f32 or bf16 (--dtype f32|bf16; "
-           "activations are f32): f16 weights are not supported yet";
+    return "the CUDA backend stores weights as f32, bf16 or f16 (activations are f32)";
   }
 
   std::string checkOptions(const TargetOptions &options) const override {
@@ -103,7 +102,7 @@ public:
     // bind time); GPT-2's [in, out] weights are transposed (a `pack` with a
     // panel width of 1); every other weight is read as the checkpoint has it.
     if (cuda::usesTensorCores(op, options.weightType))
-      return PackedOperand{1, false, {}, "bf16"};
+      return PackedOperand{1, false, {}, options.weightType};
     if (!cuda::transposesWeight(op))
       return std::nullopt;
     auto shape = cast<ShapedType>(op->getOperand(1).getType()).getShape();

@@ -53,10 +53,10 @@ struct Launch {
 };
 
 /// Whether the projection `op` runs on tensor cores when weights are stored
-/// as `weightType` ("f32" or "bf16"): bf16 weights in [out, in] layout with
-/// an input width that is a multiple of kMmaK. Such a kernel reads its
-/// weight as memref<out x in x bf16> (the runtime converts it at bind time);
-/// every other projection reads f32 and runs on the FMA units.
+/// as `weightType` ("f32", "bf16" or "f16"): 16-bit weights in [out, in]
+/// layout with an input width that is a multiple of kMmaK. Such a kernel
+/// reads its weight as memref<out x in x bf16|f16> (the runtime converts it
+/// at bind time); every other projection reads f32 and runs on the FMA units.
 bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
