@@ -89,13 +89,17 @@ const llvm::Target *nativeTarget(std::string &error) {
 /// The LLVM CPU name and feature string of `t`: this machine's own name and
 /// features for "host", the user's additions last (they win).
 std::pair<std::string, std::string> cpuAndFeatures(const tbc::HostTarget &t) {
-  std::string cpu = t.cpu, features;
-  if (cpu == "host") {
-    cpu = llvm::sys::getHostCPUName().str();
+  if (t.cpu != "host")
+    return {t.cpu, t.features};
+  // Probing the CPU is not free and the answer never changes: once per
+  // process, not once per kernel that asks for the register tile.
+  static const std::pair<std::string, std::string> host = [] {
+    std::string features;
     for (auto &f : llvm::sys::getHostCPUFeatures())
       features += (f.second ? "+" : "-") + f.first().str() + ",";
-  }
-  return {cpu, features + t.features};
+    return std::make_pair(llvm::sys::getHostCPUName().str(), features);
+  }();
+  return {host.first, host.second + t.features};
 }
 
 llvm::TargetMachine *hostMachine(const tbc::HostTarget &t, std::string &error) {
