@@ -35,6 +35,13 @@ std::vector<std::string> tbc::targetBackendNames() {
   return names;
 }
 
+std::string TargetBackend::checkDtype(llvm::StringRef dtype) const {
+  if (dtype == "f32" || dtype == "bf16" || dtype == "f16")
+    return "";
+  return "the " + name().upper() + " backend stores weights as f32, bf16 or f16 "
+                                   "(activations are f32)";
+}
+
 std::string tbc::targetPipelineName(const TargetBackend &backend,
                                     const TargetStage &stage) {
   return ("tbc-" + backend.name() + "-" + stage.name).str();

@@ -65,8 +65,9 @@ public:
   virtual llvm::StringRef name() const = 0;
 
   /// Refuses a `--dtype` the backend cannot compile (empty: fine). The
-  /// backend computes in f32; `--dtype` sets options.weightType.
-  virtual std::string checkDtype(llvm::StringRef dtype) const = 0;
+  /// backend computes in f32; `--dtype` sets options.weightType. Both
+  /// backends store f32, bf16 and f16 weights (Registry.cpp).
+  virtual std::string checkDtype(llvm::StringRef dtype) const;
   /// Refuses options the backend cannot honour (empty: fine).
   virtual std::string checkOptions(const TargetOptions &options) const { return ""; }
   /// The stages after outlining, in order.

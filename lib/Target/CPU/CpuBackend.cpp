@@ -31,12 +31,6 @@ class CpuBackend final : public TargetBackend {
 public:
   StringRef name() const override { return "cpu"; }
 
-  std::string checkDtype(StringRef dtype) const override {
-    if (dtype == "f32" || dtype == "bf16" || dtype == "f16")
-      return "";
-    return "the CPU backend stores weights as f32, bf16 or f16 (activations are f32)";
-  }
-
   std::string checkOptions(const TargetOptions &options) const override {
     return checkHostTarget(hostTarget(options));
   }

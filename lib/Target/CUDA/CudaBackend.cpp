@@ -51,12 +51,6 @@ class CudaBackend final : public TargetBackend {
 public:
   StringRef name() const override { return "cuda"; }
 
-  std::string checkDtype(StringRef dtype) const override {
-    if (dtype == "f32" || dtype == "bf16" || dtype == "f16")
-      return "";
-    return "the CUDA backend stores weights as f32, bf16 or f16 (activations are f32)";
-  }
-
   std::string checkOptions(const TargetOptions &options) const override {
     std::string libdevice = cudaToolkit() + "/nvvm/libdevice/libdevice.10.bc";
     if (!llvm::sys::fs::exists(libdevice))
