@@ -4,16 +4,14 @@ and checks the result: no errors, no spill stores or loads in any kernel.
 Prints one line per architecture and kernel count; exits non-zero on a
 failure. Usage: check_ptx.py PTXAS FILE.mlir"""
 import re, subprocess, sys, tempfile, os
+from ptx_objects import ptx_objects
 
 ptxas, path = sys.argv[1], sys.argv[2]
-text = open(path).read()
-objects = re.findall(r'#nvvm\.target<[^>]*chip = "(\w+)"[^>]*>.*?assembly = "((?:[^"\\]|\\.)*)"', text, re.S)
+objects = ptx_objects(path)
 if not objects:
     sys.exit(f"{path}: no PTX objects")
 status = 0
-for chip, escaped in objects:
-    ptx = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
-                 escaped.encode()).replace(b"\\\\", b"\\").replace(b'\\"', b'"')
+for chip, ptx in objects:
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "k.ptx")
         open(src, "wb").write(ptx)

@@ -5,16 +5,14 @@ architecture, prints how many projection kernels (k<N>_linear,
 k<N>_fused_linear) hold tensor-core instructions (HMMA) and names those
 that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
+from ptx_objects import ptx_objects
 
 ptxas, disassembler, path = sys.argv[1:4]
 nvdisasm = os.path.basename(disassembler).startswith("nvdisasm")
-text = open(path).read()
-objects = re.findall(r'#nvvm\.target<[^>]*chip = "(\w+)"[^>]*>.*?assembly = "((?:[^"\\]|\\.)*)"', text, re.S)
+objects = ptx_objects(path)
 if not objects:
     sys.exit(f"{path}: no PTX objects")
-for chip, escaped in objects:
-    ptx = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
-                 escaped.encode()).replace(b"\\\\", b"\\").replace(b'\\"', b'"')
+for chip, ptx in objects:
     with tempfile.TemporaryDirectory() as d:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         open(src, "wb").write(ptx)
