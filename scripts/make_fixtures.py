@@ -9,6 +9,12 @@ outside the repository, e.g.
     ~/venv-ref/bin/python scripts/make_fixtures.py test/fixtures
 Each fixture folder holds config.json, model.safetensors, tokens.txt,
 logits.npy [seq, vocab], generated.txt (4 ids) and decode_logits.npy [4, vocab].
+
+    ~/venv-ref/bin/python scripts/make_fixtures.py --bf16 test/fixtures test/fixtures-bf16
+makes the bf16-weight fixtures from the committed ones: each model's weights
+rounded to bf16 and saved as a BF16 checkpoint, with transformers' logits
+computed in float32 on those weights (the rounding is the checkpoint's, so a
+bf16-weight module must match them as tightly as an f32 one matches f32).
 """
 import json
 import os
@@ -16,6 +22,7 @@ import sys
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, save_file
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -84,6 +91,47 @@ def randomize(model, gemma):
                 p.copy_(base + 0.1 * torch.randn(p.shape, generator=g))
 
 
+def save_reference(model, tokens, path):
+    """logits.npy, decode_logits.npy, tokens.txt and generated.txt of `model`."""
+    seq = tokens.shape[1]
+    with torch.no_grad():
+        logits = model(tokens).logits[0].float().numpy()
+        out = model.generate(tokens, max_new_tokens=4, do_sample=False, output_logits=True,
+                             return_dict_in_generate=True, pad_token_id=0)
+    generated = out.sequences[0, seq:].tolist()
+    decode_logits = torch.stack([l[0] for l in out.logits]).float().numpy()
+    np.save(os.path.join(path, "logits.npy"), logits.astype(np.float32))
+    np.save(os.path.join(path, "decode_logits.npy"), decode_logits.astype(np.float32))
+    with open(os.path.join(path, "tokens.txt"), "w") as f:
+        f.write(",".join(str(t) for t in tokens[0].tolist()) + "\n")
+    with open(os.path.join(path, "generated.txt"), "w") as f:
+        f.write(",".join(str(t) for t in generated) + "\n")
+    return generated
+
+
+def build_bf16(src, dst):
+    """The fixture at `src` with its weights rounded to bf16: a BF16
+    checkpoint at `dst` and the float32 logits of transformers on it."""
+    os.makedirs(dst, exist_ok=True)
+    tensors = load_file(os.path.join(src, "model.safetensors"))
+    save_file({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in tensors.items()},
+              os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    # The config is the f32 fixture's (only the checkpoint's dtype differs).
+    with open(os.path.join(src, "config.json")) as f:
+        config = f.read()
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        f.write(config)
+    # Loaded as float32: the bf16 values widen exactly, and the buffers
+    # transformers computes itself (RoPE's inverse frequencies) stay f32.
+    model = AutoModelForCausalLM.from_pretrained(dst, attn_implementation="eager",
+                                                 dtype=torch.float32)
+    model.eval()
+    with open(os.path.join(src, "tokens.txt")) as f:
+        tokens = torch.tensor([[int(t) for t in f.read().strip().split(",")]])
+    generated = save_reference(model, tokens, dst)
+    print(f"{os.path.basename(dst)}: bf16 weights, generated {generated}")
+
+
 def build(name, spec, out_dir):
     spec = dict(spec)
     model_type = spec.pop("model_type")
@@ -102,24 +150,20 @@ def build(name, spec, out_dir):
         if os.path.exists(os.path.join(path, extra)):
             os.remove(os.path.join(path, extra))
     tokens = torch.randint(0, config.vocab_size, (1, SEQ), generator=torch.Generator().manual_seed(7))
-    with torch.no_grad():
-        logits = model(tokens).logits[0].float().numpy()
-        out = model.generate(tokens, max_new_tokens=4, do_sample=False, output_logits=True,
-                             return_dict_in_generate=True, pad_token_id=0)
-    generated = out.sequences[0, SEQ:].tolist()
-    decode_logits = torch.stack([l[0] for l in out.logits]).float().numpy()
-    np.save(os.path.join(path, "logits.npy"), logits.astype(np.float32))
-    np.save(os.path.join(path, "decode_logits.npy"), decode_logits.astype(np.float32))
-    with open(os.path.join(path, "tokens.txt"), "w") as f:
-        f.write(",".join(str(t) for t in tokens[0].tolist()) + "\n")
-    with open(os.path.join(path, "generated.txt"), "w") as f:
-        f.write(",".join(str(t) for t in generated) + "\n")
+    generated = save_reference(model, tokens, path)
     arch = json.load(open(os.path.join(path, "config.json")))["architectures"][0]
     print(f"{name}: {arch}, {sum(p.numel() for p in model.parameters())} params, "
           f"generated {generated}")
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--bf16":
+        src_dir, out_dir = sys.argv[2], sys.argv[3]
+        only = sys.argv[4:]
+        for name in sorted(os.listdir(src_dir)):
+            if os.path.isdir(os.path.join(src_dir, name)) and (not only or name in only):
+                build_bf16(os.path.join(src_dir, name), os.path.join(out_dir, name))
+        return
     out_dir = sys.argv[1] if len(sys.argv) > 1 else "test/fixtures"
     only = sys.argv[2:]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")

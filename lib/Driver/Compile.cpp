@@ -175,8 +175,11 @@ int tbc::compileMain(int argc, char **argv) {
       "dtype", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|f16"),
       cl::desc("--emit tbc|fused|kernels: the element type of the IR built "
                "from a model description. Code for a target: how it stores "
-               "weights (cpu: f32; cuda: f32, or bf16 for tensor-core "
-               "projections), activations being f32"));
+               "weights (f32, or bf16/f16 kept in 16 bits: widened in "
+               "registers on the CPU, tensor-core operands on CUDA), "
+               "activations and accumulation being f32. With 16-bit weights "
+               "no norm gain is folded into a weight (that would round it "
+               "twice)"));
   static cl::opt<std::string> weights(
       "weights", cl::cat(cat), cl::value_desc("dir|file.safetensors"),
       cl::desc("Check every parameter against this checkpoint (a Hugging "
@@ -298,8 +301,10 @@ int tbc::compileMain(int argc, char **argv) {
     return pm.run(*module);
   };
   if (last >= stageIndex("fused") && !noFuse &&
-      failed(runStage("fuse", [](OpPassManager &pm) {
-        buildFusePipeline(pm);
+      failed(runStage("fuse", [&](OpPassManager &pm) {
+        FusePipelineOptions fuseOptions;
+        fuseOptions.weightType = dtype.getValue();
+        buildFusePipeline(pm, fuseOptions);
         return success();
       })))
     return fail("the fusion pipeline failed");

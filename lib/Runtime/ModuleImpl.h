@@ -15,6 +15,7 @@
 #include "DeviceExecutor.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,16 @@ inline std::string shapeString(const std::vector<int64_t> &s) {
   return out + "]";
 }
 } // namespace detail
+
+/// A weight while the bind-time transforms run (WeightTransforms.cpp): f32
+/// values, or the bits of bf16/f16 values as a checkpoint holds them.
+struct StagedWeight {
+  enum Kind { F32, BF16, F16 } kind = F32;
+  std::vector<float> f32;
+  std::vector<uint16_t> bits;
+  /// A copy of a checkpoint tensor in its own precision (never widened).
+  static StagedWeight fromCheckpoint(const TensorView &t);
+};
 
 struct Module::Impl {
   using WeightEntry = detail::WeightEntry;
@@ -93,9 +104,10 @@ struct Module::Impl {
   /// that passes cannot make a kernel or a weight transform step outside
   /// its memory.
   bool checkConsistency(const Module &m, std::string &error);
-  /// Puts converted parameters (by param index) into their weight slots.
-  void takeParams(std::vector<std::vector<float>> &values);
-  void runTransforms();
+  /// Fills `weights` and `weights16` from the parameters (`loadParam`,
+  /// called once per `param` entry, when first needed) by the manifest's
+  /// transforms (WeightTransforms.cpp).
+  void runTransforms(const std::function<StagedWeight(int param)> &loadParam);
 };
 
 } // namespace tbc::rt

@@ -43,28 +43,40 @@ size_t firstNonFinite(const float *v, size_t n) {
 }
 
 
-/// Converts to f32; false and `bad` (the first non-finite element) when the
-/// tensor holds a NaN or an infinity: such a weight makes every logit NaN.
-bool toFloat(const TensorView &t, std::vector<float> &out, size_t &bad) {
+/// The index of the first NaN or infinity of a checkpoint tensor, or its
+/// element count: such a weight makes every logit NaN. Read in place, in
+/// the tensor's own precision (bytes, as the mapping need not be aligned).
+size_t firstNonFinite(const TensorView &t) {
   size_t n = size_t(t.numElements());
-  out.resize(n);
   if (t.dtype == DType::F32) {
-    std::memcpy(out.data(), t.data, n * 4);
-  } else if (t.dtype == DType::BF16) {
     for (size_t i = 0; i < n; ++i) {
-      uint16_t v;
-      std::memcpy(&v, t.data + 2 * i, 2);
-      out[i] = fromBF16Bits(v);
+      uint32_t v;
+      std::memcpy(&v, t.data + 4 * i, 4);
+      if ((v & 0x7f800000u) == 0x7f800000u)
+        return i;
     }
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t v;
-      std::memcpy(&v, t.data + 2 * i, 2);
-      out[i] = fromHalfBits(v);
-    }
+    return n;
   }
-  bad = firstNonFinite(out.data(), n);
-  return bad == n;
+  uint16_t exponent = t.dtype == DType::BF16 ? 0x7f80 : 0x7c00;
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t v;
+    std::memcpy(&v, t.data + 2 * i, 2);
+    if ((v & exponent) == exponent)
+      return i;
+  }
+  return n;
+}
+
+/// Whether element `i` (non-finite) of `t` is a NaN rather than an infinity.
+bool isNaNAt(const TensorView &t, size_t i) {
+  if (t.dtype == DType::F32) {
+    uint32_t v;
+    std::memcpy(&v, t.data + 4 * i, 4);
+    return (v & 0x007fffffu) != 0;
+  }
+  uint16_t v;
+  std::memcpy(&v, t.data + 2 * i, 2);
+  return (v & (t.dtype == DType::BF16 ? 0x007f : 0x03ff)) != 0;
 }
 
 } // namespace
@@ -149,126 +161,6 @@ std::unique_ptr<Module> Module::load(const std::string &path,
     return nullptr;
   }
   return m;
-}
-
-void Module::Impl::takeParams(std::vector<std::vector<float>> &values) {
-  // A parameter several weights name (tied embeddings) is copied to all but
-  // its last; the last takes it.
-  std::vector<size_t> lastEntry(values.size(), 0);
-  for (size_t id = 0; id < weightEntries.size(); ++id)
-    if (weightEntries[id].op == "param")
-      lastEntry[weightEntries[id].param] = id;
-  weights.assign(weightEntries.size(), {});
-  for (size_t id = 0; id < weightEntries.size(); ++id) {
-    int p = weightEntries[id].param;
-    if (weightEntries[id].op != "param")
-      continue;
-    if (lastEntry[p] == id)
-      weights[id] = std::move(values[p]);
-    else
-      weights[id] = values[p];
-  }
-}
-
-void Module::Impl::runTransforms() {
-  // A weight no kernel reads (a checkpoint tensor that was concatenated,
-  // folded or packed) is freed after the last transform that reads it, so
-  // binding needs little more than the model's own size.
-  weights16.assign(weightEntries.size(), {});
-  std::vector<size_t> lastRead(weightEntries.size(), 0);
-  for (size_t id = 0; id < weightEntries.size(); ++id)
-    for (int in : weightEntries[id].inputs)
-      lastRead[in] = id;
-  auto release = [&](size_t id) {
-    for (int in : weightEntries[id].inputs)
-      if (!readByKernels[in] && lastRead[in] == id)
-        std::vector<float>().swap(weights[in]);
-  };
-
-  for (size_t id = 0; id < weightEntries.size(); ++id) {
-    const WeightEntry &e = weightEntries[id];
-    if (e.op == "param") {
-      if (!readByKernels[id] && lastRead[id] == 0)
-        std::vector<float>().swap(weights[id]); // read by nothing at all
-      continue;
-    }
-    if (e.op == "convert") {
-      // bf16/f16: rounded to nearest even and kept in 16 bits, never widened.
-      const std::vector<float> &w = weights[e.inputs[0]];
-      if (e.dtype != "f32") {
-        bool bf16 = e.dtype == "bf16";
-        weights16[id].resize(w.size());
-        for (size_t i = 0; i < w.size(); ++i)
-          weights16[id][i] = toHalfWidthBits(w[i], bf16);
-      } else {
-        weights[id] = w;
-      }
-      release(id);
-      continue;
-    }
-    std::vector<float> &out = weights[id];
-    out.assign(size_t(product(e.shape)), 0.0f);
-    const std::vector<int64_t> &ws = weightEntries[e.inputs[0]].shape;
-    const std::vector<float> &w = weights[e.inputs[0]];
-    if (e.op == "pack") {
-      // out[p, k, j] = W[p * panel + j, k] ([out, in]) or W[k, p * panel + j]
-      // ([in, out]); zero past the last output column.
-      int64_t panels = e.shape[0], in = e.shape[1], panel = e.shape[2];
-      int64_t outCols = e.inOut ? ws[1] : ws[0];
-      for (int64_t p = 0; p < panels; ++p)
-        for (int64_t j = 0; j < panel && p * panel + j < outCols; ++j) {
-          int64_t o = p * panel + j;
-          for (int64_t k = 0; k < in; ++k)
-            out[(p * in + k) * panel + j] = e.inOut ? w[k * outCols + o] : w[o * in + k];
-        }
-      release(id);
-      continue;
-    }
-    if (e.op == "concat") {
-      // Rows (dim 0) or columns (dim 1) of rank-2 weights; vectors: dim 0.
-      int64_t cols = e.shape.size() > 1 ? e.shape[1] : 1;
-      int64_t at = 0;
-      for (int in : e.inputs) {
-        const std::vector<int64_t> &s = weightEntries[in].shape;
-        const std::vector<float> &src = weights[in];
-        int64_t r = s[0], c = s.size() > 1 ? s[1] : 1;
-        for (int64_t i = 0; i < r; ++i)
-          for (int64_t j = 0; j < c; ++j) {
-            int64_t oi = e.dim == 0 ? at + i : i, oj = e.dim == 0 ? j : at + j;
-            out[oi * cols + oj] = src[i * c + j];
-          }
-        at += e.dim == 0 ? r : c;
-      }
-      release(id);
-      continue;
-    }
-    int64_t r = ws[0], c = ws[1];
-    // Element (o, i) of an [out, in] weight, or of an [in, out] one.
-    auto outIdx = [&](int64_t a, int64_t b) { return a * c + b; };
-    if (e.op == "fold_gain") {
-      const std::vector<float> &g = weights[e.inputs[1]];
-      for (int64_t a = 0; a < r; ++a)
-        for (int64_t b = 0; b < c; ++b) {
-          float gain = float(e.offset) + g[e.inOut ? a : b];
-          out[outIdx(a, b)] = w[outIdx(a, b)] * gain;
-        }
-    } else if (e.op == "weight_row_sums") {
-      for (int64_t a = 0; a < r; ++a)
-        for (int64_t b = 0; b < c; ++b)
-          out[e.inOut ? b : a] += w[outIdx(a, b)];
-    } else if (e.op == "fold_bias") {
-      const std::vector<float> &beta = weights[e.inputs[1]];
-      std::vector<double> acc(out.size(), 0.0);
-      for (int64_t a = 0; a < r; ++a)
-        for (int64_t b = 0; b < c; ++b) {
-          int64_t o = e.inOut ? b : a, i = e.inOut ? a : b;
-          acc[o] += double(w[outIdx(a, b)]) * beta[i];
-        }
-      for (size_t o = 0; o < out.size(); ++o)
-        out[o] = float(acc[o]) + (e.inputs.size() > 2 ? weights[e.inputs[2]][o] : 0.0f);
-    }
-    release(id);
-  }
 }
 
 /// Buffers real checkpoints carry that no module reads: GPT-2's and
@@ -368,20 +260,20 @@ bool Module::bindWeights(const WeightStore &store, std::string &error,
                           " checkpoint tensor(s) the module does not use: " + list);
     }
   }
-  Impl &im = *impl_;
-  std::vector<std::vector<float>> converted(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    size_t bad = 0;
-    if (!toFloat(*views[i], converted[i], bad)) {
+    size_t bad = firstNonFinite(*views[i]);
+    if (bad != size_t(views[i]->numElements())) {
       error = views[i]->file + ": tensor '" + params_[i].name + "' holds " +
-              (std::isnan(converted[i][bad]) ? "NaN" : "an infinity") +
-              " at element " + std::to_string(bad) +
-              "; a non-finite weight makes every logit NaN";
+              (isNaNAt(*views[i], bad) ? "NaN" : "an infinity") + " at element " +
+              std::to_string(bad) + "; a non-finite weight makes every logit NaN";
       return false;
     }
   }
-  im.takeParams(converted);
-  im.runTransforms();
+  // Each tensor is copied in its own precision when the transforms first
+  // read it (a bf16 checkpoint is never widened as a whole).
+  Impl &im = *impl_;
+  im.runTransforms(
+      [&](int p) { return StagedWeight::fromCheckpoint(*views[size_t(p)]); });
   if (!im.device->weightsBound(*this, error))
     return false;
   bound_ = true;
@@ -411,8 +303,20 @@ void Module::bindRandomWeights(uint64_t seed) {
     for (float &v : values[i])
       v = center + halfWidth * next();
   }
-  im.takeParams(values);
-  im.runTransforms();
+  // A parameter several weights name (tied embeddings) is copied for all
+  // but its last reader, which takes it.
+  std::vector<int> readers(values.size(), 0);
+  for (const WeightEntry &e : im.weightEntries)
+    if (e.op == "param")
+      ++readers[size_t(e.param)];
+  im.runTransforms([&](int p) {
+    StagedWeight s;
+    if (--readers[size_t(p)] == 0)
+      s.f32 = std::move(values[size_t(p)]);
+    else
+      s.f32 = values[size_t(p)];
+    return s;
+  });
   im.deviceError.clear();
   if (!im.device->weightsBound(*this, im.deviceError))
     return; // sessions report deviceError

@@ -11,6 +11,12 @@
 //     already in its final form);
 //  6. weight transforms hoisted onto the parameters, dead ones removed.
 //
+// With 16-bit weights (bf16/f16 storage) step 3 is left out: it folds the
+// norm's gain into the weight (W * g), and rounding that product to 16 bits
+// would round every weight a second time, away from the checkpoint's own
+// values that transformers computes with. The norms are then fused with
+// their residual add (step 4) instead.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Transforms/Passes.h"
@@ -18,10 +24,12 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-void tbc::buildFusePipeline(mlir::OpPassManager &pm) {
+void tbc::buildFusePipeline(mlir::OpPassManager &pm,
+                            const FusePipelineOptions &options) {
   pm.addPass(createTbcFuseGateUp());
   pm.addPass(createTbcMergeQKV());
-  pm.addPass(createTbcFuseNormProjection());
+  if (options.weightType == "f32")
+    pm.addPass(createTbcFuseNormProjection());
   pm.addPass(createTbcFuseResidualNorm());
   pm.addPass(createTbcFuseSoftcap());
   pm.addPass(createTbcHoistWeightTransforms());
@@ -29,10 +37,25 @@ void tbc::buildFusePipeline(mlir::OpPassManager &pm) {
 }
 
 void tbc::registerFusePipeline() {
-  mlir::PassPipelineRegistration<>(
+  mlir::registerPassPipeline(
       "tbc-fuse",
       "All tbc fusions in a sound order (gate/up, QKV merge, norm+projection, "
       "residual+norm, soft-caps), then weight transforms hoisted onto the "
       "parameters",
-      [](mlir::OpPassManager &pm) { buildFusePipeline(pm); });
+      [](mlir::OpPassManager &pm, llvm::StringRef optionsText,
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)
+          -> mlir::LogicalResult {
+        FusePipelineOptions options;
+        if (failed(options.parseFromString(optionsText)))
+          return mlir::failure();
+        if (options.weightType != "f32" && options.weightType != "bf16" &&
+            options.weightType != "f16")
+          return errorHandler("tbc-fuse: unknown weight-type '" + options.weightType +
+                              "' (expected f32, bf16 or f16)");
+        buildFusePipeline(pm, options);
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> handler) {
+        handler(FusePipelineOptions());
+      });
 }

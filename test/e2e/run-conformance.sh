@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles every conformance fixture fused and unfused and checks each module
-# against transformers' logits. Usage: run-conformance.sh FIXTURES_DIR OUT_DIR
+# against transformers' logits.
+# Usage: run-conformance.sh FIXTURES_DIR OUT_DIR [WEIGHT_DTYPE (tbc compile --dtype)]
 set -u
-fixtures=$1 out=$2
+fixtures=$1 out=$2 dtype=${3:-f32}
 status=0
 # Split even these tiny projections across the cores by output columns when
 # decoding (the runtime only does it for big ones by default), so that the
@@ -14,7 +15,7 @@ for dir in "$fixtures"/*/; do
     flag=""
     [ "$mode" = unfused ] && flag="--no-fuse"
     echo "== $f $mode"
-    if ! tbc compile "$dir" $flag -o "$out/$f.$mode.tbcm" 2>/dev/null; then
+    if ! tbc compile "$dir" $flag --dtype "$dtype" -o "$out/$f.$mode.tbcm" 2>/dev/null; then
       echo "COMPILE FAIL"; status=1; continue
     fi
     tbc-conformance "$out/$f.$mode.tbcm" "$dir" || status=1

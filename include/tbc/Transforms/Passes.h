@@ -31,9 +31,19 @@ void populateFuseNormProjectionPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseResidualNormPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseSoftcapPatterns(mlir::RewritePatternSet &patterns);
 
+struct FusePipelineOptions
+    : mlir::PassPipelineOptions<FusePipelineOptions> {
+  Option<std::string> weightType{
+      *this, "weight-type", llvm::cl::init("f32"),
+      llvm::cl::desc("How the target stores weights (f32, bf16, f16): with "
+                     "16-bit weights no norm gain is folded into a weight, "
+                     "which would round it a second time")};
+};
+
 /// The `tbc-fuse` pipeline: every fusion in a sound order, then the weight
 /// transforms hoisted onto the parameters (docs/passes.md).
-void buildFusePipeline(mlir::OpPassManager &pm);
+void buildFusePipeline(mlir::OpPassManager &pm,
+                       const FusePipelineOptions &options = {});
 /// Registers `--tbc-fuse` with the pass registry.
 void registerFusePipeline();
 
