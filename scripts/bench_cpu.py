@@ -1,69 +1,421 @@
 #!/usr/bin/env python3
-"""CPU benchmark: tbc against PyTorch (eager, fp32) on the same machine, same
-model, same threads, in one run. Prints tokens/s of each and their ratio.
+"""CPU benchmark: tbc against llama.cpp, PyTorch eager and torch.compile, in
+one run on this machine, same random Llama-shaped model, same threads.
 
-Needs torch + transformers (a venv outside the repository, as for
-scripts/make_fixtures.py); tbc must be built (scripts/test.sh).
-    ~/venv-ref/bin/python scripts/bench_cpu.py [--hidden 1024] [--layers 4]
+Each engine runs warm in its own process (tbc through its C API, build/lib/
+libtbc.so, via ctypes; llama.cpp through llama-cpp-python on GGUF files
+written here with the `gguf` package; transformers' LlamaForCausalLM for
+torch). Rounds are interleaved (round 1: every engine, round 2: every
+engine, ...) and medians reported, so drift of the host hits all alike. Per
+model and weight precision it times a prefill of each prompt length and a
+greedy decode of --decode tokens after a 64-token prompt, prints tokens/s,
+ratios, the decode's share of the bandwidth roofline (weight bytes per
+token against a read bandwidth measured in the same run) and the prefill's
+GFLOP/s; the host's CPU model and vector extensions head the output.
+
+Before timing, llama.cpp's f32 GGUF logits are checked against transformers
+(and tbc's against transformers), so the engines run the same model.
+
+Needs (a venv outside the repository, not a dependency of tbc):
+    python3 -m venv ~/venv-ref
+    ~/venv-ref/bin/pip install torch transformers safetensors numpy gguf llama-cpp-python
+    ~/venv-ref/bin/python scripts/bench_cpu.py            # all sizes, f32 and bf16
+    ~/venv-ref/bin/python scripts/bench_cpu.py --sizes 1024 --dtypes f32 --rounds 3
+tbc must be built (scripts/test.sh or cmake + ninja).
 """
 import argparse
+import ctypes
+import multiprocessing as mp
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+import numpy as np
 
-p = argparse.ArgumentParser()
-p.add_argument("--hidden", type=int, default=1024)
-p.add_argument("--layers", type=int, default=4)
-p.add_argument("--prompt", type=int, default=64)
-p.add_argument("--generate", type=int, default=32)
-p.add_argument("--threads", type=int, default=os.cpu_count())
-p.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
-a = p.parse_args()
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# hidden -> (layers, intermediate): Llama-3-1B/3B/8B-like widths, layers
+# kept few so that a whole run stays within minutes on 2 cores.
+SIZES = {1024: (4, 2816), 2048: (2, 5632), 4096: (1, 14336)}
+VOCAB = 8192
+ROPE_THETA = 500000.0
 
-torch.set_num_threads(a.threads)
-config = LlamaConfig(vocab_size=8192, hidden_size=a.hidden, intermediate_size=a.hidden * 11 // 4,
-                     num_hidden_layers=a.layers, num_attention_heads=a.hidden // 64,
-                     num_key_value_heads=a.hidden // 256, max_position_embeddings=4096)
-torch.manual_seed(0)
-model = LlamaForCausalLM(config).eval()
-tokens = torch.randint(0, 8192, (1, a.prompt), generator=torch.Generator().manual_seed(1))
 
-with tempfile.TemporaryDirectory() as tmp:
-    model.save_pretrained(tmp, safe_serialization=True)
-    tbc = os.path.join(a.build, "bin", "tbc")
-    t0 = time.perf_counter()
-    subprocess.run([tbc, "compile", tmp, "-o", os.path.join(tmp, "m.tbcm")], check=True,
-                   stderr=subprocess.DEVNULL)
-    compile_s = time.perf_counter() - t0
-    run = subprocess.run([tbc, "run", os.path.join(tmp, "m.tbcm"), "--weights", tmp,
-                          "--tokens", ",".join(map(str, tokens[0].tolist())),
-                          "--generate", str(a.generate)], check=True, capture_output=True, text=True)
-    tbc_prefill = float(re.search(r"prefill: .*\(([\d.]+) tokens/s\)", run.stderr).group(1))
-    tbc_decode = float(re.search(r"decode: .*\(([\d.]+) tokens/s\)", run.stderr).group(1))
-    tbc_ids = [int(t) for t in run.stdout.split(":")[1].strip().split(",")]
+def host_cpu():
+    model, flags = "unknown", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    ext = [e for e in ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "avx512_vnni",
+                       "amx_tile") if e in flags]
+    return model, ext
 
-with torch.no_grad():
-    model(tokens)  # warm up
-    t0 = time.perf_counter()
-    out = model(tokens, use_cache=True)
-    torch_prefill = a.prompt / (time.perf_counter() - t0)
-    past, nxt = out.past_key_values, out.logits[0, -1].argmax().item()
-    ids, t0 = [nxt], time.perf_counter()
-    for _ in range(a.generate - 1):
-        out = model(torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
-        past, nxt = out.past_key_values, out.logits[0, -1].argmax().item()
-        ids.append(nxt)
-    torch_decode = (a.generate - 1) / (time.perf_counter() - t0)
 
-print(f"model: Llama hidden {a.hidden}, {a.layers} layers, fp32, {a.threads} threads, "
-      f"prompt {a.prompt}, {a.generate} generated; torch {torch.__version__}")
-print(f"tbc compile: {compile_s:.2f} s")
-print(f"prefill  tbc {tbc_prefill:8.1f} tok/s   torch {torch_prefill:8.1f} tok/s   ratio {tbc_prefill / torch_prefill:.2f}")
-print(f"decode   tbc {tbc_decode:8.1f} tok/s   torch {torch_decode:8.1f} tok/s   ratio {tbc_decode / torch_decode:.2f}")
-print(f"same greedy tokens: {tbc_ids == ids}")
+def make_model(hidden, dtype, folder):
+    """A random LlamaForCausalLM saved as safetensors (bf16: rounded)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    layers, inter = SIZES[hidden]
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter,
+                         num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                         num_key_value_heads=max(1, hidden // 512), max_position_embeddings=4096,
+                         rms_norm_eps=1e-5, rope_theta=ROPE_THETA, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # weights that keep activations O(1)
+        for name, p in model.named_parameters():
+            if p.ndim == 2:
+                std = 1.0 if "embed" in name else p.shape[1] ** -0.5
+                p.normal_(0.0, std)
+            else:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            if dtype == "bf16":
+                p.copy_(p.to(torch.bfloat16).float())
+    save = model if dtype == "f32" else model.to(torch.bfloat16)
+    save.save_pretrained(folder, safe_serialization=True)
+    return config
+
+
+def write_gguf(folder, config, dtype, path):
+    """The same model as a llama.cpp GGUF (f32 or bf16 matrices, f32 norms).
+    Q and K rows are permuted from Hugging Face's rotate-half layout to
+    GGML's interleaved rotary pairs, as llama.cpp's own converter does."""
+    import gguf
+    import torch
+    from safetensors.torch import load_file
+    tensors = load_file(os.path.join(folder, "model.safetensors"))
+    hd = config.hidden_size // config.num_attention_heads
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("tbc-bench")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(ROPE_THETA)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_dimension_count(hd)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, config.vocab_size)])
+    w.add_token_scores([0.0] * config.vocab_size)
+    w.add_token_types([2, 3, 3] + [1] * (config.vocab_size - 3))
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+    def permute(t, heads):
+        return t.reshape(heads, 2, t.shape[0] // heads // 2, *t.shape[1:]).swapaxes(1, 2).reshape(t.shape)
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for name, t in tensors.items():
+        m = re.match(r"model\.layers\.(\d+)\.(.*)\.weight$", name)
+        target = names.get(name) or f"blk.{m.group(1)}.{per_layer[m.group(2)]}.weight"
+        t = t.float()
+        if target.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif target.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        data = t.numpy()
+        if dtype == "bf16" and data.ndim == 2:
+            w.add_tensor(target, gguf.quants.quantize(data, gguf.GGMLQuantizationType.BF16),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(target, data)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# ---------------------------------------------------------------- engines
+# Each engine: load(spec) once in its own process, then logits(tokens) for a
+# prefill, and step(token) for one decode step; both return the last
+# position's logits (numpy, vocab floats).
+
+class TbcEngine:
+    def __init__(self, spec):
+        lib = ctypes.CDLL(spec["libtbc"])
+        vp, err = ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)
+        lib.tbc_module_load.restype = vp
+        lib.tbc_module_load.argtypes = [ctypes.c_char_p, err]
+        lib.tbc_module_bind_weights.argtypes = [vp, ctypes.c_char_p, err]
+        lib.tbc_module_vocab_size.restype = ctypes.c_int64
+        lib.tbc_module_vocab_size.argtypes = [vp]
+        lib.tbc_session_create.restype = vp
+        lib.tbc_session_create.argtypes = [vp, ctypes.c_int64, err]
+        lib.tbc_session_forward.argtypes = [vp, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64,
+                                            ctypes.POINTER(ctypes.c_float), err]
+        lib.tbc_session_free.argtypes = [vp]
+        self.lib, self.error = lib, ctypes.c_char_p()
+        self.module = lib.tbc_module_load(spec["module"].encode(), ctypes.byref(self.error))
+        self.check(self.module)
+        self.check(lib.tbc_module_bind_weights(self.module, spec["weights"].encode(),
+                                               ctypes.byref(self.error)) != 0)
+        self.vocab = lib.tbc_module_vocab_size(self.module)
+        self.session = None
+
+    def check(self, ok):
+        if not ok:
+            raise RuntimeError("tbc: " + (self.error.value or b"?").decode())
+
+    def _forward(self, tokens):
+        ids = (ctypes.c_int32 * len(tokens))(*tokens)
+        out = np.empty((len(tokens), self.vocab), np.float32)
+        self.check(self.lib.tbc_session_forward(
+            self.session, ids, len(tokens), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            ctypes.byref(self.error)) != 0)
+        return out[-1]
+
+    def logits(self, tokens):
+        if self.session:
+            self.lib.tbc_session_free(self.session)
+        self.session = self.lib.tbc_session_create(self.module, 4096, ctypes.byref(self.error))
+        self.check(self.session)
+        return self._forward(tokens)
+
+    def step(self, token):
+        return self._forward([token])
+
+
+class LlamaCppEngine:
+    def __init__(self, spec):
+        import llama_cpp
+        self.llama_cpp = llama_cpp
+        self.llm = llama_cpp.Llama(model_path=spec["gguf"], n_ctx=2048, n_batch=512, n_ubatch=512,
+                         n_threads=spec["threads"], n_threads_batch=spec["threads"],
+                         logits_all=False, verbose=False)
+
+    def last(self):
+        # The last token's logits from llama.cpp itself: with logits_all off,
+        # llama-cpp-python 0.3 leaves its own `scores` at zero.
+        ptr = self.llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).copy()
+
+    def logits(self, tokens):
+        self.llm.reset()
+        self.llm.eval(tokens)
+        return self.last()
+
+    def step(self, token):
+        self.llm.eval([token])
+        return self.last()
+
+
+class TorchEngine:
+    def __init__(self, spec):
+        import torch
+        from transformers import LlamaForCausalLM
+        torch.set_num_threads(spec["threads"])
+        self.torch = torch
+        dtype = torch.float32 if spec["dtype"] == "f32" else torch.bfloat16
+        self.model = LlamaForCausalLM.from_pretrained(spec["weights"], dtype=dtype).eval()
+        if spec["compile"]:
+            self.model.forward = torch.compile(self.model.forward, dynamic=True)
+        self.past = None
+
+    def _run(self, tokens, past):
+        with self.torch.inference_mode():
+            out = self.model(self.torch.tensor([tokens]), past_key_values=past, use_cache=True)
+        self.past = out.past_key_values
+        return out.logits[0, -1].float().numpy()
+
+    def logits(self, tokens):
+        return self._run(tokens, None)
+
+    def step(self, token):
+        return self._run([token], self.past)
+
+
+ENGINES = {"tbc": TbcEngine, "llama.cpp": LlamaCppEngine, "eager": TorchEngine,
+           "compile": TorchEngine}
+
+
+def worker(name, spec, conn):
+    os.environ.setdefault("OMP_NUM_THREADS", str(spec["threads"]))
+    try:
+        engine = ENGINES[name](spec)
+        conn.send(("ready", True))
+        while True:
+            cmd, arg = conn.recv()
+            if cmd == "quit":
+                return
+            if cmd == "logits":  # prefill logits of a prompt, for the checks
+                conn.send(("ok", engine.logits(arg)))
+            elif cmd == "time":  # (prompt, decode): seconds of each
+                prompt, decode = arg
+                t0 = time.perf_counter()
+                last = engine.logits(prompt)
+                prefill = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                for _ in range(decode):
+                    last = engine.step(int(np.argmax(last)))
+                conn.send(("ok", (prefill, time.perf_counter() - t0)))
+    except Exception as e:  # reported to the parent, which goes on without it
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+class Process:
+    def __init__(self, name, spec):
+        self.name = name
+        self.conn, child = mp.Pipe()
+        self.proc = mp.get_context("spawn").Process(target=worker, args=(name, spec, child))
+        self.proc.start()
+        self.ok = self.recv() is not None
+
+    def recv(self):
+        status, value = self.conn.recv()
+        if status == "error":
+            print(f"  {self.name}: {value}", file=sys.stderr)
+            return None
+        return value
+
+    def ask(self, cmd, arg):
+        if not self.ok:
+            return None
+        self.conn.send((cmd, arg))
+        value = self.recv()
+        self.ok = value is not None
+        return value
+
+    def close(self):
+        if self.proc.is_alive():
+            try:
+                self.conn.send(("quit", None))
+            except OSError:
+                pass
+            self.proc.join(5)
+            if self.proc.is_alive():
+                self.proc.kill()
+
+
+def read_bandwidth(threads):
+    """GB/s of a multi-threaded read of 1 GiB (torch.sum), best of 5."""
+    import torch
+    torch.set_num_threads(threads)
+    a = torch.ones(2**28, dtype=torch.float32)
+    best = 0.0
+    for _ in range(5):
+        t0 = time.perf_counter()
+        a.sum()
+        best = max(best, a.numel() * 4 / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1024,2048,4096", help="hidden sizes (of 1024, 2048, 4096)")
+    p.add_argument("--dtypes", default="f32,bf16", help="weight precisions: f32, bf16")
+    p.add_argument("--prompts", default="64,512", help="prefill lengths")
+    p.add_argument("--decode", type=int, default=32, help="decode steps after a 64-token prompt")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--engines", default="tbc,llama.cpp,eager,compile")
+    p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--csv", help="also write the medians here")
+    a = p.parse_args()
+    import torch
+    import transformers
+
+    model_name, ext = host_cpu()
+    engines = a.engines.split(",")
+    prompts = [int(x) for x in a.prompts.split(",")]
+    bandwidth = read_bandwidth(a.threads)
+    print(f"host: {model_name}, {os.cpu_count()} cores, {' '.join(ext)}; {a.threads} threads; "
+          f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5)")
+    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    if "llama.cpp" in engines:
+        import llama_cpp
+        versions += f", llama-cpp-python {llama_cpp.__version__}"
+    print(versions + f"; tbc --cpu {a.cpu}; {a.rounds} interleaved rounds, medians")
+    rows = []
+    rng = np.random.default_rng(1)
+    for hidden in [int(x) for x in a.sizes.split(",")]:
+        for dtype in a.dtypes.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = os.path.join(tmp, "hf")
+                config = make_model(hidden, dtype, folder)
+                module = os.path.join(tmp, "m.tbcm")
+                subprocess.run([os.path.join(a.build, "bin", "tbc"), "compile", folder,
+                                "--dtype", dtype, "--cpu", a.cpu, "-o", module], check=True,
+                               stderr=subprocess.DEVNULL)
+                spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
+                            libtbc=os.path.join(a.build, "lib", "libtbc.so"),
+                            gguf=os.path.join(tmp, "m.gguf"), compile=False)
+                if "llama.cpp" in engines:
+                    write_gguf(folder, config, dtype, spec["gguf"])
+                procs = [Process(e, dict(spec, compile=e == "compile")) for e in engines]
+                params = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+                             if f.endswith(".safetensors")) / (2 if dtype == "bf16" else 4)
+                weight_bytes = (params - VOCAB * hidden) * (2 if dtype == "bf16" else 4)
+                flops_per_token = 2 * (params - VOCAB * hidden)
+                print(f"\n== hidden {hidden}, {config.num_hidden_layers} layers, {dtype} weights, "
+                      f"{params / 1e6:.0f} M params")
+
+                # Same model: prefill logits against eager transformers.
+                check = rng.integers(3, VOCAB, 16).tolist()
+                ref = procs[engines.index("eager")].ask("logits", check) if "eager" in engines else None
+                for proc in procs:
+                    got = proc.ask("logits", check)
+                    if ref is not None and got is not None and proc.name != "eager":
+                        d = np.abs(got - ref).max() / np.abs(ref).max()
+                        print(f"  {proc.name:9s} last-position logits vs transformers: max|d|/max|ref| = {d:.1e}")
+
+                times = {(e, P): [] for e in engines for P in prompts}
+                decodes = {e: [] for e in engines}
+                # Warm-up (torch.compile compiles here), then interleaved rounds.
+                for r in range(a.rounds + 1):
+                    for P in prompts:
+                        prompt = rng.integers(3, VOCAB, P).tolist()
+                        for proc in procs:
+                            t = proc.ask("time", (prompt, a.decode if P == 64 else 0))
+                            if t and r > 0:
+                                times[(proc.name, P)].append(P / t[0])
+                                if P == 64:
+                                    decodes[proc.name].append(a.decode / t[1])
+                for proc in procs:
+                    proc.close()
+
+            med = lambda v: statistics.median(v) if v else float("nan")
+            base = {e: med(decodes[e]) for e in engines}
+            for P in prompts:
+                line = f"  prefill {P:4d}:"
+                for e in engines:
+                    line += f"  {e} {med(times[(e, P)]):7.1f}"
+                print(line + "  tok/s")
+            print("  decode  64+%d:" % a.decode + "".join(f"  {e} {base[e]:7.1f}" for e in engines) + "  tok/s")
+            roof = bandwidth * 1e9 / weight_bytes
+            print(f"  roofline decode {roof:.1f} tok/s ({weight_bytes / 1e6:.0f} MB of weights per token)")
+            t = "tbc"
+            for peer in engines[1:]:
+                ratios = [f"prefill {P}: {med(times[(t, P)]) / med(times[(peer, P)]):.2f}" for P in prompts]
+                print(f"  tbc / {peer:9s}: " + ", ".join(ratios) +
+                      f", decode: {base[t] / base[peer]:.2f}")
+            if t in engines:
+                print(f"  tbc decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
+                      + ", ".join(f"{P}: {med(times[(t, P)]) * flops_per_token / 1e9:.0f} GFLOP/s"
+                                  for P in prompts))
+            for e in engines:
+                rows.append([hidden, dtype, e] + [med(times[(e, P)]) for P in prompts] + [base[e]])
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write("hidden,dtype,engine," + ",".join(f"prefill{P}" for P in prompts) + ",decode\n")
+            for r in rows:
+                f.write(",".join(str(x) for x in r) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,14 +1,21 @@
 //===- ThreadPool.h - a few persistent workers for row-parallel kernels ---===//
 //
 // Kernels run for microseconds, so threads are started once and woken per
-// call; the calling thread takes part 0 itself.
+// call; the calling thread takes part 0 itself. A decode step is some 25
+// kernel calls of tens of microseconds each, and a futex wake-up costs
+// about as much, so workers and the caller first spin for a while
+// on the generation and pending counters, and only then sleep on the
+// condition variables (TBC_SPIN_US sets how long).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TBC_RUNTIME_THREADPOOL_H
 #define TBC_RUNTIME_THREADPOOL_H
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,7 +32,7 @@ public:
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
     }
     wake_.notify_all();
     for (std::thread &t : workers_)
@@ -49,13 +56,15 @@ public:
     {
       std::lock_guard<std::mutex> lock(mutex_);
       task_ = &fn;
-      pending_ = unsigned(workers_.size());
-      ++generation_;
+      pending_.store(unsigned(workers_.size()), std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     fn(0);
+    if (spinUntil([this] { return pending_.load(std::memory_order_acquire) == 0; }))
+      return;
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   }
 
   /// One pool per process, as wide as the machine.
@@ -65,25 +74,61 @@ public:
   }
 
 private:
+  /// Spins until `ready()` or spinTime() has passed; whether it became ready.
+  template <typename Ready> static bool spinUntil(Ready ready) {
+    auto start = std::chrono::steady_clock::now();
+    while (true) {
+      for (int i = 0; i < 64; ++i) {
+        if (ready())
+          return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (std::chrono::steady_clock::now() - start > spinTime())
+        return false;
+    }
+  }
+
   void work(unsigned index) {
     uint64_t seen = 0;
     while (true) {
+      spinUntil([&] {
+        return generation_.load(std::memory_order_acquire) != seen ||
+               stop_.load(std::memory_order_relaxed);
+      });
       const std::function<void(unsigned)> *task;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_)
+        wake_.wait(lock, [&] {
+          return stop_.load(std::memory_order_relaxed) ||
+                 generation_.load(std::memory_order_relaxed) != seen;
+        });
+        if (stop_.load(std::memory_order_relaxed))
           return;
-        seen = generation_;
+        seen = generation_.load(std::memory_order_relaxed);
         task = task_;
       }
       (*task)(index);
-      {
+      // The last worker to finish wakes a caller that stopped spinning; it
+      // takes the mutex so that the wake-up cannot fall between the
+      // caller's check and its sleep.
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (--pending_ == 0)
-          done_.notify_one();
+        done_.notify_one();
       }
     }
+  }
+
+  /// How long to spin before sleeping: 200 us, or TBC_SPIN_US (0: sleep
+  /// at once, for machines whose cores are shared with other work).
+  static std::chrono::microseconds spinTime() {
+    static const std::chrono::microseconds t{[] {
+      const char *env = std::getenv("TBC_SPIN_US");
+      long v = env ? std::strtol(env, nullptr, 10) : 200;
+      return v < 0 ? 0L : v;
+    }()};
+    return t;
   }
 
   std::vector<std::thread> workers_;
@@ -91,9 +136,9 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(unsigned)> *task_ = nullptr;
-  unsigned pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<unsigned> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 } // namespace tbc::rt

@@ -25,6 +25,8 @@ using namespace mlir;
 // block length plus the number of blocks, not with the whole reduction
 // (a sequential sum over 5632 products drifts by ~1e-5 relative).
 static constexpr int64_t kBlockK = 128;
+// Independent accumulator sets of a single-row (decode) tile.
+static constexpr int64_t kDecodeUnroll = 4;
 
 void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                           Value acc, Value colBegin, Value colEnd, const CpuTile &shape) {
@@ -43,10 +45,11 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   };
   Value zero = idx(b, 0);
   Value rows = memref::DimOp::create(b, loc, x, 1);
-  auto roundDown = [&](Value v, int64_t m) -> Value {
+  auto roundDownIn = [&](OpBuilder &ob, Value v, int64_t m) -> Value {
     return arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, v, idx(b, m)), idx(b, m));
+        ob, loc, arith::DivUIOp::create(ob, loc, v, idx(ob, m)), idx(ob, m));
   };
+  auto roundDown = [&](Value v, int64_t m) { return roundDownIn(b, v, m); };
   // Token rows in tiles of shape.rows, the rest one at a time (two tile
   // shapes, not more: each is a big unrolled loop, and LLVM's time grows
   // with them).
@@ -99,27 +102,67 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
         ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
                                cb.getIndexAttr(kPanelWidth)},
         unit(3));
-    auto kLoop = scf::ForOp::create(
-        cb, loc, k0, k1, idx(cb, 1), inits,
-        [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
-          SmallVector<Value> ws, next;
-          for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
-            // bf16 panels are widened in registers: half the bytes from memory.
-            Value w = vector::LoadOp::create(kb, loc, weightVec, panel,
-                                             ValueRange{kk, idx(kb, h * kVector)});
-            if (weightVec != vecType)
-              w = arith::ExtFOp::create(kb, loc, vecType, w);
-            ws.push_back(w);
-          }
-          for (int64_t i = 0; i < r; ++i) {
-            Value xs = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
-            Value xb = vector::BroadcastOp::create(kb, loc, vecType, xs);
-            for (int64_t h = 0; h < kVectorsPerPanel; ++h)
-              next.push_back(vector::FMAOp::create(
-                  kb, loc, xb, ws[h], accs[i * kVectorsPerPanel + h]));
-          }
-          scf::YieldOp::create(kb, loc, next);
-        });
+    // One k step of the tile into the accumulators `accs` (r x vectors).
+    auto kStep = [&](OpBuilder &kb, Value kk, ValueRange accs) {
+      SmallVector<Value> ws, next;
+      for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+        // bf16 panels are widened in registers: half the bytes from memory.
+        Value w = vector::LoadOp::create(kb, loc, weightVec, panel,
+                                         ValueRange{kk, idx(kb, h * kVector)});
+        if (weightVec != vecType)
+          w = arith::ExtFOp::create(kb, loc, vecType, w);
+        ws.push_back(w);
+      }
+      for (int64_t i = 0; i < r; ++i) {
+        Value xs = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
+        Value xb = vector::BroadcastOp::create(kb, loc, vecType, xs);
+        for (int64_t h = 0; h < kVectorsPerPanel; ++h)
+          next.push_back(vector::FMAOp::create(kb, loc, xb, ws[h],
+                                               accs[i * kVectorsPerPanel + h]));
+      }
+      return next;
+    };
+    SmallVector<Value> sums;
+    if (r == 1) {
+      // A single row (decode) has only kVectorsPerPanel accumulators: each
+      // k step would wait on the previous one's FMA (4 cycles) and cap the
+      // weight stream well below memory bandwidth. kDecodeUnroll k steps
+      // go to their own accumulators, summed after the loop.
+      int64_t n = kVectorsPerPanel;
+      Value kMain = arith::AddIOp::create(
+          cb, loc, k0,
+          roundDownIn(cb, arith::SubIOp::create(cb, loc, k1, k0), kDecodeUnroll));
+      SmallVector<Value> unrolledInits(kDecodeUnroll * n, init);
+      auto unrolled = scf::ForOp::create(
+          cb, loc, k0, kMain, idx(cb, kDecodeUnroll), unrolledInits,
+          [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
+            SmallVector<Value> next;
+            for (int64_t u = 0; u < kDecodeUnroll; ++u) {
+              Value ku = arith::AddIOp::create(kb, loc, kk, idx(kb, u));
+              llvm::append_range(next, kStep(kb, ku, accs.slice(u * n, n)));
+            }
+            scf::YieldOp::create(kb, loc, next);
+          });
+      SmallVector<Value> partial(unrolled.getResults().take_front(n));
+      auto tail = scf::ForOp::create(
+          cb, loc, kMain, k1, idx(cb, 1), partial,
+          [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
+            scf::YieldOp::create(kb, loc, kStep(kb, kk, accs));
+          });
+      for (int64_t h = 0; h < n; ++h) {
+        Value sum = tail.getResult(h);
+        for (int64_t u = 1; u < kDecodeUnroll; ++u)
+          sum = arith::AddFOp::create(cb, loc, sum, unrolled.getResult(u * n + h));
+        sums.push_back(sum);
+      }
+    } else {
+      auto kLoop = scf::ForOp::create(
+          cb, loc, k0, k1, idx(cb, 1), inits,
+          [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
+            scf::YieldOp::create(kb, loc, kStep(kb, kk, accs));
+          });
+      llvm::append_range(sums, kLoop.getResults());
+    }
     Value panelCol = arith::MulIOp::create(cb, loc, p, idx(cb, kPanelWidth));
     for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
       Value col = arith::AddIOp::create(cb, loc, panelCol, idx(cb, h * kVector));
@@ -132,8 +175,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       for (int64_t i = 0; i < r; ++i) {
         SmallVector<Value, 3> at{zero, tokenRows[i], col};
         Value old = vector::MaskedLoadOp::create(cb, loc, vecType, acc, at, mask, init);
-        Value sum = arith::AddFOp::create(cb, loc, old,
-                                          kLoop.getResult(i * kVectorsPerPanel + h));
+        Value sum = arith::AddFOp::create(cb, loc, old, sums[i * kVectorsPerPanel + h]);
         vector::MaskedStoreOp::create(cb, loc, acc, at, mask, sum);
       }
     }
