@@ -33,6 +33,11 @@ using namespace tbc::rt::detail;
 namespace {
 using KernelFn = void (*)(void **);
 
+// A projection over fewer rows than this per core splits by output columns:
+// with rows split, each core would stream the whole weight for a few rows
+// (a batch of 8 decodes on 2 cores: 4 rows each, below the register tile).
+constexpr int64_t kColumnSplitRows = 16;
+
 class CpuExecutor final : public DeviceExecutor {
 public:
   ~CpuExecutor() override {
@@ -46,6 +51,7 @@ public:
     return true; // the kernels read the bound weights where they are
   }
   std::unique_ptr<DeviceSession> newSession(const Module &module, int64_t capacity) override;
+  bool forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) override;
 
   void *library = nullptr;
   int memfd = -1;
@@ -59,6 +65,10 @@ public:
         caches_(module.impl().buffers.size()) {}
   bool forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
                int64_t past, std::vector<float> &logits, std::string &error) override;
+  /// One launch sequence over the rows of every chunk (CpuSessions of one
+  /// module): attention runs per sequence on its own cache, every other
+  /// kernel once over all rows.
+  static bool runBatch(std::vector<SequenceChunk> &chunks, std::string &error);
 
 private:
   /// Makes every key/value cache hold at least `positions` rows. The caches
@@ -163,13 +173,36 @@ bool CpuSession::growCaches(int64_t positions, std::string &error) {
   return true;
 }
 
+bool CpuExecutor::forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
+  return CpuSession::runBatch(chunks, error);
+}
+
 bool CpuSession::forward(const std::vector<int32_t> &tokens,
-                         const std::vector<int32_t> &positions, int64_t position_,
+                         const std::vector<int32_t> &positions, int64_t past,
                          std::vector<float> &logits, std::string &error) {
-  const Module::Impl &im = module_.impl();
+  std::vector<SequenceChunk> one{SequenceChunk{this, &tokens, positions, past, &logits}};
+  return runBatch(one, error);
+}
+
+bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
+  auto sessionOf = [&](size_t i) { return static_cast<CpuSession *>(chunks[i].session); };
+  CpuSession &first = *sessionOf(0);
+  const Module::Impl &im = first.module_.impl();
+  // The chunks' rows, one after another: tokens, positions, row offsets.
+  std::vector<int32_t> tokens, positions;
+  std::vector<int64_t> rowBegin;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    rowBegin.push_back(int64_t(tokens.size()));
+    tokens.insert(tokens.end(), chunks[i].tokens->begin(), chunks[i].tokens->end());
+    positions.insert(positions.end(), chunks[i].positions.begin(), chunks[i].positions.end());
+    if (!sessionOf(i)->growCaches(chunks[i].past + int64_t(chunks[i].tokens->size()), error))
+      return false;
+  }
   int64_t T = int64_t(tokens.size());
-  if (!growCaches(position_ + T, error))
-    return false;
+  std::vector<float> &logits = *chunks[0].logits;
+  std::vector<Session::KernelTime> *profile = first.profile;
+  auto &spare_ = first.spare_;
+  const CpuExecutor &executor_ = first.executor_;
 
   // Activation buffers are allocated on first write and recycled after
   // their last reader (views keep their root alive).
@@ -195,8 +228,14 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
   // query width per row and cached position.
   auto stepWork = [&](size_t s, int64_t rows) {
     const Step &step = im.steps[s];
-    if (!step.caches.empty())
-      return rows * (position_ + rows) * im.buffers[step.args.back().id].width;
+    if (!step.caches.empty()) {
+      int64_t work = 0;
+      for (const SequenceChunk &c : chunks) {
+        int64_t n = int64_t(c.tokens->size());
+        work += n * (c.past + n) * im.buffers[step.args.back().id].width;
+      }
+      return work;
+    }
     return rows * im.stepWeightElements[s];
   };
 
@@ -231,7 +270,10 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
     // Runs the kernel on rows [row0, row0 + rows) of the chunk and, for a
     // projection, on its output columns [col0, col1).
     const Module::Impl::Split &split = im.splits[step.kernel];
-    auto launch = [&](int64_t row0, int64_t rows, int64_t col0, int64_t col1) {
+    // `chunk`: the sequence whose caches an attention step reads and
+    // appends to (its rows are [row0, row0 + rows)).
+    auto launch = [&](int64_t row0, int64_t rows, int64_t col0, int64_t col1,
+                      size_t chunk) {
       int64_t range[2] = {col0, col1};
       std::vector<std::vector<int64_t>> descs;
       auto desc = [&](const void *data, int64_t offset,
@@ -270,7 +312,8 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
       }
       for (int c : step.caches) {
         int64_t w = im.buffers[c].width;
-        desc(caches_[c].data(), 0, {position_ + T, w}, {w, 1});
+        desc(sessionOf(chunk)->caches_[c].data(), 0, {chunks[chunk].past + rows, w},
+             {w, 1});
       }
       if (split.units)
         desc(range, 0, {2}, {1});
@@ -283,28 +326,48 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
       std::fprintf(stderr, "tbc: step %zu: %s\n", s,
                    im.kernelNames[step.kernel].c_str());
     // Row-independent kernels split a long chunk across the cores by rows;
-    // projections split a short one (decoding a token) by output columns,
-    // each core reading its share of the weight (shares start on whole
-    // weight panels); attention splits by key/value heads, each core
-    // appending and attending over its heads' share of the cache.
+    // projections split a short one (decoding a token, or a batch of
+    // decodes: fewer than kColumnSplitRows rows a core) by output columns,
+    // each core reading its share of the weight once for all rows (shares
+    // start on whole weight panels); attention splits by key/value heads,
+    // each core appending and attending over its heads' share of the
+    // cache, or, batched, by sequences.
     unsigned parts = pool.size();
     auto started = std::chrono::steady_clock::now();
-    if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts)) {
+    auto boundary = [&](unsigned part) {
+      return part == parts ? split.units
+                           : split.units * part / parts / split.align * split.align;
+    };
+    bool columnSplit = parts > 1 && split.units >= int64_t(parts) * split.align &&
+                       stepWork(s, T) >= kSplitMinWork;
+    if (!step.caches.empty()) {
+      // Attention: each sequence on its own cache. One sequence splits by
+      // key/value heads; several go to the cores whole, round robin.
+      auto sequence = [&](size_t c, int64_t col0, int64_t col1) {
+        launch(rowBegin[c], int64_t(chunks[c].tokens->size()), col0, col1, c);
+      };
+      if (chunks.size() == 1 && columnSplit)
+        pool.run([&](unsigned part) { sequence(0, boundary(part), boundary(part + 1)); });
+      else if (chunks.size() > 1 && parts > 1 && stepWork(s, T) >= kSplitMinWork)
+        pool.run([&](unsigned part) {
+          for (size_t c = part; c < chunks.size(); c += parts)
+            sequence(c, 0, split.units);
+        });
+      else
+        for (size_t c = 0; c < chunks.size(); ++c)
+          sequence(c, 0, split.units);
+    } else if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts) &&
+               !(split.units && columnSplit && T < kColumnSplitRows * int64_t(parts))) {
       pool.run([&](unsigned part) {
         int64_t begin = T * part / parts, end = T * (part + 1) / parts;
-        launch(begin, end - begin, 0, split.units);
+        launch(begin, end - begin, 0, split.units, 0);
       });
-    } else if (parts > 1 && split.units >= int64_t(parts) * split.align &&
-               stepWork(s, T) >= kSplitMinWork) {
-      auto boundary = [&](unsigned part) {
-        return part == parts ? split.units
-                             : split.units * part / parts / split.align * split.align;
-      };
+    } else if (columnSplit) {
       pool.run([&](unsigned part) {
-        launch(0, T, boundary(part), boundary(part + 1));
+        launch(0, T, boundary(part), boundary(part + 1), 0);
       });
     } else {
-      launch(0, T, 0, split.units);
+      launch(0, T, 0, split.units, 0);
     }
     if (profile) {
       (*profile)[step.kernel].seconds += std::chrono::duration<double>(
@@ -323,6 +386,13 @@ bool CpuSession::forward(const std::vector<int32_t> &tokens,
         }
       }
   }
-  logits = std::move(acts[im.output]);
+  // The logits by sequence: the first chunk's are the front rows.
+  std::vector<float> &all = acts[im.output];
+  int64_t vocab = im.buffers[im.output].width;
+  for (size_t c = chunks.size(); c-- > 1;)
+    chunks[c].logits->assign(all.begin() + rowBegin[c] * vocab,
+                             all.begin() + (rowBegin[c] + int64_t(chunks[c].tokens->size())) * vocab);
+  all.resize(size_t(int64_t(chunks[0].tokens->size()) * vocab));
+  logits = std::move(all);
   return true;
 }

@@ -39,9 +39,30 @@ protected:
   std::vector<Session::KernelTime> *profile = nullptr;
 };
 
+/// One sequence's share of a batched forward: its session, its tokens at
+/// `positions` after `past` cached positions, and where its logits go
+/// ([tokens.size(), vocab] floats).
+struct SequenceChunk {
+  DeviceSession *session;
+  const std::vector<int32_t> *tokens;
+  std::vector<int32_t> positions;
+  int64_t past;
+  std::vector<float> *logits;
+};
+
 class DeviceExecutor {
 public:
   virtual ~DeviceExecutor() = default;
+  /// Runs several sequences (distinct sessions of this executor) as one
+  /// batch. By default one forward per sequence; an executor that can do
+  /// better (the CPU's: one launch sequence over all rows, so projections
+  /// read each weight once per step) overrides it.
+  virtual bool forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
+    for (SequenceChunk &c : chunks)
+      if (!c.session->forward(*c.tokens, c.positions, c.past, *c.logits, error))
+        return false;
+    return true;
+  }
   /// Loads the module's code for the parsed manifest (`module.impl()`).
   virtual bool load(const ModuleFile &file, const Module &module, std::string &error) = 0;
   /// Takes the bound weights (after the bind-time transforms); the executor

@@ -378,29 +378,92 @@ void Session::clearProfile() {
 
 bool Session::forward(const std::vector<int32_t> &tokens,
                       std::vector<float> &logits, std::string &error) {
-  // One session is one sequence: two threads running it at once would
-  // interleave their positions in the cache.
-  if (busy_.exchange(true)) {
-    error = "this session is already running a forward on another thread; "
-            "use one session per thread";
+  std::vector<std::vector<float>> out(1);
+  out[0].swap(logits); // its capacity is reused for the logits
+  bool ok = forwardBatch({this}, {tokens}, out, error);
+  logits.swap(out[0]);
+  return ok;
+}
+
+bool Session::forwardBatch(const std::vector<Session *> &sessions,
+                           const std::vector<std::vector<int32_t>> &tokens,
+                           std::vector<std::vector<float>> &logits, std::string &error) {
+  if (sessions.empty() || sessions.size() != tokens.size()) {
+    error = "a batch needs one token list per session (" + std::to_string(sessions.size()) +
+            " sessions, " + std::to_string(tokens.size()) + " token lists)";
     return false;
   }
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (!sessions[i] || &sessions[i]->module_ != &sessions[0]->module_) {
+      error = "every session of a batch must belong to the same module";
+      return false;
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (sessions[j] == sessions[i]) {
+        error = "a session appears twice in the batch (" + std::to_string(j) + " and " +
+                std::to_string(i) + "); one sequence cannot take two steps at once";
+        return false;
+      }
+  }
+  // One session is one sequence: two threads running it at once would
+  // interleave their positions in the cache.
+  size_t claimed = 0;
   struct Release {
-    std::atomic<bool> &flag;
-    ~Release() { flag = false; }
-  } release{busy_};
+    const std::vector<Session *> &sessions;
+    size_t &n;
+    ~Release() {
+      for (size_t i = 0; i < n; ++i)
+        sessions[i]->busy_ = false;
+    }
+  } release{sessions, claimed};
+  for (; claimed < sessions.size(); ++claimed)
+    if (sessions[claimed]->busy_.exchange(true)) {
+      error = "this session is already running a forward on another thread; "
+              "use one session per thread";
+      return false;
+    }
+  auto prefix = [&](size_t i) {
+    return sessions.size() > 1 ? "sequence " + std::to_string(i) + " of the batch: "
+                               : std::string();
+  };
   try {
-    return run(tokens, logits, error);
+    for (size_t i = 0; i < sessions.size(); ++i)
+      if (!sessions[i]->check(tokens[i], error)) {
+        error = prefix(i) + error;
+        return false;
+      }
+    logits.resize(sessions.size());
+    std::vector<SequenceChunk> chunks;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      Session &s = *sessions[i];
+      std::vector<int32_t> positions(tokens[i].size());
+      for (size_t j = 0; j < positions.size(); ++j)
+        positions[j] = int32_t(s.position_ + int64_t(j));
+      chunks.push_back(SequenceChunk{s.executorSession_.get(), &tokens[i],
+                                     std::move(positions), s.position_, &logits[i]});
+    }
+    // Everything device-specific (code, caches, launches) is the executor's.
+    if (!sessions[0]->module_.impl().device->forwardBatch(chunks, error))
+      return false;
+    bool ok = true;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      std::string why;
+      if (!sessions[i]->finish(int64_t(tokens[i].size()), logits[i], why) && ok) {
+        error = prefix(i) + why;
+        ok = false;
+      }
+    }
+    return ok;
   } catch (const std::bad_alloc &) {
-    error = "out of memory running " + std::to_string(tokens.size()) + " tokens";
+    error = "out of memory running a batch of " + std::to_string(sessions.size()) +
+            " sequence(s)";
   } catch (const std::exception &e) {
     error = std::string("internal error: ") + e.what();
   }
   return false;
 }
 
-bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
-                  std::string &error) {
+bool Session::check(const std::vector<int32_t> &tokens, std::string &error) const {
   const Module::Impl &im = module_.impl();
   if (!module_.bound()) {
     error = im.deviceError.empty() ? "no weights are bound to the module" : im.deviceError;
@@ -428,12 +491,10 @@ bool Session::run(const std::vector<int32_t> &tokens, std::vector<float> &logits
               std::to_string(module_.vocabSize()) + ")";
       return false;
     }
-  std::vector<int32_t> positions(static_cast<size_t>(T), 0);
-  for (int64_t i = 0; i < T; ++i)
-    positions[i] = int32_t(position_ + i);
-  // Everything device-specific (code, caches, launches) is the executor's.
-  if (!executorSession_->forward(tokens, positions, position_, logits, error))
-    return false;
+  return true;
+}
+
+bool Session::finish(int64_t T, const std::vector<float> &logits, std::string &error) {
   position_ += T;
   // NaN or infinite logits would make greedy decoding print token 0 forever.
   if (size_t i = firstNonFinite(logits.data(), logits.size()); i < logits.size()) {

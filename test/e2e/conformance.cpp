@@ -163,6 +163,62 @@ int main(int argc, char **argv) {
     }
   }
   report("decode", worst);
+
+  // Batched (Session::forwardBatch): three sequences of the same tokens on
+  // different schedules share every step: A prefills the whole prompt then
+  // decodes, B takes one token a step from the start (a decode next to A's
+  // prefill), C prefills the prompt in two halves. Each position's logits
+  // must match transformers' as the single-sequence runs do.
+  {
+    int64_t T = int64_t(tokens.size()), length = T + int64_t(generated.size()) - 1;
+    auto tokenAt = [&](int64_t p) { return p < T ? tokens[p] : generated[p - T]; };
+    auto expectAt = [&](int64_t p) {
+      return p < T ? ref.data() + p * vocab : decodeRef.data() + (p + 1 - T) * vocab;
+    };
+    std::vector<std::vector<int64_t>> schedules(3);
+    schedules[0].push_back(T);
+    schedules[2] = {T / 2, T - T / 2};
+    for (auto &chunks : schedules) {
+      int64_t done = 0;
+      for (int64_t c : chunks)
+        done += c;
+      while (done < length)
+        chunks.push_back(1), ++done;
+    }
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (int i = 0; i < 3; ++i)
+      sessions.push_back(std::make_unique<Session>(*module));
+    double batchWorst = 0;
+    for (size_t step = 0;; ++step) {
+      std::vector<Session *> active;
+      std::vector<std::vector<int32_t>> stepTokens;
+      for (int i = 0; i < 3; ++i) {
+        if (step >= schedules[i].size())
+          continue;
+        std::vector<int32_t> chunk;
+        for (int64_t p = sessions[i]->position(); int64_t(chunk.size()) < schedules[i][step]; ++p)
+          chunk.push_back(tokenAt(p));
+        active.push_back(sessions[i].get());
+        stepTokens.push_back(std::move(chunk));
+      }
+      if (active.empty())
+        break;
+      std::vector<int64_t> starts;
+      for (Session *a : active)
+        starts.push_back(a->position());
+      std::vector<std::vector<float>> out;
+      if (!Session::forwardBatch(active, stepTokens, out, error)) {
+        std::fprintf(stderr, "error: batch step %zu: %s\n", step, error.c_str());
+        return 1;
+      }
+      for (size_t j = 0; j < active.size(); ++j)
+        for (size_t r = 0; r < stepTokens[j].size(); ++r)
+          batchWorst = std::max(batchWorst, relError(out[j].data() + r * vocab,
+                                                     expectAt(starts[j] + int64_t(r)),
+                                                     size_t(vocab)));
+    }
+    report("batch", batchWorst);
+  }
   if (differ == 0 && withinMargin == 0)
     std::printf("greedy   same tokens as transformers\n");
   else if (differ == 0)

@@ -27,7 +27,7 @@ using namespace tbc::rt;
 static const char *kUsage =
     "USAGE: tbc bench MODULE.tbcm [--weights DIR|FILE.safetensors | "
     "--random-weights [--seed N]]\n"
-    "                 [--prompt N] [--decode N] [--repeat N] [--profile]\n\n"
+    "                 [--prompt N] [--decode N] [--batch B] [--repeat N] [--profile]\n\n"
     "Times prefill of an N-token prompt and greedy decoding of N more\n"
     "tokens through the KV cache, best of --repeat runs, and compares decode\n"
     "with its roofline: memory bandwidth (measured now) / weight bytes read\n"
@@ -36,6 +36,9 @@ static const char *kUsage =
     "  --random-weights    deterministic random weights (--seed N, default 0)\n"
     "  --prompt N          prompt length (default 128, capped by the model)\n"
     "  --decode N          decode steps (default 32)\n"
+    "  --batch B           B sequences at once (default 1): their prompts in\n"
+    "                      one batched prefill, then decode steps over all B\n"
+    "                      (Session::forwardBatch); tokens/s counts all B\n"
     "  --repeat N          runs of each, best is reported (default 3)\n"
     "  --profile           time every kernel call and print where prefill and\n"
     "                      decode spend their time, per kernel\n";
@@ -115,7 +118,7 @@ static int fail(const std::string &message) {
 int tbc::rt::benchCommand(int argc, char **argv) {
   std::string modulePath;
   WeightChoice w;
-  int64_t prompt = 128, decode = 32, repeat = 3;
+  int64_t prompt = 128, decode = 32, repeat = 3, batch = 1;
   bool profile = false;
   OptionReader opts(argc, argv);
   while (opts.next()) {
@@ -131,6 +134,9 @@ int tbc::rt::benchCommand(int argc, char **argv) {
     } else if (opts.is("--decode")) {
       if (!opts.number(decode, 0, limits::kMaxPositions))
         return fail("--decode needs a non-negative integer");
+    } else if (opts.is("--batch")) {
+      if (!opts.number(batch, 1, 1024))
+        return fail("--batch needs an integer from 1 to 1024");
     } else if (opts.is("--profile")) {
       profile = true;
     } else if (opts.is("--repeat")) {
@@ -171,7 +177,6 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   double bandwidth = measureReadBandwidth();
   Module::TokenCost cost = module->tokenCost();
   double bestPrefill = 1e300, bestDecode = 1e300;
-  std::vector<float> logits;
   std::vector<Session::KernelTime> prefillProfile, decodeProfile;
   auto accumulate = [](std::vector<Session::KernelTime> &into, Session &session) {
     const std::vector<Session::KernelTime> &p = session.profile();
@@ -184,27 +189,43 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       }
     session.clearProfile();
   };
+  // B sequences (--batch): prompts of the same length (each its own
+  // tokens) prefilled in one batched step, then decode steps over all B.
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(batch), tokens);
+  for (int64_t i = 1; i < batch; ++i)
+    std::rotate(prompts[i].begin(), prompts[i].begin() + i % prompt, prompts[i].end());
+  int64_t vocab = module->vocabSize();
+  std::vector<std::vector<float>> out;
   for (int64_t r = 0; r < repeat; ++r) {
-    Session session(*module);
-    session.setProfiling(profile);
+    std::vector<std::unique_ptr<Session>> owned;
+    std::vector<Session *> sessions;
+    for (int64_t i = 0; i < batch; ++i) {
+      owned.push_back(std::make_unique<Session>(*module));
+      owned.back()->setProfiling(profile);
+      sessions.push_back(owned.back().get());
+    }
     auto t0 = Clock::now();
-    if (!session.forward(tokens, logits, error))
+    if (!Session::forwardBatch(sessions, prompts, out, error))
       return fail(error);
     bestPrefill = std::min(bestPrefill, secondsSince(t0));
     if (profile)
-      accumulate(prefillProfile, session);
+      accumulate(prefillProfile, *sessions[0]);
     if (decode == 0)
       continue;
-    int32_t next = tokens.back();
+    std::vector<std::vector<int32_t>> next(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i)
+      next[i] = {prompts[i].back()};
     auto t1 = Clock::now();
     for (int64_t d = 0; d < decode; ++d) {
-      if (!session.forward({next}, logits, error))
+      if (!Session::forwardBatch(sessions, next, out, error))
         return fail(error);
-      next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      for (int64_t i = 0; i < batch; ++i)
+        next[i] = {int32_t(std::max_element(out[i].begin(), out[i].begin() + vocab) -
+                           out[i].begin())};
     }
     bestDecode = std::min(bestDecode, secondsSince(t1));
     if (profile)
-      accumulate(decodeProfile, session);
+      accumulate(decodeProfile, *sessions[0]);
   }
 
   bandwidth = std::max(bandwidth, measureReadBandwidth());
@@ -214,17 +235,31 @@ int tbc::rt::benchCommand(int argc, char **argv) {
               cost.weightBytes / 1e6, ThreadPool::shared().size());
   std::printf("  memory bandwidth  %8.2f GB/s (streaming read, all cores, best of 10 now)\n",
               bandwidth / 1e9);
-  std::printf("  prefill %5lld tokens  %9.3f ms  %9.1f tokens/s  %7.2f GFLOP/s in projections\n",
-              (long long)prompt, bestPrefill * 1e3, double(prompt) / bestPrefill,
-              cost.matmulFlops * double(prompt) / bestPrefill / 1e9);
+  int64_t prefillTokens = prompt * batch;
+  std::printf("  prefill %5lld tokens  %9.3f ms  %9.1f tokens/s  %7.2f GFLOP/s in projections%s\n",
+              (long long)prefillTokens, bestPrefill * 1e3, double(prefillTokens) / bestPrefill,
+              cost.matmulFlops * double(prefillTokens) / bestPrefill / 1e9,
+              batch > 1 ? (" (" + std::to_string(batch) + " prompts in one batch)").c_str()
+                        : "");
   if (decode > 0) {
-    double perToken = bestDecode / double(decode);
+    double perStep = bestDecode / double(decode);
     double roofline = bandwidth / cost.weightBytes;
-    std::printf("  decode  %5lld tokens  %9.3f ms/token  %7.1f tokens/s\n",
-                (long long)decode, perToken * 1e3, 1.0 / perToken);
-    std::printf("  decode roofline   %9.1f tokens/s (bandwidth / bytes per token): "
-                "tbc at %.2fx of it\n",
-                roofline, (1.0 / perToken) / roofline);
+    if (batch == 1) {
+      std::printf("  decode  %5lld tokens  %9.3f ms/token  %7.1f tokens/s\n",
+                  (long long)decode, perStep * 1e3, 1.0 / perStep);
+      std::printf("  decode roofline   %9.1f tokens/s (bandwidth / bytes per token): "
+                  "tbc at %.2fx of it\n",
+                  roofline, (1.0 / perStep) / roofline);
+    } else {
+      // A batched step reads the weights once for all B sequences: the
+      // roofline is on steps, not tokens.
+      std::printf("  decode  %5lld steps x %lld sequences  %9.3f ms/step  %7.1f tokens/s\n",
+                  (long long)decode, (long long)batch, perStep * 1e3,
+                  double(batch) / perStep);
+      std::printf("  decode roofline   %9.1f steps/s (bandwidth / weight bytes): "
+                  "tbc at %.2fx of it\n",
+                  roofline, (1.0 / perStep) / roofline);
+    }
   }
   if (profile) {
     printProfile("prefill", prefillProfile, repeat);

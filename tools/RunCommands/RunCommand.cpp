@@ -26,12 +26,17 @@ static const char *kUsage =
     "               [--generate N] [--max-tokens N]\n\n"
     "Runs a compiled module on one or more token sequences.\n"
     "  --weights PATH      bind weights from a safetensors file, a sharded\n"
-    "                      index, or a Hugging Face folder (by name; bf16/f16\n"
-    "                      are converted to f32)\n"
+    "                      index, or a Hugging Face folder (by name; f32,\n"
+    "                      bf16 or f16, converted to how the module stores\n"
+    "                      weights: a 16-bit checkpoint for a module of that\n"
+    "                      type is bound as it is, never widened)\n"
     "  --random-weights    deterministic random weights (--seed N, default 0)\n"
     "  --tokens LIST       comma-separated token ids of one sequence\n"
     "  --tokens-file FILE  one sequence per line (ids separated by commas or\n"
-    "                      spaces); several lines run as a batch\n"
+    "                      spaces); the lines run as one batch: one prefill\n"
+    "                      step over all prompts, one decode step over all\n"
+    "                      sequences still generating (each weight read once\n"
+    "                      per step)\n"
     "  --output FILE.npy   logits as float32: [seq, vocab] for one sequence,\n"
     "                      [batch, seq, vocab] for equal-length sequences\n"
     "  --generate N        greedy decoding of N new tokens after the prompt,\n"
@@ -167,55 +172,82 @@ int tbc::rt::runCommand(int argc, char **argv) {
   int64_t prefillTokens = 0, decodeTokens = 0;
   std::vector<float> allLogits;
   int64_t vocab = module->vocabSize();
-  for (const std::vector<int32_t> &seq : batch) {
-    Session session(*module, maxTokens);
-    std::vector<float> logits;
-    auto t0 = Clock::now();
-    if (!session.forward(seq, logits, error))
-      return fail(error);
-    prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
-    prefillTokens += int64_t(seq.size());
-    allLogits.insert(allLogits.end(), logits.begin(), logits.end());
-    if (generate > 0) {
-      std::vector<int32_t> generated;
-      int32_t next = int32_t(argmax(logits.data() + (seq.size() - 1) * vocab, vocab));
-      // Positions the sequence may reach: the session's and the model's.
-      int64_t room = std::min(session.capacity(), module->positionLimit());
-      std::string stopped;
-      bool failed = false;
-      for (int64_t g = 0; g < generate; ++g) {
-        generated.push_back(next);
+  // The lines run as one batch (Session::forwardBatch): one prefill step
+  // over every prompt, then one decode step over every sequence still
+  // generating, each weight read once per step for all of them.
+  size_t n = batch.size();
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<Session *> all;
+  for (size_t i = 0; i < n; ++i) {
+    sessions.push_back(std::make_unique<Session>(*module, maxTokens));
+    all.push_back(sessions.back().get());
+  }
+  std::vector<std::vector<float>> logits(n);
+  auto t0 = Clock::now();
+  if (!Session::forwardBatch(all, batch, logits, error))
+    return fail(error);
+  prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  for (size_t i = 0; i < n; ++i) {
+    prefillTokens += int64_t(batch[i].size());
+    allLogits.insert(allLogits.end(), logits[i].begin(), logits[i].end());
+  }
+  if (generate > 0) {
+    std::vector<std::vector<int32_t>> generated(n);
+    std::vector<int32_t> next(n);
+    std::vector<std::string> stopped(n);
+    for (size_t i = 0; i < n; ++i)
+      next[i] = int32_t(argmax(logits[i].data() + (batch[i].size() - 1) * vocab, vocab));
+    // Positions a sequence may reach: the session's and the model's.
+    int64_t room = std::min(sessions[0]->capacity(), module->positionLimit());
+    std::string failure;
+    for (int64_t g = 0; g < generate && failure.empty(); ++g) {
+      std::vector<Session *> step;
+      std::vector<size_t> which;
+      std::vector<std::vector<int32_t>> stepTokens;
+      for (size_t i = 0; i < n; ++i) {
+        if (!stopped[i].empty())
+          continue;
+        generated[i].push_back(next[i]);
         if (g + 1 == generate)
-          break;
-        if (session.position() >= room) {
-          stopped = "generation stopped after " + std::to_string(g + 1) + " of " +
-                    std::to_string(generate) + " tokens: the sequence reached " +
-                    std::to_string(room) + " positions, " +
-                    (room == session.capacity() ? "the session's capacity (--max-tokens)"
-                                                : "the model's position table");
-          break;
+          continue;
+        if (sessions[i]->position() >= room) {
+          stopped[i] = "generation stopped after " + std::to_string(g + 1) + " of " +
+                       std::to_string(generate) + " tokens: the sequence reached " +
+                       std::to_string(room) + " positions, " +
+                       (room == sessions[i]->capacity()
+                            ? "the session's capacity (--max-tokens)"
+                            : "the model's position table");
+          continue;
         }
-        auto t1 = Clock::now();
-        if (!session.forward({next}, logits, error)) {
-          stopped = "generation stopped after " + std::to_string(g + 1) +
-                    " tokens: " + error;
-          failed = true;
-          break;
-        }
-        decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
-        ++decodeTokens;
-        next = int32_t(argmax(logits.data(), vocab));
+        step.push_back(all[i]);
+        which.push_back(i);
+        stepTokens.push_back({next[i]});
       }
+      if (step.empty())
+        break;
+      std::vector<std::vector<float>> stepLogits;
+      auto t1 = Clock::now();
+      if (!Session::forwardBatch(step, stepTokens, stepLogits, error)) {
+        failure = "generation stopped after " + std::to_string(g + 1) + " tokens: " + error;
+        break;
+      }
+      decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
+      decodeTokens += int64_t(step.size());
+      for (size_t j = 0; j < which.size(); ++j)
+        next[which[j]] = int32_t(argmax(stepLogits[j].data(), vocab));
+    }
+    for (size_t i = 0; i < n; ++i) {
       std::string ids;
-      for (int32_t t : generated)
+      for (int32_t t : generated[i])
         ids += (ids.empty() ? "" : ",") + std::to_string(t);
       std::printf("generated: %s\n", ids.c_str());
-      std::fflush(stdout);
-      if (failed)
-        return fail(stopped);
-      if (!stopped.empty())
-        std::fprintf(stderr, "tbc run: %s\n", stopped.c_str());
     }
+    std::fflush(stdout);
+    if (!failure.empty())
+      return fail(failure);
+    for (const std::string &why : stopped)
+      if (!why.empty())
+        std::fprintf(stderr, "tbc run: %s\n", why.c_str());
   }
   std::fprintf(stderr, "prefill: %lld tokens in %.3f ms (%.1f tokens/s)\n",
                (long long)prefillTokens, prefillSeconds * 1e3,

@@ -111,6 +111,18 @@ public:
   /// when a logit comes out non-finite (the logits are still filled then).
   bool forward(const std::vector<int32_t> &tokens, std::vector<float> &logits,
                std::string &error);
+  /// Runs several sequences at once: `tokens[i]` after everything
+  /// `sessions[i]` has seen, `logits[i]` receiving [tokens[i].size(),
+  /// vocab] floats. Lengths may differ (a prompt's prefill can share a step
+  /// with other sequences' decodes); sessions must be distinct and of one
+  /// module, and any may join or leave between calls. On the CPU the batch
+  /// is one launch sequence over all rows, so a projection reads its weight
+  /// once per call, not once per sequence. Checks every sequence as
+  /// forward() does before running any; on failure no position advances
+  /// (except that a non-finite logit is reported after the step).
+  static bool forwardBatch(const std::vector<Session *> &sessions,
+                           const std::vector<std::vector<int32_t>> &tokens,
+                           std::vector<std::vector<float>> &logits, std::string &error);
   int64_t position() const { return position_; }
   int64_t capacity() const { return capacity_; }
   void reset() { position_ = 0; }
@@ -128,8 +140,11 @@ public:
   void clearProfile();
 
 private:
-  bool run(const std::vector<int32_t> &tokens, std::vector<float> &logits,
-           std::string &error);
+  /// Whether `tokens` can run next (bound module, ids, positions, capacity).
+  bool check(const std::vector<int32_t> &tokens, std::string &error) const;
+  /// Advances past `n` tokens whose logits were just computed; fails on a
+  /// non-finite logit.
+  bool finish(int64_t n, const std::vector<float> &logits, std::string &error);
 
   const Module &module_;
   int64_t capacity_;
