@@ -4,6 +4,8 @@
 
 #include "CommandLine.h"
 #include "tbc/Runtime/Runtime.h"
+#include "tbc/Runtime/Sampler.h"
+#include "tbc/Support/Json.h"
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/Limits.h"
 #include "tbc/Support/Npy.h"
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 using namespace tbc;
 using namespace tbc::rt;
@@ -23,7 +26,7 @@ static const char *kUsage =
     "USAGE: tbc run MODULE.tbcm (--weights DIR|FILE.safetensors | "
     "--random-weights [--seed N])\n"
     "               (--tokens 1,2,3 | --tokens-file FILE) [--output logits.npy]\n"
-    "               [--generate N] [--max-tokens N]\n\n"
+    "               [--generate N [sampling options]] [--max-tokens N]\n\n"
     "Runs a compiled module on one or more token sequences.\n"
     "  --weights PATH      bind weights from a safetensors file, a sharded\n"
     "                      index, or a Hugging Face folder (by name; f32,\n"
@@ -42,7 +45,21 @@ static const char *kUsage =
     "  --generate N        greedy decoding of N new tokens after the prompt,\n"
     "                      through the KV cache; prints 'generated: a,b,...'\n"
     "  --max-tokens N      positions a sequence may reach (default: the\n"
-    "                      model's maximum)\n";
+    "                      model's maximum)\n"
+    "Generation (greedy unless --temperature is above 0; as transformers'\n"
+    "generate(): repetition penalty, then temperature, top-k, top-p):\n"
+    "  --temperature T     sample from softmax(logits / T) (default 0: greedy)\n"
+    "  --top-k K           only the K most likely tokens (default 0: all)\n"
+    "  --top-p P           only the most likely tokens up to probability P\n"
+    "                      (default 1: all)\n"
+    "  --repetition-penalty R  divide the logits of tokens already in the\n"
+    "                      sequence by R (multiply when negative; default 1)\n"
+    "  --sample-seed N     seed of the draws (default 0); sequence i of a\n"
+    "                      batch draws with seed N + i\n"
+    "  --stop-token ID     stop a sequence when it generates ID (repeatable;\n"
+    "                      default: eos_token_id of the weights folder's\n"
+    "                      generation_config.json, else its config.json)\n"
+    "  --ignore-eos        never stop before --generate tokens\n";
 
 static int fail(const std::string &message) {
   std::fprintf(stderr, "tbc run: error: %s\n", message.c_str());
@@ -72,8 +89,52 @@ static bool parseTokens(const std::string &text, std::vector<int32_t> &out,
   return true;
 }
 
-static size_t argmax(const float *row, int64_t n) {
-  return size_t(std::max_element(row, row + n) - row);
+/// The end-of-sequence ids of a Hugging Face folder (`eos_token_id`, a
+/// number or a list, of generation_config.json, else of config.json);
+/// empty when neither names one. `weights` may be the folder or a file in it.
+static bool readStopTokens(const std::string &weights, std::vector<int32_t> &out,
+                           std::string &error) {
+  struct stat st;
+  std::string dir = weights;
+  if (::stat(weights.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    size_t slash = weights.find_last_of('/');
+    dir = slash == std::string::npos ? "." : weights.substr(0, slash);
+  }
+  for (const char *name : {"generation_config.json", "config.json"}) {
+    std::string path = dir + "/" + name, text;
+    if (::stat(path.c_str(), &st) != 0)
+      continue;
+    if (std::string why = readRegularFile(path, limits::kConfigJson.maxBytes, text);
+        !why.empty()) {
+      error = why;
+      return false;
+    }
+    json::ParseError pe;
+    std::optional<json::Value> doc = json::parse(text, pe, limits::kConfigJson);
+    if (!doc || !doc->isObject()) {
+      error = path + ":" + std::to_string(pe.pos.line) + ":" + std::to_string(pe.pos.column) +
+              ": invalid JSON: " + (doc ? "expected an object" : pe.message);
+      return false;
+    }
+    const json::Value *eos = doc->get("eos_token_id");
+    if (!eos || eos->isNull())
+      continue;
+    std::vector<const json::Value *> ids;
+    if (eos->isArray())
+      for (const json::Value &v : eos->elements())
+        ids.push_back(&v);
+    else
+      ids.push_back(eos);
+    for (const json::Value *v : ids) {
+      if (!v->isNumber() || !v->isInteger() || v->asInt() < 0 || v->asInt() > INT32_MAX) {
+        error = path + ": field 'eos_token_id' must be a token id or a list of them";
+        return false;
+      }
+      out.push_back(int32_t(v->asInt()));
+    }
+    return true;
+  }
+  return true;
 }
 
 bool tbc::rt::bindModuleWeights(Module &module, const std::string &weights,
@@ -95,6 +156,14 @@ int tbc::rt::runCommand(int argc, char **argv) {
   std::string modulePath, tokensArg, tokensFile, output;
   WeightChoice w;
   int64_t generate = 0, maxTokens = 0;
+  SamplingOptions sampling;
+  std::vector<int32_t> stopTokens;
+  bool ignoreEos = false, stopGiven = false;
+  auto real = [](const std::string &text, double &out) {
+    char *end = nullptr;
+    out = std::strtod(text.c_str(), &end);
+    return !text.empty() && *end == '\0';
+  };
   OptionReader opts(argc, argv);
   while (opts.next()) {
     if (opts.is("--help") || opts.is("-h")) {
@@ -115,6 +184,29 @@ int tbc::rt::runCommand(int argc, char **argv) {
     } else if (opts.is("--generate")) {
       if (!opts.number(generate))
         return fail("--generate needs a non-negative integer");
+    } else if (opts.is("--temperature") || opts.is("--top-p") ||
+               opts.is("--repetition-penalty")) {
+      std::string name = opts.arg(), text;
+      double v = 0;
+      if (!opts.value(text) || !real(text, v))
+        return fail(name + " needs a number");
+      (name == "--temperature" ? sampling.temperature
+       : name == "--top-p"     ? sampling.topP
+                               : sampling.repetitionPenalty) = v;
+    } else if (opts.is("--top-k")) {
+      if (!opts.number(sampling.topK))
+        return fail("--top-k needs a non-negative integer");
+    } else if (opts.is("--sample-seed")) {
+      if (!opts.number(sampling.seed))
+        return fail("--sample-seed needs a non-negative integer");
+    } else if (opts.is("--stop-token")) {
+      int64_t id = 0;
+      if (!opts.number(id, 0, INT32_MAX))
+        return fail("--stop-token needs a token id");
+      stopTokens.push_back(int32_t(id));
+      stopGiven = true;
+    } else if (opts.is("--ignore-eos")) {
+      ignoreEos = true;
     } else if (opts.is("--max-tokens")) {
       if (!opts.number(maxTokens, 0, limits::kMaxPositions))
         return fail("--max-tokens needs an integer in [0, " +
@@ -129,6 +221,14 @@ int tbc::rt::runCommand(int argc, char **argv) {
     return fail("give exactly one of --weights PATH and --random-weights");
   if (tokensArg.empty() == tokensFile.empty())
     return fail("give exactly one of --tokens and --tokens-file");
+  if (std::string why = sampling.check(); !why.empty())
+    return fail(why);
+  std::string stopError;
+  if (!stopGiven && !ignoreEos && !w.path.empty() &&
+      !readStopTokens(w.path, stopTokens, stopError))
+    return fail(stopError);
+  if (ignoreEos)
+    stopTokens.clear();
   // Checked before any work: an output must not destroy an input.
   if (!output.empty())
     if (std::string why = checkOutputPath(output, {modulePath, w.path, tokensFile});
@@ -192,11 +292,17 @@ int tbc::rt::runCommand(int argc, char **argv) {
     allLogits.insert(allLogits.end(), logits[i].begin(), logits[i].end());
   }
   if (generate > 0) {
-    std::vector<std::vector<int32_t>> generated(n);
+    std::vector<std::vector<int32_t>> generated(n), seen(batch);
     std::vector<int32_t> next(n);
     std::vector<std::string> stopped(n);
-    for (size_t i = 0; i < n; ++i)
-      next[i] = int32_t(argmax(logits[i].data() + (batch[i].size() - 1) * vocab, vocab));
+    std::vector<Sampler> samplers;
+    for (size_t i = 0; i < n; ++i) {
+      SamplingOptions o = sampling;
+      o.seed += i;
+      samplers.emplace_back(o);
+      next[i] = samplers[i].next(logits[i].data() + (batch[i].size() - 1) * vocab, vocab,
+                                 seen[i]);
+    }
     // Positions a sequence may reach: the session's and the model's.
     int64_t room = std::min(sessions[0]->capacity(), module->positionLimit());
     std::string failure;
@@ -208,6 +314,13 @@ int tbc::rt::runCommand(int argc, char **argv) {
         if (!stopped[i].empty())
           continue;
         generated[i].push_back(next[i]);
+        seen[i].push_back(next[i]);
+        if (std::find(stopTokens.begin(), stopTokens.end(), next[i]) != stopTokens.end()) {
+          stopped[i] = "sequence " + std::to_string(i) + " ended at stop token " +
+                       std::to_string(next[i]) + " after " + std::to_string(g + 1) +
+                       " token(s)";
+          continue;
+        }
         if (g + 1 == generate)
           continue;
         if (sessions[i]->position() >= room) {
@@ -234,7 +347,7 @@ int tbc::rt::runCommand(int argc, char **argv) {
       decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
       decodeTokens += int64_t(step.size());
       for (size_t j = 0; j < which.size(); ++j)
-        next[which[j]] = int32_t(argmax(stepLogits[j].data(), vocab));
+        next[which[j]] = samplers[which[j]].next(stepLogits[j].data(), vocab, seen[which[j]]);
     }
     for (size_t i = 0; i < n; ++i) {
       std::string ids;
