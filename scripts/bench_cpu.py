@@ -155,8 +155,10 @@ class TbcEngine:
         lib.tbc_module_vocab_size.argtypes = [vp]
         lib.tbc_session_create.restype = vp
         lib.tbc_session_create.argtypes = [vp, ctypes.c_int64, err]
-        lib.tbc_session_forward.argtypes = [vp, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64,
-                                            ctypes.POINTER(ctypes.c_float), err]
+        # The last position's logits only, as llama.cpp (logits_all off)
+        # and generation compute them.
+        lib.tbc_session_forward_last.argtypes = [vp, ctypes.POINTER(ctypes.c_int32),
+                                                 ctypes.c_int64, ctypes.POINTER(ctypes.c_float), err]
         lib.tbc_session_free.argtypes = [vp]
         self.lib, self.error = lib, ctypes.c_char_p()
         self.module = lib.tbc_module_load(spec["module"].encode(), ctypes.byref(self.error))
@@ -172,11 +174,11 @@ class TbcEngine:
 
     def _forward(self, tokens):
         ids = (ctypes.c_int32 * len(tokens))(*tokens)
-        out = np.empty((len(tokens), self.vocab), np.float32)
-        self.check(self.lib.tbc_session_forward(
+        out = np.empty(self.vocab, np.float32)
+        self.check(self.lib.tbc_session_forward_last(
             self.session, ids, len(tokens), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
             ctypes.byref(self.error)) != 0)
-        return out[-1]
+        return out
 
     def logits(self, tokens):
         if self.session:
@@ -227,7 +229,8 @@ class TorchEngine:
 
     def _run(self, tokens, past):
         with self.torch.inference_mode():
-            out = self.model(self.torch.tensor([tokens]), past_key_values=past, use_cache=True)
+            out = self.model(self.torch.tensor([tokens]), past_key_values=past, use_cache=True,
+                             logits_to_keep=1)
         self.past = out.past_key_values
         return out.logits[0, -1].float().numpy()
 

@@ -61,6 +61,11 @@ tbc_session *tbc_session_create(const tbc_module *module, int64_t capacity,
  * capacity, and non-finite logits (logits are written then too). */
 int tbc_session_forward(tbc_session *session, const int32_t *tokens, int64_t n,
                         float *logits, char **error);
+/* As tbc_session_forward, but logits receives the last token's vocab floats
+ * only: what generation needs, and cheaper for a prompt (the layers' work
+ * after the last attention runs for the last position alone). */
+int tbc_session_forward_last(tbc_session *session, const int32_t *tokens, int64_t n,
+                             float *logits, char **error);
 /* Positions seen so far, or -1 for a bad handle. */
 int64_t tbc_session_position(const tbc_session *session);
 /* NULL is accepted and ignored. */

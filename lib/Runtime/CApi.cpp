@@ -168,8 +168,8 @@ tbc_session *tbc_session_create(const tbc_module *module, int64_t capacity,
   });
 }
 
-int tbc_session_forward(tbc_session *session, const int32_t *tokens, int64_t n,
-                        float *logits, char **error) {
+static int forwardImpl(tbc_session *session, const int32_t *tokens, int64_t n,
+                       float *logits, char **error, tbc::rt::LogitRows rows) {
   return guard(error, 0, [&] {
     if (!isLive(session)) {
       setError(error, kBadSession);
@@ -187,14 +187,25 @@ int tbc_session_forward(tbc_session *session, const int32_t *tokens, int64_t n,
     std::string why;
     std::vector<float> &out = session->logits;
     bool ok = session->session.forward(std::vector<int32_t>(tokens, tokens + n),
-                                       out, why);
+                                       out, why, rows);
     // Non-finite logits are an error that still delivers the logits.
-    if (out.size() == size_t(n) * size_t(session->module->vocabSize()))
+    size_t wanted = rows == tbc::rt::LogitRows::Last ? 1 : size_t(n);
+    if (out.size() == wanted * size_t(session->module->vocabSize()))
       std::memcpy(logits, out.data(), out.size() * sizeof(float));
     if (!ok)
       setError(error, why);
     return ok ? 1 : 0;
   });
+}
+
+int tbc_session_forward(tbc_session *session, const int32_t *tokens, int64_t n,
+                        float *logits, char **error) {
+  return forwardImpl(session, tokens, n, logits, error, tbc::rt::LogitRows::All);
+}
+
+int tbc_session_forward_last(tbc_session *session, const int32_t *tokens, int64_t n,
+                             float *logits, char **error) {
+  return forwardImpl(session, tokens, n, logits, error, tbc::rt::LogitRows::Last);
 }
 
 int64_t tbc_session_position(const tbc_session *session) {

@@ -51,7 +51,8 @@ public:
     return true; // the kernels read the bound weights where they are
   }
   std::unique_ptr<DeviceSession> newSession(const Module &module, int64_t capacity) override;
-  bool forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) override;
+  bool forwardBatch(std::vector<SequenceChunk> &chunks, LogitRows rows,
+                    std::string &error) override;
 
   void *library = nullptr;
   int memfd = -1;
@@ -68,7 +69,8 @@ public:
   /// One launch sequence over the rows of every chunk (CpuSessions of one
   /// module): attention runs per sequence on its own cache, every other
   /// kernel once over all rows.
-  static bool runBatch(std::vector<SequenceChunk> &chunks, std::string &error);
+  static bool runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRows,
+                       std::string &error);
 
 private:
   /// Makes every key/value cache hold at least `positions` rows. The caches
@@ -173,18 +175,20 @@ bool CpuSession::growCaches(int64_t positions, std::string &error) {
   return true;
 }
 
-bool CpuExecutor::forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
-  return CpuSession::runBatch(chunks, error);
+bool CpuExecutor::forwardBatch(std::vector<SequenceChunk> &chunks, LogitRows rows,
+                               std::string &error) {
+  return CpuSession::runBatch(chunks, rows, error);
 }
 
 bool CpuSession::forward(const std::vector<int32_t> &tokens,
                          const std::vector<int32_t> &positions, int64_t past,
                          std::vector<float> &logits, std::string &error) {
   std::vector<SequenceChunk> one{SequenceChunk{this, &tokens, positions, past, &logits}};
-  return runBatch(one, error);
+  return runBatch(one, LogitRows::All, error);
 }
 
-bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
+bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRows,
+                          std::string &error) {
   auto sessionOf = [&](size_t i) { return static_cast<CpuSession *>(chunks[i].session); };
   CpuSession &first = *sessionOf(0);
   const Module::Impl &im = first.module_.impl();
@@ -203,6 +207,28 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, std::string &error
   std::vector<Session::KernelTime> *profile = first.profile;
   auto &spare_ = first.spare_;
   const CpuExecutor &executor_ = first.executor_;
+
+  // With only the last position's logits wanted, the steps after the last
+  // attention (row-independent: each row's output needs only that row) run
+  // on each sequence's last row alone, as runs of adjacent rows.
+  size_t tailBegin = im.steps.size();
+  if (logitRows == LogitRows::Last) {
+    tailBegin = 0;
+    for (size_t s = 0; s < im.steps.size(); ++s)
+      if (!im.steps[s].caches.empty())
+        tailBegin = s + 1;
+    for (size_t s = tailBegin; s < im.steps.size(); ++s)
+      if (!im.rowParallel[im.steps[s].kernel])
+        tailBegin = im.steps.size();
+  }
+  std::vector<std::pair<int64_t, int64_t>> lastRows; // [begin, end) runs
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    int64_t row = rowBegin[c] + int64_t(chunks[c].tokens->size()) - 1;
+    if (!lastRows.empty() && lastRows.back().second == row)
+      lastRows.back().second = row + 1;
+    else
+      lastRows.push_back({row, row + 1});
+  }
 
   // Activation buffers are allocated on first write and recycled after
   // their last reader (views keep their root alive).
@@ -356,6 +382,19 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, std::string &error
       else
         for (size_t c = 0; c < chunks.size(); ++c)
           sequence(c, 0, split.units);
+    } else if (s >= tailBegin) {
+      // Only the sequences' last rows: each core its share of the columns
+      // (or all of them) for every run of rows.
+      int64_t wanted = int64_t(chunks.size());
+      auto runs = [&](int64_t col0, int64_t col1) {
+        for (const auto &[begin, end] : lastRows)
+          launch(begin, end - begin, col0, col1, 0);
+      };
+      if (parts > 1 && split.units >= int64_t(parts) * split.align &&
+          stepWork(s, wanted) >= kSplitMinWork)
+        pool.run([&](unsigned part) { runs(boundary(part), boundary(part + 1)); });
+      else
+        runs(0, split.units);
     } else if (im.rowParallel[step.kernel] && parts > 1 && T >= 4 * int64_t(parts) &&
                !(split.units && columnSplit && T < kColumnSplitRows * int64_t(parts))) {
       pool.run([&](unsigned part) {
@@ -389,6 +428,17 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, std::string &error
   // The logits by sequence: the first chunk's are the front rows.
   std::vector<float> &all = acts[im.output];
   int64_t vocab = im.buffers[im.output].width;
+  if (logitRows == LogitRows::Last) {
+    for (size_t c = chunks.size(); c-- > 0;) {
+      int64_t row = rowBegin[c] + int64_t(chunks[c].tokens->size()) - 1;
+      std::vector<float> last(all.begin() + row * vocab, all.begin() + (row + 1) * vocab);
+      if (c == 0) {
+        logits = std::move(last);
+        return true;
+      }
+      chunks[c].logits->swap(last);
+    }
+  }
   for (size_t c = chunks.size(); c-- > 1;)
     chunks[c].logits->assign(all.begin() + rowBegin[c] * vocab,
                              all.begin() + (rowBegin[c] + int64_t(chunks[c].tokens->size())) * vocab);

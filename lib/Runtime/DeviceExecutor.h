@@ -57,10 +57,18 @@ public:
   /// batch. By default one forward per sequence; an executor that can do
   /// better (the CPU's: one launch sequence over all rows, so projections
   /// read each weight once per step) overrides it.
-  virtual bool forwardBatch(std::vector<SequenceChunk> &chunks, std::string &error) {
-    for (SequenceChunk &c : chunks)
+  /// `rows`: LogitRows::Last fills each chunk's logits with its last
+  /// position's only (by default computed in full, then cut).
+  virtual bool forwardBatch(std::vector<SequenceChunk> &chunks, LogitRows rows,
+                            std::string &error) {
+    for (SequenceChunk &c : chunks) {
       if (!c.session->forward(*c.tokens, c.positions, c.past, *c.logits, error))
         return false;
+      if (rows == LogitRows::Last && !c.logits->empty()) {
+        size_t vocab = c.logits->size() / c.tokens->size();
+        c.logits->erase(c.logits->begin(), c.logits->end() - long(vocab));
+      }
+    }
     return true;
   }
   /// Loads the module's code for the parsed manifest (`module.impl()`).

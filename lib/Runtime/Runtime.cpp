@@ -377,17 +377,18 @@ void Session::clearProfile() {
 }
 
 bool Session::forward(const std::vector<int32_t> &tokens,
-                      std::vector<float> &logits, std::string &error) {
+                      std::vector<float> &logits, std::string &error, LogitRows rows) {
   std::vector<std::vector<float>> out(1);
   out[0].swap(logits); // its capacity is reused for the logits
-  bool ok = forwardBatch({this}, {tokens}, out, error);
+  bool ok = forwardBatch({this}, {tokens}, out, error, rows);
   logits.swap(out[0]);
   return ok;
 }
 
 bool Session::forwardBatch(const std::vector<Session *> &sessions,
                            const std::vector<std::vector<int32_t>> &tokens,
-                           std::vector<std::vector<float>> &logits, std::string &error) {
+                           std::vector<std::vector<float>> &logits, std::string &error,
+                           LogitRows rows) {
   if (sessions.empty() || sessions.size() != tokens.size()) {
     error = "a batch needs one token list per session (" + std::to_string(sessions.size()) +
             " sessions, " + std::to_string(tokens.size()) + " token lists)";
@@ -443,12 +444,13 @@ bool Session::forwardBatch(const std::vector<Session *> &sessions,
                                      std::move(positions), s.position_, &logits[i]});
     }
     // Everything device-specific (code, caches, launches) is the executor's.
-    if (!sessions[0]->module_.impl().device->forwardBatch(chunks, error))
+    if (!sessions[0]->module_.impl().device->forwardBatch(chunks, rows, error))
       return false;
     bool ok = true;
     for (size_t i = 0; i < sessions.size(); ++i) {
       std::string why;
-      if (!sessions[i]->finish(int64_t(tokens[i].size()), logits[i], why) && ok) {
+      int64_t n = int64_t(tokens[i].size());
+      if (!sessions[i]->finish(n, rows == LogitRows::Last ? 1 : n, logits[i], why) && ok) {
         error = prefix(i) + why;
         ok = false;
       }
@@ -494,14 +496,15 @@ bool Session::check(const std::vector<int32_t> &tokens, std::string &error) cons
   return true;
 }
 
-bool Session::finish(int64_t T, const std::vector<float> &logits, std::string &error) {
+bool Session::finish(int64_t T, int64_t rows, const std::vector<float> &logits,
+                     std::string &error) {
   position_ += T;
   // NaN or infinite logits would make greedy decoding print token 0 forever.
   if (size_t i = firstNonFinite(logits.data(), logits.size()); i < logits.size()) {
     int64_t vocab = module_.vocabSize();
     error = "the forward produced a non-finite logit (" +
             std::string(std::isnan(logits[i]) ? "NaN" : "infinity") + ") at position " +
-            std::to_string(position_ - T + int64_t(i) / vocab) + ", vocabulary entry " +
+            std::to_string(position_ - rows + int64_t(i) / vocab) + ", vocabulary entry " +
             std::to_string(int64_t(i) % vocab) + "; the weights or activations overflow f32";
     return false;
   }

@@ -131,6 +131,34 @@ int main(int argc, char **argv) {
   }
   printf("two sessions on two threads: same logits as one after the other (10 rounds)\n");
 
+  /* tbc_session_forward_last: the prompt's last row only, the same values
+   * as that row of a full forward (within rounding: other kernels' splits). */
+  {
+    tbc_session *l = tbc_session_create(m, 0, &error);
+    float *last = malloc(sizeof(float) * vocab);
+    if (!l || !tbc_session_forward_last(l, kPrompt, PROMPT, last, &error)) {
+      fprintf(stderr, "FAIL: forward_last: %s\n", error ? error : "?");
+      ++failures;
+    } else {
+      double worst = 0, scale = 0;
+      for (int64_t v = 0; v < vocab; ++v) {
+        double d = last[v] - logits[(PROMPT - 1) * vocab + v];
+        worst = d < 0 ? (-d > worst ? -d : worst) : (d > worst ? d : worst);
+        double a = logits[(PROMPT - 1) * vocab + v];
+        scale = a < 0 ? (-a > scale ? -a : scale) : (a > scale ? a : scale);
+      }
+      if (worst > 1e-5 * scale || tbc_session_position(l) != PROMPT) {
+        fprintf(stderr, "FAIL: forward_last differs from the last row (%g)\n", worst);
+        ++failures;
+      } else {
+        printf("forward_last: the last row of a full forward\n");
+      }
+    }
+    EXPECT_ERROR("forward_last NULL logits", tbc_session_forward_last(l, kPrompt, 1, NULL, &error));
+    free(last);
+    tbc_session_free(l);
+  }
+
   /* Lifetimes: a session keeps its module; freed handles are errors. */
   tbc_module_free(m);
   if (tbc_module_vocab_size(m) != -1) {

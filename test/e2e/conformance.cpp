@@ -130,6 +130,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   report("prefill", relError(logits.data(), ref.data(), ref.size()));
+  // Only the last position's logits (LogitRows::Last: the steps after the
+  // last attention run on the last row alone), as generation asks for them.
+  {
+    Session last(*module);
+    if (!last.forward(tokens, logits, error, LogitRows::Last) ||
+        logits.size() != size_t(vocab)) {
+      std::fprintf(stderr, "error: last-position forward: %s\n", error.c_str());
+      return 1;
+    }
+    report("last", relError(logits.data(), ref.data() + (tokens.size() - 1) * vocab,
+                            size_t(vocab)));
+  }
 
   Session decode(*module);
   double worst = 0;

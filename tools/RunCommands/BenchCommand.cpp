@@ -28,7 +28,8 @@ static const char *kUsage =
     "USAGE: tbc bench MODULE.tbcm [--weights DIR|FILE.safetensors | "
     "--random-weights [--seed N]]\n"
     "                 [--prompt N] [--decode N] [--batch B] [--repeat N] [--profile]\n\n"
-    "Times prefill of an N-token prompt and greedy decoding of N more\n"
+    "Times prefill of an N-token prompt (logits of its last position, as\n"
+    "generation needs) and greedy decoding of N more\n"
     "tokens through the KV cache, best of --repeat runs, and compares decode\n"
     "with its roofline: memory bandwidth (measured now) / weight bytes read\n"
     "per token.\n"
@@ -205,7 +206,8 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       sessions.push_back(owned.back().get());
     }
     auto t0 = Clock::now();
-    if (!Session::forwardBatch(sessions, prompts, out, error))
+    // Generation needs the prompt's last logits only (LogitRows::Last).
+    if (!Session::forwardBatch(sessions, prompts, out, error, LogitRows::Last))
       return fail(error);
     bestPrefill = std::min(bestPrefill, secondsSince(t0));
     if (profile)

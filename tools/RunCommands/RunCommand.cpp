@@ -284,7 +284,10 @@ int tbc::rt::runCommand(int argc, char **argv) {
   }
   std::vector<std::vector<float>> logits(n);
   auto t0 = Clock::now();
-  if (!Session::forwardBatch(all, batch, logits, error))
+  // Without --output only the prompts' last positions need logits (the
+  // kernels after the last attention then run on those rows alone).
+  LogitRows rows = output.empty() ? LogitRows::Last : LogitRows::All;
+  if (!Session::forwardBatch(all, batch, logits, error, rows))
     return fail(error);
   prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
   for (size_t i = 0; i < n; ++i) {
@@ -300,7 +303,7 @@ int tbc::rt::runCommand(int argc, char **argv) {
       SamplingOptions o = sampling;
       o.seed += i;
       samplers.emplace_back(o);
-      next[i] = samplers[i].next(logits[i].data() + (batch[i].size() - 1) * vocab, vocab,
+      next[i] = samplers[i].next(logits[i].data() + logits[i].size() - size_t(vocab), vocab,
                                  seen[i]);
     }
     // Positions a sequence may reach: the session's and the model's.

@@ -89,6 +89,17 @@ private:
   std::shared_ptr<const json::Value> sourceConfig_;
 };
 
+/// Which positions a forward returns logits for.
+enum class LogitRows {
+  /// Every position: [tokens, vocab].
+  All,
+  /// The last position of each sequence only: [1, vocab]. What generation
+  /// needs; the kernels after the last attention (the last layer's output
+  /// projection and FFN, the final norm, the LM head: all row-independent)
+  /// then run on that row alone.
+  Last,
+};
+
 /// One sequence: its KV caches and how many positions it has seen.
 ///
 /// Threads: sessions of one module may run on different threads at once
@@ -110,7 +121,7 @@ public:
   /// the vocabulary or past the capacity, on running out of memory, and
   /// when a logit comes out non-finite (the logits are still filled then).
   bool forward(const std::vector<int32_t> &tokens, std::vector<float> &logits,
-               std::string &error);
+               std::string &error, LogitRows rows = LogitRows::All);
   /// Runs several sequences at once: `tokens[i]` after everything
   /// `sessions[i]` has seen, `logits[i]` receiving [tokens[i].size(),
   /// vocab] floats. Lengths may differ (a prompt's prefill can share a step
@@ -122,7 +133,8 @@ public:
   /// (except that a non-finite logit is reported after the step).
   static bool forwardBatch(const std::vector<Session *> &sessions,
                            const std::vector<std::vector<int32_t>> &tokens,
-                           std::vector<std::vector<float>> &logits, std::string &error);
+                           std::vector<std::vector<float>> &logits, std::string &error,
+                           LogitRows rows = LogitRows::All);
   int64_t position() const { return position_; }
   int64_t capacity() const { return capacity_; }
   void reset() { position_ = 0; }
@@ -142,9 +154,10 @@ public:
 private:
   /// Whether `tokens` can run next (bound module, ids, positions, capacity).
   bool check(const std::vector<int32_t> &tokens, std::string &error) const;
-  /// Advances past `n` tokens whose logits were just computed; fails on a
-  /// non-finite logit.
-  bool finish(int64_t n, const std::vector<float> &logits, std::string &error);
+  /// Advances past `n` tokens whose logits (of the last `rows` of them)
+  /// were just computed; fails on a non-finite logit.
+  bool finish(int64_t n, int64_t rows, const std::vector<float> &logits,
+              std::string &error);
 
   const Module &module_;
   int64_t capacity_;
