@@ -6,7 +6,8 @@ import lit.formats
 config.name = "tbc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures",
+                   "fixtures-bf16"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tbc_obj_root, "test")
 
@@ -15,6 +16,12 @@ config.environment["PATH"] = os.pathsep.join(
     [tools_path, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%tbc_src", config.tbc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.tbc_src_root, "examples")))
+
+# The Python package (build/python), run by the interpreter it was built for.
+if config.tbc_python:
+    config.available_features.add("python-package")
+    config.substitutions.append(("%tbc_python", config.tbc_python))
+    config.substitutions.append(("%tbc_pkg_dir", os.path.join(config.tbc_obj_root, "python")))
 
 # The CUDA path is checked without a GPU: ptxas assembles every PTX the
 # backend writes (CUDA's toolkit, /usr/local/cuda on every build machine).
