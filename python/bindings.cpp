@@ -97,9 +97,9 @@ std::vector<std::vector<int32_t>> generate(PyModule &m, std::vector<std::vector<
     for (size_t i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Session>(*m.module, capacity));
       sessions.push_back(owned.back().get());
-      SamplingOptions o = options;
-      o.seed += i;
-      samplers.emplace_back(o);
+      // The same seed for every sequence: a prompt samples the same
+      // continuation wherever it stands in the batch.
+      samplers.emplace_back(options);
     }
     int64_t vocab = m.module->vocabSize();
     std::vector<std::vector<float>> logits;

@@ -382,7 +382,18 @@ def main():
                 params = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                              if f.endswith(".safetensors")) / (2 if dtype == "bf16" else 4)
                 weight_bytes = (params - VOCAB * hidden) * (2 if dtype == "bf16" else 4)
-                flops_per_token = 2 * (params - VOCAB * hidden)
+                # FLOPs a prefill of P tokens needs when only the last
+                # position's logits are wanted (what every engine here does):
+                # all layers but the last in full, the last layer's QKV for
+                # every token, its output projection, FFN and the LM head for
+                # the last token only.
+                kv = config.num_key_value_heads * (hidden // config.num_attention_heads)
+                qkv = hidden * (hidden + 2 * kv)
+                rest = hidden * hidden + 3 * hidden * config.intermediate_size
+                layers = config.num_hidden_layers
+
+                def prefill_flops(P):
+                    return 2 * ((layers - 1) * P * (qkv + rest) + P * qkv + rest + VOCAB * hidden)
                 print(f"\n== hidden {hidden}, {config.num_hidden_layers} layers, {dtype} weights, "
                       f"{params / 1e6:.0f} M params")
 
@@ -429,8 +440,8 @@ def main():
                       f", decode: {base[t] / base[peer]:.2f}")
             if t in engines:
                 print(f"  tbc decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
-                      + ", ".join(f"{P}: {med(times[(t, P)]) * flops_per_token / 1e9:.0f} GFLOP/s "
-                                  f"({100 * med(times[(t, P)]) * flops_per_token / 1e9 / peak:.0f}% of "
+                      + ", ".join(f"{P}: {med(times[(t, P)]) / P * prefill_flops(P) / 1e9:.0f} GFLOP/s "
+                                  f"({100 * med(times[(t, P)]) / P * prefill_flops(P) / 1e9 / peak:.0f}% of "
                                   f"torch's f32 matmul)" for P in prompts))
             for e in engines:
                 rows.append([hidden, dtype, e] + [med(times[(e, P)]) for P in prompts] + [base[e]])

@@ -125,7 +125,8 @@ class Module:
                  repetition_penalty=1.0, seed=0, stop_tokens=None, capacity=0):
         """Continues a prompt (ids) or a list of prompts, batched, greedy unless
         temperature > 0 (then as transformers' generate(): repetition penalty,
-        temperature, top-k, top-p; prompt i draws with seed + i). Stops at
+        temperature, top-k, top-p; each prompt draws from `seed` wherever it
+        stands in the batch). Stops at
         max_new_tokens or a stop token (default: the bound folder's
         eos_token_id), which is kept. Returns the new ids: a list, or a list
         of lists for a list of prompts."""

@@ -78,6 +78,11 @@ def test_generate_greedy_and_batched(llama):
     a = module.generate(tokens, max_new_tokens=6, temperature=0.9, seed=3, stop_tokens=[])
     assert a == module.generate(tokens, max_new_tokens=6, temperature=0.9, seed=3, stop_tokens=[])
     assert module.generate(tokens, max_new_tokens=4, temperature=4, top_k=1) == want
+    # ... and across batch positions: a prompt samples the same continuation
+    # alone, first or last in a batch.
+    batch = module.generate([[7], tokens, tokens[:3], tokens], max_new_tokens=6, temperature=0.9,
+                            seed=3, stop_tokens=[])
+    assert batch[1] == a and batch[3] == a
 
 
 def test_stop_tokens_from_the_folder():

@@ -54,8 +54,9 @@ static const char *kUsage =
     "                      (default 1: all)\n"
     "  --repetition-penalty R  divide the logits of tokens already in the\n"
     "                      sequence by R (multiply when negative; default 1)\n"
-    "  --sample-seed N     seed of the draws (default 0); sequence i of a\n"
-    "                      batch draws with seed N + i\n"
+    "  --sample-seed N     seed of the draws (default 0); every sequence of a\n"
+    "                      batch draws its own stream from it, so a line\n"
+    "                      samples the same wherever it is in the file\n"
     "  --stop-token ID     stop a sequence when it generates ID (repeatable;\n"
     "                      default: eos_token_id of the weights folder's\n"
     "                      generation_config.json, else its config.json)\n"
@@ -300,9 +301,7 @@ int tbc::rt::runCommand(int argc, char **argv) {
     std::vector<std::string> stopped(n);
     std::vector<Sampler> samplers;
     for (size_t i = 0; i < n; ++i) {
-      SamplingOptions o = sampling;
-      o.seed += i;
-      samplers.emplace_back(o);
+      samplers.emplace_back(sampling);
       next[i] = samplers[i].next(logits[i].data() + logits[i].size() - size_t(vocab), vocab,
                                  seen[i]);
     }
