@@ -17,6 +17,11 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%tbc_src", config.tbc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.tbc_src_root, "examples")))
 
+# Under ASan+UBSan (scripts/test-sanitizers.sh) memory use is ASan's:
+# shadow memory and the quarantine of freed blocks.
+if config.tbc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
+
 # The Python package (build/python), run by the interpreter it was built for.
 if config.tbc_python:
     config.available_features.add("python-package")
