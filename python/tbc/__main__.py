@@ -54,7 +54,7 @@ def main(argv=None):
                               top_k=a.top_k, top_p=a.top_p, seed=a.seed)
     except tbc.Error as e:
         sys.exit(f"tbc: error: {e}")
-    print(a.prompt + decode(new))
+    print(decode(list(ids) + list(new)))
 
 
 if __name__ == "__main__":

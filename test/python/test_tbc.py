@@ -2,6 +2,7 @@
 python-package.test with the interpreter the package was built for)."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -109,3 +110,16 @@ def test_errors_raise(llama, tmp_path):
         module.generate([1], top_p=0)
     with pytest.raises(tbc.Error, match="integers"):
         module.forward(np.array([1.5]))
+
+
+def test_generate_text_needs_a_tokenizer():
+    """python -m tbc generate: without tokenizers/transformers it says what to
+    install and exits non-zero; with one, the fixture (no tokenizer files)
+    is refused by the tokenizer library, not by a crash in tbc."""
+    import importlib.util
+    have = any(importlib.util.find_spec(m) for m in ("transformers", "tokenizers"))
+    run = subprocess.run([sys.executable, "-m", "tbc", "generate", LLAMA, "--prompt", "hi"],
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    if not have:
+        assert "pip install tokenizers" in run.stderr
