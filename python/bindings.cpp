@@ -9,14 +9,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Runtime/Runtime.h"
-#include "tbc/Runtime/Sampler.h"
+#include "tbc/Runtime/Generate.h"
 #include "tbc/Support/Safetensors.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <memory>
 
 namespace py = pybind11;
@@ -73,64 +72,27 @@ void bind(PyModule &m, const std::string &path) {
     throw Error(error);
 }
 
-/// Greedy or sampled continuations of several prompts, batched: one
-/// prefill step over all prompts, then decode steps over the sequences
-/// still running. Each stops at max_new_tokens or a stop token (kept).
+/// Greedy or sampled continuations of several prompts, batched
+/// (BatchGenerator: the same generation `tbc run --generate` does).
 std::vector<std::vector<int32_t>> generate(PyModule &m, std::vector<std::vector<int32_t>> prompts,
-                                           int64_t maxNewTokens, const SamplingOptions &options,
-                                           const std::vector<int32_t> &stop, int64_t capacity) {
-  if (std::string why = options.check(); !why.empty())
+                                           const GenerationOptions &options) {
+  if (std::string why = options.sampling.check(); !why.empty())
     throw Error(why);
-  if (maxNewTokens < 0)
+  if (options.maxNewTokens < 0)
     throw Error("max_new_tokens must be >= 0");
-  size_t n = prompts.size();
-  std::vector<std::vector<int32_t>> out(n);
-  if (n == 0 || maxNewTokens == 0)
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  if (prompts.empty() || options.maxNewTokens == 0)
     return out;
   std::string error;
-  bool ok = true;
+  bool ok;
   {
     py::gil_scoped_release unlocked;
-    std::vector<std::unique_ptr<Session>> owned;
-    std::vector<Session *> sessions;
-    std::vector<Sampler> samplers;
-    for (size_t i = 0; i < n; ++i) {
-      owned.push_back(std::make_unique<Session>(*m.module, capacity));
-      sessions.push_back(owned.back().get());
-      // The same seed for every sequence: a prompt samples the same
-      // continuation wherever it stands in the batch.
-      samplers.emplace_back(options);
-    }
-    int64_t vocab = m.module->vocabSize();
-    std::vector<std::vector<float>> logits;
-    std::vector<Session *> active = sessions;
-    std::vector<size_t> which(n);
-    for (size_t i = 0; i < n; ++i)
-      which[i] = i;
-    std::vector<std::vector<int32_t>> seen = prompts, step = prompts;
-    while (!active.empty()) {
-      if (!(ok = Session::forwardBatch(active, step, logits, error, LogitRows::Last)))
-        break;
-      std::vector<Session *> next;
-      std::vector<size_t> nextWhich;
-      std::vector<std::vector<int32_t>> nextStep;
-      for (size_t j = 0; j < active.size(); ++j) {
-        size_t i = which[j];
-        int32_t t = samplers[i].next(logits[j].data(), vocab, seen[i]);
-        out[i].push_back(t);
-        seen[i].push_back(t);
-        bool stopped = std::find(stop.begin(), stop.end(), t) != stop.end();
-        if (!stopped && int64_t(out[i].size()) < maxNewTokens &&
-            active[j]->position() < std::min(active[j]->capacity(), m.module->positionLimit())) {
-          next.push_back(active[j]);
-          nextWhich.push_back(i);
-          nextStep.push_back({t});
-        }
-      }
-      active.swap(next);
-      which.swap(nextWhich);
-      step.swap(nextStep);
-    }
+    BatchGenerator generator(*m.module, std::move(prompts), options);
+    ok = generator.prefill(error);
+    while (ok && generator.running())
+      ok = generator.step(error);
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = generator.generated(i);
   }
   if (!ok)
     throw Error(error);
@@ -167,13 +129,16 @@ PYBIND11_MODULE(_tbc, m) {
            [](PyModule &self, std::vector<std::vector<int32_t>> prompts, int64_t maxNewTokens,
               double temperature, int64_t topK, double topP, double repetitionPenalty,
               uint64_t seed, std::vector<int32_t> stop, int64_t capacity) {
-             SamplingOptions o;
-             o.temperature = temperature;
-             o.topK = topK;
-             o.topP = topP;
-             o.repetitionPenalty = repetitionPenalty;
-             o.seed = seed;
-             return generate(self, std::move(prompts), maxNewTokens, o, stop, capacity);
+             GenerationOptions o;
+             o.maxNewTokens = maxNewTokens;
+             o.sampling.temperature = temperature;
+             o.sampling.topK = topK;
+             o.sampling.topP = topP;
+             o.sampling.repetitionPenalty = repetitionPenalty;
+             o.sampling.seed = seed;
+             o.stopTokens = std::move(stop);
+             o.capacity = capacity;
+             return generate(self, std::move(prompts), o);
            });
 
   py::class_<PySession>(m, "Session")

@@ -364,8 +364,13 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       return part == parts ? split.units
                            : split.units * part / parts / split.align * split.align;
     };
-    bool columnSplit = parts > 1 && split.units >= int64_t(parts) * split.align &&
-                       stepWork(s, T) >= kSplitMinWork;
+    // Whether the step, over `rows` rows, is worth sharing by columns
+    // (projections) or key/value heads (attention).
+    auto splitsUnits = [&](int64_t rows) {
+      return parts > 1 && split.units >= int64_t(parts) * split.align &&
+             stepWork(s, rows) >= kSplitMinWork;
+    };
+    bool columnSplit = splitsUnits(T);
     if (!step.caches.empty()) {
       // Attention: each sequence on its own cache. One sequence splits by
       // key/value heads; several go to the cores whole, round robin.
@@ -385,13 +390,11 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
     } else if (s >= tailBegin) {
       // Only the sequences' last rows: each core its share of the columns
       // (or all of them) for every run of rows.
-      int64_t wanted = int64_t(chunks.size());
       auto runs = [&](int64_t col0, int64_t col1) {
         for (const auto &[begin, end] : lastRows)
           launch(begin, end - begin, col0, col1, 0);
       };
-      if (parts > 1 && split.units >= int64_t(parts) * split.align &&
-          stepWork(s, wanted) >= kSplitMinWork)
+      if (splitsUnits(int64_t(chunks.size())))
         pool.run([&](unsigned part) { runs(boundary(part), boundary(part + 1)); });
       else
         runs(0, split.units);

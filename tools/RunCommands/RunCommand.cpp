@@ -4,7 +4,7 @@
 
 #include "CommandLine.h"
 #include "tbc/Runtime/Runtime.h"
-#include "tbc/Runtime/Sampler.h"
+#include "tbc/Runtime/Generate.h"
 #include "tbc/Support/Json.h"
 #include "tbc/Support/FileIO.h"
 #include "tbc/Support/Limits.h"
@@ -273,96 +273,64 @@ int tbc::rt::runCommand(int argc, char **argv) {
   int64_t prefillTokens = 0, decodeTokens = 0;
   std::vector<float> allLogits;
   int64_t vocab = module->vocabSize();
-  // The lines run as one batch (Session::forwardBatch): one prefill step
-  // over every prompt, then one decode step over every sequence still
-  // generating, each weight read once per step for all of them.
-  size_t n = batch.size();
-  std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<Session *> all;
-  for (size_t i = 0; i < n; ++i) {
-    sessions.push_back(std::make_unique<Session>(*module, maxTokens));
-    all.push_back(sessions.back().get());
-  }
-  std::vector<std::vector<float>> logits(n);
+  // The lines run as one batch (BatchGenerator): one prefill step over
+  // every prompt, then one decode step over every sequence still
+  // generating, each weight read once per step for all of them. Without
+  // --output only the prompts' last positions need logits.
+  GenerationOptions options{generate, sampling, stopTokens, maxTokens};
+  BatchGenerator generator(*module, batch, options);
+  std::vector<std::vector<float>> logits;
   auto t0 = Clock::now();
-  // Without --output only the prompts' last positions need logits (the
-  // kernels after the last attention then run on those rows alone).
-  LogitRows rows = output.empty() ? LogitRows::Last : LogitRows::All;
-  if (!Session::forwardBatch(all, batch, logits, error, rows))
+  if (!generator.prefill(error, output.empty() ? nullptr : &logits))
     return fail(error);
   prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < batch.size(); ++i)
     prefillTokens += int64_t(batch[i].size());
-    allLogits.insert(allLogits.end(), logits[i].begin(), logits[i].end());
-  }
+  for (const std::vector<float> &rows : logits)
+    allLogits.insert(allLogits.end(), rows.begin(), rows.end());
   if (generate > 0) {
-    std::vector<std::vector<int32_t>> generated(n), seen(batch);
-    std::vector<int32_t> next(n);
-    std::vector<std::string> stopped(n);
-    std::vector<Sampler> samplers;
-    for (size_t i = 0; i < n; ++i) {
-      samplers.emplace_back(sampling);
-      next[i] = samplers[i].next(logits[i].data() + logits[i].size() - size_t(vocab), vocab,
-                                 seen[i]);
-    }
-    // Positions a sequence may reach: the session's and the model's.
-    int64_t room = std::min(sessions[0]->capacity(), module->positionLimit());
     std::string failure;
-    for (int64_t g = 0; g < generate && failure.empty(); ++g) {
-      std::vector<Session *> step;
-      std::vector<size_t> which;
-      std::vector<std::vector<int32_t>> stepTokens;
-      for (size_t i = 0; i < n; ++i) {
-        if (!stopped[i].empty())
-          continue;
-        generated[i].push_back(next[i]);
-        seen[i].push_back(next[i]);
-        if (std::find(stopTokens.begin(), stopTokens.end(), next[i]) != stopTokens.end()) {
-          stopped[i] = "sequence " + std::to_string(i) + " ended at stop token " +
-                       std::to_string(next[i]) + " after " + std::to_string(g + 1) +
-                       " token(s)";
-          continue;
-        }
-        if (g + 1 == generate)
-          continue;
-        if (sessions[i]->position() >= room) {
-          stopped[i] = "generation stopped after " + std::to_string(g + 1) + " of " +
-                       std::to_string(generate) + " tokens: the sequence reached " +
-                       std::to_string(room) + " positions, " +
-                       (room == sessions[i]->capacity()
-                            ? "the session's capacity (--max-tokens)"
-                            : "the model's position table");
-          continue;
-        }
-        step.push_back(all[i]);
-        which.push_back(i);
-        stepTokens.push_back({next[i]});
-      }
-      if (step.empty())
-        break;
-      std::vector<std::vector<float>> stepLogits;
+    while (generator.running()) {
+      int64_t running = int64_t(generator.runningCount());
       auto t1 = Clock::now();
-      if (!Session::forwardBatch(step, stepTokens, stepLogits, error)) {
-        failure = "generation stopped after " + std::to_string(g + 1) + " tokens: " + error;
+      if (!generator.step(error)) {
+        failure = "generation stopped after " + std::to_string(generator.produced()) +
+                  " tokens: " + error;
         break;
       }
       decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
-      decodeTokens += int64_t(step.size());
-      for (size_t j = 0; j < which.size(); ++j)
-        next[which[j]] = samplers[which[j]].next(stepLogits[j].data(), vocab, seen[which[j]]);
+      decodeTokens += running;
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < batch.size(); ++i) {
       std::string ids;
-      for (int32_t t : generated[i])
+      for (int32_t t : generator.generated(i))
         ids += (ids.empty() ? "" : ",") + std::to_string(t);
       std::printf("generated: %s\n", ids.c_str());
     }
     std::fflush(stdout);
     if (!failure.empty())
       return fail(failure);
-    for (const std::string &why : stopped)
-      if (!why.empty())
-        std::fprintf(stderr, "tbc run: %s\n", why.c_str());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      int64_t made = int64_t(generator.generated(i).size());
+      switch (generator.stop(i)) {
+      case BatchGenerator::Stop::StopToken:
+        std::fprintf(stderr, "tbc run: sequence %zu ended at stop token %d after %lld token(s)\n",
+                     i, generator.generated(i).back(), (long long)made);
+        break;
+      case BatchGenerator::Stop::Capacity:
+      case BatchGenerator::Stop::PositionTable:
+        std::fprintf(stderr,
+                     "tbc run: generation stopped after %lld of %lld tokens: the sequence "
+                     "reached %lld positions, %s\n",
+                     (long long)made, (long long)generate, (long long)generator.room(),
+                     generator.stop(i) == BatchGenerator::Stop::Capacity
+                         ? "the session's capacity (--max-tokens)"
+                         : "the model's position table");
+        break;
+      default:
+        break;
+      }
+    }
   }
   std::fprintf(stderr, "prefill: %lld tokens in %.3f ms (%.1f tokens/s)\n",
                (long long)prefillTokens, prefillSeconds * 1e3,
