@@ -184,18 +184,9 @@ bool Module::checkSourceConfig(const WeightStore &store, std::string &error) con
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0)
     return true; // a bare .safetensors file: no config beside it
-  std::string text;
-  if (std::string why = readRegularFile(path, limits::kConfigJson.maxBytes, text);
-      !why.empty()) {
+  json::Value config;
+  if (std::string why = json::readObjectFile(path, limits::kConfigJson, config); !why.empty()) {
     error = why;
-    return false;
-  }
-  json::ParseError pe;
-  std::optional<json::Value> config = json::parse(text, pe, limits::kConfigJson);
-  if (!config || !config->isObject()) {
-    error = path + ":" + std::to_string(pe.pos.line) + ":" +
-            std::to_string(pe.pos.column) + ": invalid JSON: " +
-            (config ? "expected an object" : pe.message);
     return false;
   }
   auto shown = [](const json::Value *v) {
@@ -203,7 +194,7 @@ bool Module::checkSourceConfig(const WeightStore &store, std::string &error) con
     return s.size() > 60 ? s.substr(0, 57) + "..." : s;
   };
   for (const auto &[key, want] : sourceConfig_->members()) {
-    const json::Value *got = config->get(key);
+    const json::Value *got = config.get(key);
     if (got && got->isNull())
       got = nullptr;
     bool same = got ? json::equal(*got, want) : want.isNull();

@@ -1,6 +1,7 @@
 //===- Json.cpp - a small JSON reader that remembers where things are -----===//
 
 #include "tbc/Support/Json.h"
+#include "tbc/Support/FileIO.h"
 
 #include <cerrno>
 #include <cmath>
@@ -475,4 +476,18 @@ bool tbc::json::equal(const Value &a, const Value &b) {
     return true;
   }
   return false;
+}
+
+std::string tbc::json::readObjectFile(const std::string &path, const Limits &limits,
+                                      Value &out) {
+  std::string text;
+  if (std::string why = readRegularFile(path, limits.maxBytes, text); !why.empty())
+    return why;
+  ParseError pe;
+  std::optional<Value> doc = parse(text, pe, limits);
+  if (!doc || !doc->isObject())
+    return path + ":" + std::to_string(pe.pos.line) + ":" + std::to_string(pe.pos.column) +
+           ": invalid JSON: " + (doc ? "expected an object" : pe.message);
+  out = std::move(*doc);
+  return "";
 }

@@ -102,22 +102,15 @@ static bool readStopTokens(const std::string &weights, std::vector<int32_t> &out
     dir = slash == std::string::npos ? "." : weights.substr(0, slash);
   }
   for (const char *name : {"generation_config.json", "config.json"}) {
-    std::string path = dir + "/" + name, text;
+    std::string path = dir + "/" + name;
     if (::stat(path.c_str(), &st) != 0)
       continue;
-    if (std::string why = readRegularFile(path, limits::kConfigJson.maxBytes, text);
-        !why.empty()) {
+    json::Value doc;
+    if (std::string why = json::readObjectFile(path, limits::kConfigJson, doc); !why.empty()) {
       error = why;
       return false;
     }
-    json::ParseError pe;
-    std::optional<json::Value> doc = json::parse(text, pe, limits::kConfigJson);
-    if (!doc || !doc->isObject()) {
-      error = path + ":" + std::to_string(pe.pos.line) + ":" + std::to_string(pe.pos.column) +
-              ": invalid JSON: " + (doc ? "expected an object" : pe.message);
-      return false;
-    }
-    const json::Value *eos = doc->get("eos_token_id");
+    const json::Value *eos = doc.get("eos_token_id");
     if (!eos || eos->isNull())
       continue;
     std::vector<const json::Value *> ids;

@@ -101,6 +101,11 @@ struct Limits {
 std::optional<Value> parse(std::string_view text, ParseError &error,
                            const Limits &limits = Limits());
 
+/// Reads the JSON object in the file at `path` (a config.json and the like)
+/// through readRegularFile, within `limits`. Returns "" and fills `out`, or
+/// "<path>: <reason>" (with line:column for a syntax error).
+std::string readObjectFile(const std::string &path, const Limits &limits, Value &out);
+
 } // namespace tbc::json
 
 #endif // TBC_SUPPORT_JSON_H
