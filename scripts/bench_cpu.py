@@ -193,6 +193,8 @@ class TbcEngine:
 
 class LlamaCppEngine:
     def __init__(self, spec):
+        if spec.get("llama_path"):  # another build of llama-cpp-python
+            sys.path.insert(0, spec["llama_path"])
         import llama_cpp
         self.llama_cpp = llama_cpp
         self.llm = llama_cpp.Llama(model_path=spec["gguf"], n_ctx=2048, n_batch=512, n_ubatch=512,
@@ -332,6 +334,75 @@ def matmul_gflops(threads):
     return best
 
 
+FMA_PROBE = r"""
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#ifdef __AVX512F__
+typedef __m512 V;
+#define FMA _mm512_fmadd_ps
+#define SET1 _mm512_set1_ps
+#define LANES 16
+static float sum(V v) { return _mm512_reduce_add_ps(v); }
+#else
+typedef __m256 V;
+#define FMA _mm256_fmadd_ps
+#define SET1 _mm256_set1_ps
+#define LANES 8
+static float sum(V v) { float f[8]; _mm256_storeu_ps(f, v); return f[0] + f[7]; }
+#endif
+#define ITERS 50000000L
+static void *run(void *out) {
+  /* 12 independent chains in registers (16 would spill ymm): enough to
+     cover 2 FMA pipes x 4-5 cycles of latency. */
+  V a[12], x = SET1(0.999999f), y = SET1(1e-7f);
+  for (int i = 0; i < 12; ++i) a[i] = SET1((float)i);
+  for (long n = 0; n < ITERS; ++n)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) a[i] = FMA(a[i], x, y);
+  float s = 0;
+  for (int i = 0; i < 12; ++i) s += sum(a[i]);
+  *(float *)out = s;
+  return 0;
+}
+int main(int argc, char **argv) {
+  int threads = atoi(argv[1]);
+  pthread_t t[256];
+  float out[256];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < threads; ++i) pthread_create(&t[i], 0, run, &out[i]);
+  for (int i = 0; i < threads; ++i) pthread_join(t[i], 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+  printf("%f %f\n", 2.0 * LANES * 12 * ITERS * threads / s / 1e9, out[0]);
+  return 0;
+}
+"""
+
+
+def fma_peak(threads, avx512):
+    """GFLOP/s of 12 independent FMA chains per thread on every thread, in
+    ymm (AVX2) or zmm (AVX-512) registers: the host's FMA peak, measured
+    (a VM reports no usable clock to compute it from). None without a C
+    compiler."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "fma.c"), os.path.join(tmp, "fma")
+        with open(src, "w") as f:
+            f.write(FMA_PROBE)
+        flags = ["-mavx512f"] if avx512 else ["-mavx2", "-mfma"]
+        if subprocess.run(["cc", "-O2", *flags, src, "-o", exe, "-lpthread"],
+                          capture_output=True).returncode != 0:
+            return None
+        best = 0.0
+        for _ in range(3):
+            out = subprocess.run([exe, str(threads)], capture_output=True, text=True).stdout
+            best = max(best, float(out.split()[0]))
+        return best
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -343,6 +414,9 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--engines", default="tbc,llama.cpp,eager,compile")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
+    p.add_argument("--llama-path", help="import llama_cpp from this folder (e.g. a build for "
+                   "AVX2 only: pip install --target DIR llama-cpp-python with CMAKE_ARGS="
+                   "'-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF')")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
@@ -354,13 +428,22 @@ def main():
     prompts = [int(x) for x in a.prompts.split(",")]
     bandwidth = read_bandwidth(a.threads)
     peak = matmul_gflops(a.threads)
+    # tbc's kernels use zmm only when built for a host with AVX-512.
+    avx512 = "avx512f" in ext and a.cpu == "host"
+    fma = fma_peak(a.threads, avx512)
     print(f"host: {model_name}, {os.cpu_count()} cores, {' '.join(ext)}; {a.threads} threads; "
           f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5); "
-          f"f32 matmul {peak:.0f} GFLOP/s (torch, 4096^3, best of 3)")
+          f"f32 matmul {peak:.0f} GFLOP/s (torch, 4096^3, best of 3); "
+          + (f"FMA peak {fma:.0f} GFLOP/s ({'zmm' if avx512 else 'ymm'}, 12 chains per thread)"
+             if fma else "FMA peak: no C compiler"))
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
     if "llama.cpp" in engines:
+        if a.llama_path:
+            sys.path.insert(0, a.llama_path)
         import llama_cpp
         versions += f", llama-cpp-python {llama_cpp.__version__}"
+        info = llama_cpp.llama_print_system_info().decode()
+        versions += f" ({a.llama_path or 'default build'}: {info.strip()})"
     print(versions + f"; tbc --cpu {a.cpu}; {a.rounds} interleaved rounds, medians")
     rows = []
     rng = np.random.default_rng(1)
@@ -375,7 +458,8 @@ def main():
                                stderr=subprocess.DEVNULL)
                 spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
                             libtbc=os.path.join(a.build, "lib", "libtbc.so"),
-                            gguf=os.path.join(tmp, "m.gguf"), compile=False)
+                            gguf=os.path.join(tmp, "m.gguf"), compile=False,
+                            llama_path=a.llama_path)
                 if "llama.cpp" in engines:
                     write_gguf(folder, config, dtype, spec["gguf"])
                 procs = [Process(e, dict(spec, compile=e == "compile")) for e in engines]
@@ -439,10 +523,13 @@ def main():
                 print(f"  tbc / {peer:9s}: " + ", ".join(ratios) +
                       f", decode: {base[t] / base[peer]:.2f}")
             if t in engines:
+                def gflops(P):
+                    return med(times[(t, P)]) / P * prefill_flops(P) / 1e9
                 print(f"  tbc decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
-                      + ", ".join(f"{P}: {med(times[(t, P)]) / P * prefill_flops(P) / 1e9:.0f} GFLOP/s "
-                                  f"({100 * med(times[(t, P)]) / P * prefill_flops(P) / 1e9 / peak:.0f}% of "
-                                  f"torch's f32 matmul)" for P in prompts))
+                      + ", ".join(f"{P}: {gflops(P):.0f} GFLOP/s ({100 * gflops(P) / peak:.0f}% of "
+                                  f"torch's f32 matmul" +
+                                  (f", {100 * gflops(P) / fma:.0f}% of the FMA peak)" if fma else ")")
+                                  for P in prompts))
             for e in engines:
                 rows.append([hidden, dtype, e] + [med(times[(e, P)]) for P in prompts] + [base[e]])
     if a.csv:

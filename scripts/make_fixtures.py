@@ -72,7 +72,14 @@ FIXTURES = {
                             use_parallel_residual=False, hidden_act="gelu"),
     "gpt2": dict(model_type="gpt2", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=64,
                  n_inner=INTER, vocab_size=VOCAB, activation_function="gelu_new"),
+    # ALiBi with 6 heads: both families' rules for a head count that is not
+    # a power of two (BLOOM's extra slopes, MPT's odd-then-even order).
+    "bloom": dict(model_type="bloom", n_layer=2, hidden_size=192, n_head=6, vocab_size=VOCAB),
+    "mpt": dict(model_type="mpt", n_layers=2, d_model=96, n_heads=6, max_seq_len=64, vocab_size=VOCAB,
+                attn_config=dict(clip_qkv=1.5, alibi_bias_max=8)),
 }
+# Their own field names: COMMON's would collide with them.
+OWN_FIELDS = ("gpt2", "bloom", "mpt")
 
 
 def randomize(model, gemma):
@@ -135,7 +142,7 @@ def build_bf16(src, dst):
 def build(name, spec, out_dir):
     spec = dict(spec)
     model_type = spec.pop("model_type")
-    kwargs = dict(COMMON) if model_type != "gpt2" else {}
+    kwargs = dict(COMMON) if model_type not in OWN_FIELDS else {}
     kwargs.update(spec)
     config = AutoConfig.for_model(model_type, **kwargs)
     config._attn_implementation = "eager"

@@ -68,4 +68,24 @@ def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
   let genVerifyDecl = 1;
 }
 
+def Tbc_RelativeBucketsAttr : AttrDef<Tbc_Dialect, "RelativeBuckets"> {
+  let mnemonic = "relative_buckets";
+  let summary = "T5's bucketing of relative positions for a learned attention bias";
+  let description = [{
+    The bucket of a key at position j for a query at p (relative position
+    r = j - p), as transformers' T5Attention._relative_position_bucket:
+    `bidirectional` gives keys after the query (r > 0) the upper half of the
+    buckets; otherwise (causal) only n = max(-r, 0) counts. The first half
+    of a side's buckets are exact distances n < max_exact (= side / 2), the
+    rest grow logarithmically up to `max_distance`, beyond which distances
+    share the last bucket.
+
+    Example: `#tbc.relative_buckets<num_buckets = 32, max_distance = 128>`
+  }];
+  let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
+                        DefaultValuedParameter<"bool", "false">:$bidirectional);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TBC_ATTRS_TD

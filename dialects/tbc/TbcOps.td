@@ -249,20 +249,38 @@ def Tbc_AttentionOp : Tbc_Op<"attention",
     `causal` a query at position p sees keys at positions <= p, with
     `window = W` only keys at positions > p - W. Softmax in float32.
 
+    A position bias may be added to the (capped) logits of a query at p and a
+    key at j, computed inside the kernel (never a materialised [T, T] matrix):
+    * `alibi_slopes` (one positive slope m_h per head): `m_h * (j - p)`
+      (ALiBi; BLOOM's `m_h * j` and MPT's `m_h * (j - L + 1)` differ from it
+      by a constant per row, which softmax ignores);
+    * `relative_bias %table ... buckets = <num_buckets = ..., ...>`: the learned
+      `table[bucket(j - p), h]`, `table` being `[num_buckets, heads]` (T5).
+
     ```mlir
     %o = tbc.attention %q, %k, %v heads = 32 kv_heads = 8 head_dim = 128 scale = 0.08838834764831845 causal
            : tensor<?x?x4096xf32>, tensor<?x?x1024xf32>, tensor<?x?x1024xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$query, Tbc_FloatTensor:$key, Tbc_FloatTensor:$value,
+                       Optional<Tbc_FloatTensor>:$relative_bias,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                        F64Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                       OptionalAttr<Tbc_RelativeBucketsAttr>:$buckets);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `heads` `=` $num_heads `kv_heads` `=` $num_kv_heads
-    `head_dim` `=` $head_dim `scale` `=` $scale (`causal` $causal^)? (`window` `=` $window^)?
-    (`softcap` `=` $softcap^)? attr-dict `:` type($query) `,` type($key) `,` type($value)
+    $query `,` $key `,` $value (`relative_bias` $relative_bias^)? `heads` `=` $num_heads
+    `kv_heads` `=` $num_kv_heads `head_dim` `=` $head_dim `scale` `=` $scale
+    (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)?
+    (`alibi_slopes` `=` $alibi_slopes^)? (`buckets` `=` $buckets^)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) (`,` type($relative_bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// Whether a position bias (ALiBi or a relative-position table) is
+    /// added to the logits.
+    bool hasPositionBias() { return getAlibiSlopes() || getRelativeBias(); }
   }];
   let hasVerifier = 1;
 }
@@ -311,6 +329,22 @@ def Tbc_SoftcapOp : Tbc_Op<"softcap", [Pure, AllTypesMatch<["input", "result"]>]
   let arguments = (ins Tbc_FloatTensor:$input, F64Attr:$cap);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = "$input `cap` `=` $cap attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tbc_ClipOp : Tbc_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "clamp to [-limit, limit]";
+  let description = [{
+    MPT's `clip_qkv`: the fused QKV projection's output clamped before it is
+    split into heads.
+
+    ```mlir
+    %y = tbc.clip %qkv limit = 8.0 : tensor<?x?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$input, F64Attr:$limit);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$input `limit` `=` $limit attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

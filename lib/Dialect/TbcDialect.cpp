@@ -51,6 +51,23 @@ RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+RelativeBucketsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t numBuckets, int64_t maxDistance,
+                            bool bidirectional) {
+  // Each side's buckets: half exact distances, half logarithmic ones, so a
+  // side needs at least 2 and max_distance must pass the exact range.
+  int64_t side = bidirectional ? numBuckets / 2 : numBuckets;
+  if (numBuckets <= 0 || side < 2 || (bidirectional && numBuckets % 2 != 0))
+    return emitError() << "num_buckets must be "
+                       << (bidirectional ? "even and at least 4" : "at least 2")
+                       << ", got " << numBuckets;
+  if (maxDistance <= side / 2)
+    return emitError() << "max_distance must exceed the exact range ("
+                       << side / 2 << " buckets), got " << maxDistance;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Discardable attributes (TbcDialect.td's discardableAttrs)
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace tbc;
 
@@ -410,6 +412,27 @@ LogicalResult AttentionOp::verify() {
       getValue().getType().getElementType() !=
           getQuery().getType().getElementType())
     return emitOpError("query, key and value must share an element type");
+  if (auto slopes = getAlibiSlopes()) {
+    if (getRelativeBias())
+      return emitOpError("takes alibi_slopes or a relative_bias, not both");
+    if (int64_t(slopes->size()) != heads)
+      return emitOpError("alibi_slopes has ")
+             << slopes->size() << " slopes; expected one per head (" << heads << ")";
+    for (auto [h, m] : llvm::enumerate(*slopes))
+      if (!(m > 0) || !std::isfinite(m))
+        return emitOpError("alibi slope of head ")
+               << h << " must be positive and finite, got " << m;
+  }
+  if (bool(getRelativeBias()) != bool(getBuckets()))
+    return emitOpError("relative_bias and buckets go together");
+  if (Value table = getRelativeBias()) {
+    auto type = cast<RankedTensorType>(table.getType());
+    int64_t buckets = getBuckets()->getNumBuckets();
+    if (type.getRank() != 2 || type.getDimSize(0) != buckets ||
+        type.getDimSize(1) != heads)
+      return emitOpError("relative_bias must be [num_buckets, heads] = [")
+             << buckets << ", " << heads << "], got " << table.getType();
+  }
   return success();
 }
 
@@ -419,6 +442,14 @@ LogicalResult AttentionOp::verify() {
 
 LogicalResult SoftcapOp::verify() {
   return requirePositive(*this, "cap", getCap().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// ClipOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClipOp::verify() {
+  return requirePositive(*this, "limit", getLimit().convertToDouble());
 }
 
 #define GET_OP_CLASSES

@@ -25,6 +25,7 @@ namespace {
 struct WeightSlot {
   std::string name;
   SmallVector<int64_t> shape;
+  bool shared = false; // one tensor for every layer: `name` is absolute
 };
 
 /// Collects the per-layer weights of a spec, in the order the block
@@ -52,6 +53,10 @@ public:
       vec(s.names.qNorm + ".weight", qDim);
       vec(s.names.kNorm + ".weight", kvDim);
     }
+    if (s.positions == PositionKind::Relative)
+      list.push_back({s.names.relativeBias + ".weight",
+                      {s.relative.numBuckets, s.numHeads},
+                      !s.relative.perLayer});
     linear(s.names.o, qDim, hidden, s.oBias);
     norm(s.names.attnPostNorm, hidden);
     norm(s.names.ffnPreNorm, hidden);
@@ -129,6 +134,15 @@ public:
                                b.getF64FloatAttr(s.norm.eps));
   }
 
+  /// A norm outside the blocks (its weights are model-level params).
+  Value globalNorm(const std::string &name, Value x) {
+    std::map<std::string, Value> w;
+    w[name + ".weight"] = param(name + ".weight", {s.hiddenSize});
+    if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
+      w[name + ".bias"] = param(name + ".bias", {s.hiddenSize});
+    return norm(w, name, x);
+  }
+
   Value rmsNorm(Value x, Value weight, int64_t groups) {
     return RMSNormOp::create(
         b, loc, x.getType(), x, weight, b.getF64FloatAttr(s.norm.eps),
@@ -180,6 +194,8 @@ public:
     case QkvLayout::FusedInOut:
     case QkvLayout::FusedPerHead: {
       Value qkv = linear(w, s.names.qkv, x, s.qkvBias);
+      if (s.clipQkv)
+        qkv = ClipOp::create(b, loc, qkv.getType(), qkv, b.getF64FloatAttr(*s.clipQkv));
       bool perHead = s.qkvLayout == QkvLayout::FusedPerHead;
       SmallVector<Value> parts =
           split(qkv, {qDim, kvDim, kvDim}, perHead ? s.numHeads : 1);
@@ -200,12 +216,21 @@ public:
     }
     double scale =
         s.attnScale > 0 ? s.attnScale : 1.0 / std::sqrt(double(s.headDim));
+    bool relative = s.positions == PositionKind::Relative;
     Value a = AttentionOp::create(
-        b, loc, q.getType(), q, k, v, s.numHeads, s.numKvHeads, s.headDim,
-        APFloat(scale), s.causal,
+        b, loc, q.getType(), q, k, v,
+        relative ? w.at(s.names.relativeBias + ".weight") : Value(), s.numHeads,
+        s.numKvHeads, s.headDim, APFloat(scale), s.causal,
         variant.window > 0 ? b.getI64IntegerAttr(variant.window)
                            : IntegerAttr(),
-        s.attnSoftcap ? b.getF64FloatAttr(*s.attnSoftcap) : FloatAttr());
+        s.attnSoftcap ? b.getF64FloatAttr(*s.attnSoftcap) : FloatAttr(),
+        s.positions == PositionKind::Alibi
+            ? b.getDenseF64ArrayAttr(s.alibiSlopes)
+            : DenseF64ArrayAttr(),
+        relative ? RelativeBucketsAttr::get(b.getContext(), s.relative.numBuckets,
+                                            s.relative.maxDistance,
+                                            s.relative.bidirectional)
+                 : RelativeBucketsAttr());
     return linear(w, s.names.o, a, s.oBias);
   }
 
@@ -357,6 +382,9 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
       b, loc, table, ids,
       s.embeddingScale != 1.0 ? b.getF64FloatAttr(s.embeddingScale)
                               : FloatAttr());
+  // BLOOM's word_embeddings_layernorm: the blocks' norm kind, own weights.
+  if (!s.names.embedNorm.empty())
+    h = em.globalNorm(s.names.embedNorm, h);
   if (s.positions == PositionKind::Learned) {
     Value wpe = em.param(s.names.positionEmbed, {s.maxPositions, s.hiddenSize});
     h = em.add(h, EmbeddingOp::create(b, loc, wpe, pos, FloatAttr()));
@@ -369,18 +397,11 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
     SmallVector<Value> args{h, pos};
     std::string prefix = layerPrefix(s, i);
     for (const WeightSlot &slot : slots.slots())
-      args.push_back(em.param(prefix + slot.name, slot.shape));
+      args.push_back(em.param(slot.shared ? slot.name : prefix + slot.name, slot.shape));
     h = func::CallOp::create(b, loc, blocks[variantOf[i]], args).getResult(0);
   }
-  if (s.finalNorm) {
-    std::map<std::string, Value> w;
-    w[s.names.finalNorm + ".weight"] =
-        em.param(s.names.finalNorm + ".weight", {s.hiddenSize});
-    if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
-      w[s.names.finalNorm + ".bias"] =
-          em.param(s.names.finalNorm + ".bias", {s.hiddenSize});
-    h = em.norm(w, s.names.finalNorm, h);
-  }
+  if (s.finalNorm)
+    h = em.globalNorm(s.names.finalNorm, h);
   Value head = s.tiedEmbeddings
                    ? table
                    : em.param(s.names.lmHead, {s.vocabSize, s.hiddenSize});

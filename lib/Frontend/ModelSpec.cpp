@@ -4,6 +4,8 @@
 
 #include "tbc/Support/Json.h"
 
+#include <cmath>
+
 using namespace tbc;
 
 static std::string num(int64_t v) { return std::to_string(v); }
@@ -44,6 +46,37 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
                          "learned positions need a table size in [1, " +
                              num(L::kMaxPositions) + "], got " +
                              num(s.maxPositions)};
+  if (s.positions == PositionKind::Alibi) {
+    if (s.alibiSlopes.size() != size_t(s.numHeads))
+      return SpecViolation{"alibi_slopes",
+                           "expected one slope per head (" + num(s.numHeads) +
+                               "), got " + num(int64_t(s.alibiSlopes.size()))};
+    for (size_t h = 0; h < s.alibiSlopes.size(); ++h)
+      if (!(s.alibiSlopes[h] > 0) || !std::isfinite(s.alibiSlopes[h]))
+        return SpecViolation{"alibi_slopes",
+                             "slope " + num(int64_t(h)) +
+                                 " must be positive and finite, got " +
+                                 json::formatNumber(s.alibiSlopes[h])};
+  }
+  if (s.positions == PositionKind::Relative) {
+    const RelativeBiasSpec &r = s.relative;
+    int64_t side = r.bidirectional ? r.numBuckets / 2 : r.numBuckets;
+    if (r.numBuckets < 2 || side < 2 || r.numBuckets > (1 << 16) ||
+        (r.bidirectional && r.numBuckets % 2 != 0))
+      return SpecViolation{"num_buckets",
+                           std::string("must be ") +
+                               (r.bidirectional ? "even and in [4, 65536]"
+                                                : "in [2, 65536]") +
+                               ", got " + num(r.numBuckets)};
+    if (r.maxDistance <= side / 2 || r.maxDistance > L::kMaxPositions)
+      return SpecViolation{"max_distance",
+                           "must exceed the exact range (" + num(side / 2) +
+                               ") and be at most " + num(L::kMaxPositions) +
+                               ", got " + num(r.maxDistance)};
+  }
+  if (s.clipQkv && !(*s.clipQkv > 0))
+    return SpecViolation{"clip_qkv", "must be positive, got " +
+                                         json::formatNumber(*s.clipQkv)};
   if (s.layers.size() != size_t(s.numLayers))
     return SpecViolation{"num_layers", "expected " + num(s.numLayers) +
                                            " layer descriptions, got " +

@@ -490,3 +490,67 @@ func.func @too_many_elements(%w: tensor<2097152x2097152xf32>) {
   %0 = tbc.param "w" : tensor<2097152x2097152xf32>
   return
 }
+
+// -----
+
+func.func @alibi_slope_count(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{alibi_slopes has 3 slopes; expected one per head (4)}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 causal alibi_slopes = [0.5, 0.25, 0.125] : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_negative_slope(%q: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{alibi slope of head 2 must be positive and finite, got -1.250000e-01}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 causal alibi_slopes = [0.5, 0.25, -0.125, 0.0625] : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @relative_bias_shape(%q: tensor<?x?x64xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{relative_bias must be [num_buckets, heads] = [32, 4], got 'tensor<32x8xf32>'}}
+  %0 = tbc.attention %q, %q, %q relative_bias %t heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0 buckets = <num_buckets = 32, max_distance = 128> : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_bias_without_buckets(%q: tensor<?x?x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{relative_bias and buckets go together}}
+  %0 = tbc.attention %q, %q, %q relative_bias %t heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_and_relative(%q: tensor<?x?x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{takes alibi_slopes or a relative_bias, not both}}
+  %0 = tbc.attention %q, %q, %q relative_bias %t heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0 alibi_slopes = [0.5, 0.25, 0.125, 0.0625] buckets = <num_buckets = 32, max_distance = 128> : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @zero_buckets(%q: tensor<?x?x64xf32>, %t: tensor<0x4xf32>) {
+  // expected-error @+1 {{num_buckets must be at least 2, got 0}}
+  %0 = tbc.attention %q, %q, %q relative_bias %t heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0 buckets = <num_buckets = 0, max_distance = 128> : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<0x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_distance_inside_exact_range(%q: tensor<?x?x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{max_distance must exceed the exact range (8 buckets), got 8}}
+  %0 = tbc.attention %q, %q, %q relative_bias %t heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0 buckets = <num_buckets = 32, max_distance = 8, bidirectional = true> : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @clip_limit(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{limit}}
+  %0 = tbc.clip %x limit = 0.0 : tensor<?x?x64xf32>
+  return
+}

@@ -67,6 +67,27 @@ func.func @rope(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> (tensor<?x?x64
   return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
 
+// CHECK-LABEL: func.func @attention_position_bias
+func.func @attention_position_bias(%q: tensor<?x?x64xf32>, %table: tensor<32x4xf32>)
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: tbc.attention %{{.*}}, %{{.*}}, %{{.*}} heads = 4 kv_heads = 4 head_dim = 16 scale = 2.500000e-01 causal alibi_slopes = [2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03] :
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 causal
+         alibi_slopes = [0.25, 0.0625, 0.015625, 0.00390625]
+         : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  // CHECK: tbc.attention %{{.*}}, %{{.*}}, %{{.*}} relative_bias %{{.*}} heads = 4 kv_heads = 4 head_dim = 16 scale = 1.000000e+00 buckets = <num_buckets = 32, max_distance = 128, bidirectional = true> : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x4xf32>
+  %1 = tbc.attention %q, %q, %q relative_bias %table heads = 4 kv_heads = 4 head_dim = 16 scale = 1.0
+         buckets = <num_buckets = 32, max_distance = 128, bidirectional = true>
+         : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x4xf32>
+  return %0, %1 : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// CHECK-LABEL: func.func @clip
+func.func @clip(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: tbc.clip %{{.*}} limit = 8.000000e+00 : tensor<?x?x64xf32>
+  %0 = tbc.clip %x limit = 8.0 : tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf32>, %mq: tensor<?x?x16xf32>)
     -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {

@@ -27,7 +27,9 @@ enum class NormType { RMSNorm, LayerNorm };
 ///   Sandwich   x + n_post(f(n_pre(x)))         Gemma 2/3
 enum class NormPlacement { Pre, Post, BranchPost, Sandwich };
 
-enum class PositionKind { Rope, Learned, Sinusoidal, None };
+/// Rope rotates q/k; Learned and Sinusoidal add to the embeddings; Alibi
+/// and Relative add a bias inside attention (BLOOM/MPT slopes, T5 buckets).
+enum class PositionKind { Rope, Learned, Sinusoidal, Alibi, Relative, None };
 enum class QKNormKind { None, PerHead, Full };
 enum class FfnKind { Mlp, Glu };
 
@@ -71,6 +73,14 @@ struct RopeSpec {
   }
 };
 
+/// T5's learned relative-position bias (#tbc.relative_buckets and the
+/// [num_buckets, heads] table `WeightNames::relativeBias`).
+struct RelativeBiasSpec {
+  int64_t numBuckets = 32, maxDistance = 128;
+  bool bidirectional = false;
+  bool perLayer = false; // a table per layer, else one shared by all layers
+};
+
 /// What may differ from one layer to the next. Layers with equal variants
 /// share one function in the IR.
 struct LayerVariant {
@@ -84,7 +94,9 @@ struct LayerVariant {
 /// Checkpoint tensor names. Layer names are relative to `layerPrefix` (which
 /// contains `{i}`) and carry no ".weight"/".bias" suffix; empty = absent.
 struct WeightNames {
-  std::string embed, positionEmbed, finalNorm, lmHead;
+  std::string embed, positionEmbed, embedNorm, finalNorm, lmHead;
+  /// The relative-bias table, with ".weight": layer-relative when per layer.
+  std::string relativeBias;
   std::string layerPrefix;
   std::string attnPreNorm, attnPostNorm, ffnPreNorm, ffnPostNorm;
   std::string q, k, v, qkv, o, qNorm, kNorm;
@@ -111,10 +123,13 @@ struct ModelSpec {
 
   PositionKind positions = PositionKind::Rope;
   double sinusoidalBase = 10000.0;
+  std::vector<double> alibiSlopes; // one per head (PositionKind::Alibi)
+  RelativeBiasSpec relative;       // PositionKind::Relative
   QKNormKind qkNorm = QKNormKind::None;
   bool causal = true;
   double attnScale = 0; // 0: head_dim^-0.5
   std::optional<double> attnSoftcap;
+  std::optional<double> clipQkv; // MPT: clamp the fused QKV output
   std::vector<LayerVariant> layers; // one per layer
 
   double embeddingScale = 1.0;
@@ -131,7 +146,8 @@ struct ModelSpec {
 /// A rule a spec breaks: `key` is one of the canonical names below, which
 /// each reader maps to its own field name so the error points into the file.
 ///   vocab_size hidden_size num_layers heads kv_heads head_dim ffn_size
-///   rotary_dim rope_theta rope_scaling window max_positions
+///   rotary_dim rope_theta rope_scaling window max_positions alibi_slopes
+///   num_buckets max_distance clip_qkv
 struct SpecViolation {
   std::string key;
   std::string message;

@@ -2,6 +2,7 @@
 
 #include "KernelMath.h"
 
+#include "tbc/Dialect/PositionBias.h"
 #include "tbc/Dialect/Rope.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -59,9 +60,32 @@ Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x) {
   return arith::MulFOp::create(b, loc, capV, t);
 }
 
+Value tbc::emitClip(OpBuilder &b, Location loc, double limit, Value x) {
+  auto c = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
+  return arith::MinimumFOp::create(b, loc, arith::MaximumFOp::create(b, loc, x, c(-limit)),
+                                   c(limit));
+}
+
 Value tbc::emitRsqrt(OpBuilder &b, Location loc, Value x) {
   Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
   return arith::DivFOp::create(b, loc, one, math::SqrtOp::create(b, loc, x));
+}
+
+/// A private constant memref.global `name` holding `values` in
+/// `symbolTable` (created once), read through memref.get_global at the
+/// builder's point.
+static Value constantTable(OpBuilder &b, Location loc, Operation *symbolTable,
+                           StringRef name, DenseElementsAttr values) {
+  auto type = MemRefType::get(values.getType().getShape(), values.getElementType());
+  if (!SymbolTable::lookupSymbolIn(symbolTable, name)) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type, values,
+                             /*constant=*/true, IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc, type, name);
 }
 
 Value tbc::emitRopeTable(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
@@ -69,16 +93,54 @@ Value tbc::emitRopeTable(OpBuilder &b, Location loc, RopeOp r, Operation *symbol
   std::vector<double> inv = ropeInverseFrequencies(r.getTheta().convertToDouble(),
                                                    r.getRotaryDim(), r.getScalingAttr());
   SmallVector<float> values(inv.begin(), inv.end());
-  auto type = MemRefType::get({int64_t(values.size())}, b.getF32Type());
   auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
-  if (!SymbolTable::lookupSymbolIn(symbolTable, name)) {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
-    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type,
-                             DenseElementsAttr::get(tensorType, ArrayRef<float>(values)),
-                             /*constant=*/true, IntegerAttr());
+  return constantTable(b, loc, symbolTable, name,
+                       DenseElementsAttr::get(tensorType, ArrayRef<float>(values)));
+}
+
+PositionBias::PositionBias(OpBuilder &b, Location loc, AttentionOp a,
+                           Operation *symbolTable, StringRef name, Value relativeTable)
+    : buckets(a.getBucketsAttr()), relativeTable(relativeTable) {
+  if (auto slopes = a.getAlibiSlopes()) {
+    SmallVector<float> values(slopes->begin(), slopes->end());
+    auto type = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
+    table = constantTable(b, loc, symbolTable, (name + "_alibi_slopes").str(),
+                          DenseElementsAttr::get(type, ArrayRef<float>(values)));
+  } else if (buckets) {
+    std::vector<int32_t> bucketOf = relativeBucketTable(buckets);
+    auto type = RankedTensorType::get({int64_t(bucketOf.size())}, b.getI32Type());
+    table = constantTable(b, loc, symbolTable, (name + "_relative_buckets").str(),
+                          DenseElementsAttr::get(type, ArrayRef<int32_t>(bucketOf)));
   }
-  return memref::GetGlobalOp::create(b, loc, type, name);
+}
+
+Value PositionBias::at(OpBuilder &b, Location loc, Value head, Value queryPos,
+                       Value keyPos) const {
+  if (!table)
+    return {};
+  auto ci = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  using P = arith::CmpIPredicate;
+  Value r = arith::SubIOp::create(b, loc, keyPos, queryPos); // j - p, signed
+  if (!buckets) {
+    Value slope = memref::LoadOp::create(b, loc, table, ValueRange{head});
+    Value d = arith::SIToFPOp::create(
+        b, loc, b.getF32Type(), arith::IndexCastOp::create(b, loc, b.getI64Type(), r));
+    return arith::MulFOp::create(b, loc, slope, d);
+  }
+  // n = |r| (bidirectional) or max(-r, 0), clamped to max_distance.
+  Value neg = arith::SubIOp::create(b, loc, ci(0), r);
+  Value after = arith::CmpIOp::create(b, loc, P::sgt, r, ci(0));
+  Value n = buckets.getBidirectional()
+                ? arith::MaxSIOp::create(b, loc, r, neg).getResult()
+                : arith::MaxSIOp::create(b, loc, neg, ci(0)).getResult();
+  n = arith::MinSIOp::create(b, loc, n, ci(buckets.getMaxDistance()));
+  Value bucket = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, table, ValueRange{n}));
+  if (buckets.getBidirectional())
+    bucket = arith::AddIOp::create(
+        b, loc, bucket,
+        arith::SelectOp::create(b, loc, after, ci(buckets.getNumBuckets() / 2), ci(0)));
+  return memref::LoadOp::create(b, loc, relativeTable, ValueRange{bucket, head});
 }
 
 RopeLanes tbc::emitRopeLanes(OpBuilder &b, Location loc, Value f, int64_t headDim,

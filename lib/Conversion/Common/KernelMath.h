@@ -38,6 +38,31 @@ struct RopeLanes {
 RopeLanes emitRopeLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f,
                         int64_t headDim, int64_t rotaryDim, bool gptj);
 
+/// The position bias of an attention's logits (tbc.attention's
+/// alibi_slopes or relative_bias), built once per kernel: its constant table
+/// (the slopes, or the bucket of each distance) becomes the memref.global
+/// `name`_alibi_slopes / `name`_relative_buckets in `symbolTable`.
+class PositionBias {
+public:
+  /// `relativeTable`: the kernel's [num_buckets, heads] operand, if any.
+  PositionBias(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a,
+               mlir::Operation *symbolTable, llvm::StringRef name,
+               mlir::Value relativeTable);
+  /// The f32 term added to the logit of query head `head` at position
+  /// `queryPos` for the key at `keyPos` (index values), or null without a
+  /// bias.
+  mlir::Value at(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
+                 mlir::Value queryPos, mlir::Value keyPos) const;
+
+private:
+  RelativeBucketsAttr buckets; // null with ALiBi
+  mlir::Value table, relativeTable;
+};
+
+/// min(max(x, -limit), limit).
+mlir::Value emitClip(mlir::OpBuilder &b, mlir::Location loc, double limit,
+                     mlir::Value x);
+
 /// cap * tanh(x / cap).
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,
                         mlir::Value x);

@@ -4,7 +4,8 @@
 // share) and every query head of their groups. It first appends the chunk's
 // keys and values of those heads to the caches (rows [L - T, L)), then for
 // each query row and head:
-//   scores  s_j = scale * q . k_j (soft-capped) for the positions j the row
+//   scores  s_j = scale * q . k_j (soft-capped, plus the position bias of
+//           ALiBi or a relative-position table) for the positions j the row
 //           may see: j <= p for causal attention, and j > p - window with a
 //           sliding window; masked positions are skipped, not computed;
 //   softmax p_j = exp(s_j - max) / sum;
@@ -27,7 +28,8 @@ using namespace mlir;
 
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value out, Value kCache,
-                        Value vCache, Value kvBegin, Value kvEnd) {
+                        Value vCache, Value kvBegin, Value kvEnd,
+                        const PositionBias &bias) {
   KernelBuilder kb(b, loc);
   int64_t kvHeads = a.getNumKvHeads(), D = a.getHeadDim(),
           group = a.getNumHeads() / kvHeads;
@@ -117,6 +119,8 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
             s = arith::MulFOp::create(jb, loc, s, f32(jb, scale));
             if (cap)
               s = emitSoftcap(jb, loc, *cap, s);
+            if (Value term = bias.at(jb, loc, h, p, j))
+              s = arith::AddFOp::create(jb, loc, s, term);
             memref::StoreOp::create(jb, loc, s, S, ValueRange{j});
             scf::YieldOp::create(jb, loc,
                                  ValueRange{arith::MaximumFOp::create(jb, loc, m[0], s)});

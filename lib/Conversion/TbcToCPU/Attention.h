@@ -5,17 +5,21 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "../Common/KernelMath.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace tbc {
 
 /// Appends the chunk's keys and values of the key/value heads [kvBegin,
 /// kvEnd) (index values) to the caches, then writes the attention output of
-/// every query head of those heads' groups (Attention.cpp).
+/// every query head of those heads' groups (Attention.cpp), adding `bias`
+/// to the logits.
 void emitAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a,
                    mlir::Value q, mlir::Value kNew, mlir::Value vNew,
                    mlir::Value out, mlir::Value kCache, mlir::Value vCache,
-                   mlir::Value kvBegin, mlir::Value kvEnd);
+                   mlir::Value kvBegin, mlir::Value kvEnd,
+                   const PositionBias &bias);
 
 } // namespace tbc
 

@@ -104,6 +104,12 @@ public:
             return emitSoftcap(nb, l, cap, v[0]);
           });
         })
+        .Case([&](ClipOp c) {
+          double limit = c.getLimit().convertToDouble();
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
+            return emitClip(nb, l, limit, v[0]);
+          });
+        })
         .Case([&](AddOp) {
           return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
             return arith::AddFOp::create(nb, l, v[0], v[1]);
@@ -539,8 +545,10 @@ private:
   /// attends the T queries over all L cached positions.
   LogicalResult attention(AttentionOp a, ValueRange in, Value out,
                           ValueRange caches) {
+    PositionBias bias(b, loc, a, module, "attention_" + std::to_string(kernelIndex),
+                      a.getRelativeBias() ? in[3] : Value());
     emitAttention(b, loc, a, in[0], in[1], in[2], out, caches[0], caches[1],
-                  rangeBegin, rangeEnd);
+                  rangeBegin, rangeEnd, bias);
     return success();
   }
 };

@@ -286,7 +286,7 @@ private:
         .Case([&](AttentionOp a) {
           if (launch.suffix.empty())
             return appendToCaches(in[1], in[2], caches);
-          return attention(a, in[0], caches, out[0]);
+          return attention(a, in[0], a.getRelativeBias() ? in[3] : Value(), caches, out[0]);
         })
         .Case([&](LinearOp l) {
           return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), out[0],
@@ -381,6 +381,12 @@ private:
           double cap = op.getCap().convertToDouble();
           return pointwise(width(out[0]), [&](Value t, Value c) {
             g.store(emitSoftcap(b, loc, cap, g.load(in[0], {t, c})), out[0], {t, c});
+          });
+        })
+        .Case([&](ClipOp op) {
+          double limit = op.getLimit().convertToDouble();
+          return pointwise(width(out[0]), [&](Value t, Value c) {
+            g.store(emitClip(b, loc, limit, g.load(in[0], {t, c})), out[0], {t, c});
           });
         })
         .Case([&](AddOp) {
@@ -756,7 +762,8 @@ private:
   /// the visible positions lo + w, lo + w + S, ... (S = kAttentionSplit), then
   /// warp 0 merges the S partial (max, sum, weighted values) from shared
   /// memory: max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
-  LogicalResult attention(AttentionOp a, Value q, ValueRange caches, Value out) {
+  LogicalResult attention(AttentionOp a, Value q, Value relativeTable, ValueRange caches,
+                          Value out) {
     constexpr int64_t S = cuda::kAttentionSplit;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
@@ -766,6 +773,8 @@ private:
     if (a.getSoftcap())
       cap = a.getSoftcap()->convertToDouble();
     int64_t window = a.getWindow().value_or(0);
+    PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
+                      relativeTable);
     Value parts = workgroup; // attentionPartsType(a)
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value h = g.bid(gpu::Dimension::x);
@@ -795,6 +804,8 @@ private:
             Value score = g.warpSum(part);
             if (cap)
               score = emitSoftcap(b, loc, *cap, score);
+            if (Value term = bias.at(b, loc, h, p, j))
+              score = g.fadd(score, term);
             Value m = g.fmax(s[0], score);
             Value corr = g.exp(g.fsub(s[0], m));
             Value pj = g.exp(g.fsub(score, m));
