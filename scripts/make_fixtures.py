@@ -163,11 +163,136 @@ def build(name, spec, out_dir):
           f"generated {generated}")
 
 
+# Native-spec models no Hugging Face decoder implements, with a reference
+# written here in PyTorch from the spec's definition (docs/spec.md).
+NATIVE_FIXTURES = {
+    # T5's learned relative-position bias in a pre-norm decoder: 8 causal
+    # buckets (4 exact distances, then logarithmic up to 12, beyond which
+    # distances share the last bucket: the 12 + 4 positions reach it), one
+    # table shared by all layers, T5's unscaled logits.
+    "t5-bias": dict(relative=dict(num_buckets=8, max_distance=12, bidirectional=False,
+                                  per_layer=False), scale=1.0),
+    # One table per layer, buckets of the bidirectional rule (a causal
+    # decoder only ever sees its lower half).
+    "t5-bias-per-layer": dict(relative=dict(num_buckets=16, max_distance=10,
+                                            bidirectional=True, per_layer=True), scale=0.25),
+}
+
+
+class RelativeBiasDecoder(torch.nn.Module):
+    """The native spec's pre-norm RMSNorm / SwiGLU decoder with T5's
+    relative-position bias added to the logits (no RoPE): logits of head h
+    for a query at p and a key at j <= p are scale * q.k + table[bucket(j -
+    p), h], bucket() being transformers' own T5 function."""
+
+    def __init__(self, layers, heads, relative, scale):
+        super().__init__()
+        from transformers.models.t5.modeling_t5 import T5Attention
+        self.bucket = T5Attention._relative_position_bucket
+        self.heads, self.scale, self.rel = heads, scale, relative
+        n = torch.nn
+        self.embed = n.Embedding(VOCAB, HIDDEN)
+        self.layers = n.ModuleList()
+        for _ in range(layers):
+            layer = n.ModuleDict(dict(
+                input_layernorm=n.RMSNorm(HIDDEN, eps=1e-5),
+                q_proj=n.Linear(HIDDEN, HIDDEN, bias=False), k_proj=n.Linear(HIDDEN, HIDDEN, bias=False),
+                v_proj=n.Linear(HIDDEN, HIDDEN, bias=False), o_proj=n.Linear(HIDDEN, HIDDEN, bias=False),
+                post_attention_layernorm=n.RMSNorm(HIDDEN, eps=1e-5),
+                gate_proj=n.Linear(HIDDEN, INTER, bias=False), up_proj=n.Linear(HIDDEN, INTER, bias=False),
+                down_proj=n.Linear(INTER, HIDDEN, bias=False)))
+            if relative["per_layer"]:
+                layer["relative_attention_bias"] = n.Embedding(relative["num_buckets"], heads)
+            self.layers.append(layer)
+        if not relative["per_layer"]:
+            self.relative_attention_bias = n.Embedding(relative["num_buckets"], heads)
+        self.norm = n.RMSNorm(HIDDEN, eps=1e-5)
+        self.lm_head = n.Linear(HIDDEN, VOCAB, bias=False)
+
+    def forward(self, ids):
+        T, H, D = ids.shape[1], self.heads, HIDDEN // self.heads
+        pos = torch.arange(T)
+        buckets = self.bucket(pos[None, :] - pos[:, None], bidirectional=self.rel["bidirectional"],
+                              num_buckets=self.rel["num_buckets"],
+                              max_distance=self.rel["max_distance"])  # [query, key]
+        mask = torch.full((T, T), float("-inf")).triu(1)
+        x = self.embed(ids)
+        for layer in self.layers:
+            table = layer["relative_attention_bias"] if self.rel["per_layer"] else self.relative_attention_bias
+            bias = table(buckets).permute(2, 0, 1)  # [heads, query, key]
+            h = layer["input_layernorm"](x)
+            q, k, v = (layer[n](h).view(1, T, H, D).transpose(1, 2) for n in ("q_proj", "k_proj", "v_proj"))
+            scores = q @ k.transpose(-1, -2) * self.scale + bias + mask
+            a = (scores.float().softmax(-1) @ v).transpose(1, 2).reshape(1, T, HIDDEN)
+            x = x + layer["o_proj"](a)
+            h = layer["post_attention_layernorm"](x)
+            x = x + layer["down_proj"](torch.nn.functional.silu(layer["gate_proj"](h)) * layer["up_proj"](h))
+        return self.lm_head(self.norm(x))
+
+
+def build_native(name, spec, out_dir):
+    """A native-spec fixture: config.json holds the spec, the checkpoint uses
+    the spec's tensor names, the logits come from RelativeBiasDecoder (decode
+    steps by recomputing the growing sequence: the reference has no cache)."""
+    torch.manual_seed(0)
+    layers, heads = 2, 4
+    model = RelativeBiasDecoder(layers, heads, spec["relative"], spec["scale"])
+    randomize(model, gemma=False)
+    with torch.no_grad():  # biases large enough to move the softmax
+        for n_, p in model.named_parameters():
+            if "relative_attention_bias" in n_:
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(5)) * 2.0)
+    model.eval()
+    path = os.path.join(out_dir, name)
+    os.makedirs(path, exist_ok=True)
+    config = {"tbc_spec": 1, "name": f"{name}: T5 relative-position bias (make_fixtures.py)",
+              "vocab_size": VOCAB, "hidden_size": HIDDEN, "num_layers": layers,
+              "norm": {"kind": "rms", "placement": "pre", "eps": 1e-5},
+              "attention": {"heads": heads, "scale": spec["scale"]},
+              "ffn": {"kind": "glu", "activation": "silu", "d_ff": INTER},
+              "positions": dict(kind="relative", **spec["relative"])}
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    names = {"embed.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
+             "lm_head.weight": "lm_head.weight",
+             "relative_attention_bias.weight": "model.relative_attention_bias.weight"}
+    tensors = {}
+    for key, value in model.state_dict().items():
+        if key.startswith("layers."):
+            _, i, rest = key.split(".", 2)
+            sub = {"input_layernorm": "", "post_attention_layernorm": "", "relative_attention_bias": "self_attn.",
+                   "q_proj": "self_attn.", "k_proj": "self_attn.", "v_proj": "self_attn.",
+                   "o_proj": "self_attn.", "gate_proj": "mlp.", "up_proj": "mlp.", "down_proj": "mlp."}
+            tensors[f"model.layers.{i}.{sub[rest.split('.')[0]]}{rest}"] = value.contiguous()
+        else:
+            tensors[names[key]] = value.contiguous()
+    save_file(tensors, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
+    tokens = torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        logits = model(tokens)[0]
+        seq, generated, decode_logits = tokens, [], []
+        for _ in range(4):  # as generate(output_logits=True): the logits each token came from
+            last = model(seq)[0, -1]
+            decode_logits.append(last)
+            generated.append(int(last.argmax()))
+            seq = torch.cat([seq, torch.tensor([[generated[-1]]])], dim=1)
+    np.save(os.path.join(path, "logits.npy"), logits.numpy().astype(np.float32))
+    np.save(os.path.join(path, "decode_logits.npy"), torch.stack(decode_logits).numpy().astype(np.float32))
+    with open(os.path.join(path, "tokens.txt"), "w") as f:
+        f.write(",".join(str(t) for t in tokens[0].tolist()) + "\n")
+    with open(os.path.join(path, "generated.txt"), "w") as f:
+        f.write(",".join(str(t) for t in generated) + "\n")
+    print(f"{name}: native spec, generated {generated}")
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--bf16":
         src_dir, out_dir = sys.argv[2], sys.argv[3]
         only = sys.argv[4:]
         for name in sorted(os.listdir(src_dir)):
+            if name in NATIVE_FIXTURES:  # no transformers model to load them
+                continue
             if os.path.isdir(os.path.join(src_dir, name)) and (not only or name in only):
                 build_bf16(os.path.join(src_dir, name), os.path.join(out_dir, name))
         return
@@ -177,6 +302,9 @@ def main():
     for name, spec in FIXTURES.items():
         if not only or name in only:
             build(name, spec, out_dir)
+    for name, spec in NATIVE_FIXTURES.items():
+        if not only or name in only:
+            build_native(name, spec, out_dir)
 
 
 if __name__ == "__main__":

@@ -48,25 +48,27 @@ tbc::classifyModelPath(const std::string &model, std::string &configPath,
                "not a Hugging Face model folder: it has no config.json"};
       return std::nullopt;
     }
-    return DescriptionKind::HFConfig;
+    // A folder's config.json may also hold a native spec (with its
+    // checkpoint beside it): classified by its content below.
+  } else {
+    configPath = model;
   }
-  configPath = model;
-  if (endsWith(model, ".mlir"))
+  if (endsWith(configPath, ".mlir"))
     return DescriptionKind::TbcIR;
-  if (!endsWith(model, ".json")) {
+  if (!endsWith(configPath, ".json")) {
     error = {model, 0, 0, "",
              "unknown model description (expected a Hugging Face folder, a "
              "config.json, a native spec .json, or tbc IR .mlir)"};
     return std::nullopt;
   }
-  std::optional<json::Value> root = readJsonFile(model, error);
+  std::optional<json::Value> root = readJsonFile(configPath, error);
   if (!root)
     return std::nullopt;
   if (root->get("tbc_spec"))
     return DescriptionKind::NativeSpec;
   if (root->get("architectures"))
     return DescriptionKind::HFConfig;
-  error = {model, 1, 1, "",
+  error = {configPath, 1, 1, "",
            "neither a Hugging Face config (no 'architectures') nor a native "
            "spec (no 'tbc_spec')"};
   return std::nullopt;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "JsonFields.h"
+#include "tbc/Dialect/PositionBias.h"
 #include "tbc/Frontend/ModelReaders.h"
 
 #include <cmath>
@@ -138,6 +139,27 @@ void readFfn(JsonFields &f, ModelSpec &s) {
   s.names.down = "mlp.down_proj";
 }
 
+/// ALiBi slopes: a family's rule ("bloom", the paper's; "mpt", with
+/// `max_bias`) or one number per head.
+void readAlibi(JsonFields &p, ModelSpec &s) {
+  const json::Value *slopes = p.raw("slopes");
+  if (slopes && slopes->isArray()) {
+    for (const json::Value &e : slopes->elements()) {
+      if (!e.isNumber()) {
+        p.fail("slopes", "expected numbers (one slope per head)");
+        return;
+      }
+      s.alibiSlopes.push_back(e.asDouble());
+    }
+    return;
+  }
+  std::string rule = p.getChoice("slopes", "bloom", {"bloom", "mpt"});
+  s.alibiSlopes = rule == "bloom"
+                      ? bloomAlibiSlopes(s.numHeads)
+                      : mptAlibiSlopes(s.numHeads,
+                                       p.optPositive("max_bias").value_or(8.0));
+}
+
 void readPositions(JsonFields &f, ModelSpec &s) {
   const json::Value *obj = f.getObject("positions");
   if (!obj) {
@@ -145,16 +167,29 @@ void readPositions(JsonFields &f, ModelSpec &s) {
     return;
   }
   JsonFields p = f.nested(*obj, "positions");
-  std::string kind =
-      p.getChoice("kind", "rope", {"rope", "learned", "sinusoidal", "none"});
-  s.positions = kind == "rope"      ? PositionKind::Rope
-                : kind == "learned" ? PositionKind::Learned
+  std::string kind = p.getChoice(
+      "kind", "rope", {"rope", "learned", "sinusoidal", "alibi", "relative", "none"});
+  s.positions = kind == "rope"         ? PositionKind::Rope
+                : kind == "learned"    ? PositionKind::Learned
                 : kind == "sinusoidal" ? PositionKind::Sinusoidal
+                : kind == "alibi"      ? PositionKind::Alibi
+                : kind == "relative"   ? PositionKind::Relative
                                        : PositionKind::None;
   if (s.positions == PositionKind::Learned)
     s.names.positionEmbed = "model.embed_positions.weight";
   if (s.positions == PositionKind::Sinusoidal)
     s.sinusoidalBase = p.optPositive("base").value_or(10000.0);
+  if (s.positions == PositionKind::Alibi)
+    readAlibi(p, s);
+  if (s.positions == PositionKind::Relative) {
+    s.relative.numBuckets = p.getInt("num_buckets", 32, 0, int64_t(1) << 16);
+    s.relative.maxDistance = p.getInt("max_distance", 128, 0, L::kMaxPositions);
+    s.relative.bidirectional = p.getBool("bidirectional", false);
+    s.relative.perLayer = p.getBool("per_layer", false);
+    s.names.relativeBias = s.relative.perLayer
+                               ? "self_attn.relative_attention_bias"
+                               : "model.relative_attention_bias";
+  }
   if (s.positions != PositionKind::Rope || !p.ok())
     return;
   RopeSpec rope;
@@ -200,7 +235,10 @@ std::string specFieldFor(const std::string &key) {
       {"rotary_dim", "positions.rotary_dim"},
       {"rope_theta", "positions.theta"},
       {"rope_scaling", "positions.scaling"},
-      {"window", "attention.sliding_window"}};
+      {"window", "attention.sliding_window"},
+      {"alibi_slopes", "positions.slopes"},
+      {"num_buckets", "positions.num_buckets"},
+      {"max_distance", "positions.max_distance"}};
   auto it = fields.find(key);
   return it == fields.end() ? key : it->second;
 }
