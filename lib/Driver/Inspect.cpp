@@ -23,7 +23,9 @@ using namespace tbc;
 
 static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
   static const char *placements[] = {"pre", "post", "branch_post", "sandwich"};
-  static const char *positions[] = {"rope", "learned", "sinusoidal", "none"};
+  // In PositionKind's order.
+  static const char *positions[] = {"rope",  "learned",  "sinusoidal",
+                                    "alibi", "relative", "none"};
   os << "architecture: " << s.architecture << "\n"
      << "vocab " << s.vocabSize << ", hidden " << s.hiddenSize << ", layers "
      << s.numLayers << ", ffn " << s.ffnSize << "\n"
@@ -35,7 +37,15 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << (s.parallelBlock ? ", parallel block" : ", serial block") << "\n"
      << "ffn: " << (s.ffnKind == FfnKind::Glu ? "glu " : "mlp ")
      << s.activation << "\n"
-     << "positions: " << positions[int(s.positions)] << "\n";
+     << "positions: " << positions[int(s.positions)];
+  if (s.positions == PositionKind::Alibi)
+    os << ", slopes " << s.alibiSlopes.front() << " ... " << s.alibiSlopes.back();
+  if (s.positions == PositionKind::Relative)
+    os << ", " << s.relative.numBuckets << " buckets up to distance "
+       << s.relative.maxDistance
+       << (s.relative.bidirectional ? ", bidirectional" : ", causal")
+       << (s.relative.perLayer ? ", a table per layer" : ", one shared table");
+  os << "\n";
   for (int64_t i = 0; i < s.numLayers; ++i) {
     const LayerVariant &l = s.layers[i];
     os << "  layer " << i << ": "
