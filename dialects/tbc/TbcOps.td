@@ -277,11 +277,6 @@ def Tbc_AttentionOp : Tbc_Op<"attention",
     (`alibi_slopes` `=` $alibi_slopes^)? (`buckets` `=` $buckets^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) (`,` type($relative_bias)^)?
   }];
-  let extraClassDeclaration = [{
-    /// Whether a position bias (ALiBi or a relative-position table) is
-    /// added to the logits.
-    bool hasPositionBias() { return getAlibiSlopes() || getRelativeBias(); }
-  }];
   let hasVerifier = 1;
 }
 

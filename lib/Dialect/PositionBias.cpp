@@ -44,8 +44,8 @@ std::vector<double> tbc::mptAlibiSlopes(int64_t heads, double maxBias) {
 }
 
 std::vector<int32_t> tbc::relativeBucketTable(RelativeBucketsAttr buckets) {
-  int64_t side = buckets.getBidirectional() ? buckets.getNumBuckets() / 2
-                                            : buckets.getNumBuckets();
+  int64_t side =
+      relativeBucketsPerSide(buckets.getNumBuckets(), buckets.getBidirectional());
   int64_t maxExact = side / 2, maxDistance = buckets.getMaxDistance();
   // float32 throughout, as the reference: log(n / max_exact) /
   // log(max_distance / max_exact) * (side - max_exact), truncated.

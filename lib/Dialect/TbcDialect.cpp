@@ -2,6 +2,8 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "tbc/Dialect/PositionBias.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -57,7 +59,7 @@ RelativeBucketsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             bool bidirectional) {
   // Each side's buckets: half exact distances, half logarithmic ones, so a
   // side needs at least 2 and max_distance must pass the exact range.
-  int64_t side = bidirectional ? numBuckets / 2 : numBuckets;
+  int64_t side = relativeBucketsPerSide(numBuckets, bidirectional);
   if (numBuckets <= 0 || side < 2 || (bidirectional && numBuckets % 2 != 0))
     return emitError() << "num_buckets must be "
                        << (bidirectional ? "even and at least 4" : "at least 2")

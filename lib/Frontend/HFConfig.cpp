@@ -484,7 +484,7 @@ void readMpt(JsonFields &f, ModelSpec &s) {
   readAlibiCommon(f, s, "d_model", "n_layers", "n_heads");
   if (!f.ok())
     return;
-  if (f.ok() && f.getInt("expansion_ratio", 4, 1, 64) != 4)
+  if (f.getInt("expansion_ratio", 4, 1, 64) != 4)
     f.fail("expansion_ratio", "only 4 is supported (transformers' MPT builds "
                               "a 4 x d_model MLP whatever it says)");
   if (f.ok() && !f.getBool("no_bias", true))

@@ -2,6 +2,8 @@
 
 #include "tbc/Frontend/ModelSpec.h"
 
+#include "tbc/Dialect/PositionBias.h"
+
 #include "tbc/Support/Json.h"
 
 #include <cmath>
@@ -60,7 +62,7 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
   }
   if (s.positions == PositionKind::Relative) {
     const RelativeBiasSpec &r = s.relative;
-    int64_t side = r.bidirectional ? r.numBuckets / 2 : r.numBuckets;
+    int64_t side = relativeBucketsPerSide(r.numBuckets, r.bidirectional);
     if (r.numBuckets < 2 || side < 2 || r.numBuckets > (1 << 16) ||
         (r.bidirectional && r.numBuckets % 2 != 0))
       return SpecViolation{"num_buckets",

@@ -26,6 +26,14 @@ std::vector<double> bloomAlibiSlopes(int64_t heads);
 /// odd-numbered slopes come first, then the even ones, cut to `heads`.
 std::vector<double> mptAlibiSlopes(int64_t heads, double maxBias);
 
+/// Buckets on each side of the query: all of them for causal buckets, half
+/// for bidirectional ones (the upper half is for keys after the query). The
+/// first half of a side's buckets are exact distances, so a side's exact
+/// range is relativeBucketsPerSide(...) / 2.
+inline int64_t relativeBucketsPerSide(int64_t numBuckets, bool bidirectional) {
+  return bidirectional ? numBuckets / 2 : numBuckets;
+}
+
 /// bucket[n] for the distances n = 0..max_distance on one side of the
 /// query (the bidirectional upper half adds num_buckets / 2 for keys after
 /// it), as transformers' T5Attention._relative_position_bucket computes it

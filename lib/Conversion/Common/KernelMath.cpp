@@ -139,7 +139,10 @@ Value PositionBias::at(OpBuilder &b, Location loc, Value head, Value queryPos,
   if (buckets.getBidirectional())
     bucket = arith::AddIOp::create(
         b, loc, bucket,
-        arith::SelectOp::create(b, loc, after, ci(buckets.getNumBuckets() / 2), ci(0)));
+        arith::SelectOp::create(
+            b, loc, after,
+            ci(relativeBucketsPerSide(buckets.getNumBuckets(), buckets.getBidirectional())),
+            ci(0)));
   return memref::LoadOp::create(b, loc, relativeTable, ValueRange{bucket, head});
 }
 
