@@ -32,6 +32,9 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTER,
               num_attention_heads=4, max_position_embeddings=64,
               tie_word_embeddings=False)
 
+LONGROPE_SHORT = [1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.0, 4.0]
+LONGROPE_LONG = [1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 12.0, 16.0]
+
 FIXTURES = {
     "llama": dict(model_type="llama", num_hidden_layers=2, num_key_value_heads=2,
                   rms_norm_eps=1e-5, rope_theta=10000.0,
@@ -66,6 +69,32 @@ FIXTURES = {
     "phi3": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=4, pad_token_id=0,
                  bos_token_id=1, eos_token_id=2,
                  partial_rotary_factor=0.5, sliding_window=6),
+    # LongRoPE switches from the short to the long factors once a sequence
+    # passes original_max_position_embeddings: at 16 the 12-token prompt and
+    # all 4 decode steps use the short ones, at 8 the long ones. (Crossing
+    # the switch while decoding is left out: Phi-3's generate() then drops
+    # its cache and re-prefills the whole sequence, which tbc's sessions do
+    # not do; see docs/spec.md.)
+    "phi3-longrope-short": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=2,
+                                pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                original_max_position_embeddings=16,
+                                rope_scaling=dict(type="longrope", short_factor=LONGROPE_SHORT,
+                                                  long_factor=LONGROPE_LONG)),
+    "phi3-longrope-long": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=2,
+                               pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                               original_max_position_embeddings=8,
+                               rope_scaling=dict(type="longrope", short_factor=LONGROPE_SHORT,
+                                                 long_factor=LONGROPE_LONG)),
+    # YaRN as Qwen2.5 ships it (factor 4); 2048 original positions put the
+    # ramp inside the 8 frequencies of head_dim 16.
+    "qwen2-yarn": dict(model_type="qwen2", num_hidden_layers=2, num_key_value_heads=2,
+                       rope_scaling=dict(type="yarn", factor=4.0,
+                                         original_max_position_embeddings=2048)),
+    # Dynamic NTK past max_position_embeddings = 13: the prompt and the
+    # first decode step keep the base, the later steps grow it.
+    "llama-dynamic": dict(model_type="llama", num_hidden_layers=2, num_key_value_heads=2,
+                          max_position_embeddings=13,
+                          rope_scaling=dict(rope_type="dynamic", factor=2.0)),
     "gpt_neox": dict(model_type="gpt_neox", num_hidden_layers=2, rotary_pct=0.25,
                      use_parallel_residual=True, hidden_act="gelu"),
     "gpt_neox-serial": dict(model_type="gpt_neox", num_hidden_layers=2, rotary_pct=0.5,

@@ -28,7 +28,8 @@ def Tbc_NormKind : I32EnumAttr<"NormKind", "normalisation", [
 }
 
 def Tbc_RopeScalingKind : I32EnumAttr<"RopeScalingKind", "RoPE frequency scaling", [
-    I32EnumAttrCase<"linear", 0>, I32EnumAttrCase<"llama3", 1>]> {
+    I32EnumAttrCase<"linear", 0>, I32EnumAttrCase<"llama3", 1>, I32EnumAttrCase<"yarn", 2>,
+    I32EnumAttrCase<"longrope", 3>, I32EnumAttrCase<"dynamic", 4>]> {
   let cppNamespace = "::tbc";
 }
 
@@ -47,13 +48,32 @@ class Tbc_F64Parameter<string desc, string default = ""> :
 
 def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
   let mnemonic = "rope_scaling";
-  let summary = "frequency scaling of rotary embeddings (linear or llama3)";
+  let summary = "frequency scaling of rotary embeddings (linear, llama3, yarn, longrope, dynamic)";
   let description = [{
-    `linear` divides every inverse frequency by `factor`. `llama3` divides only
-    the low frequencies (wavelength > original_max_position / low_freq_factor)
-    by `factor`, keeps the high ones (wavelength < original_max_position /
-    high_freq_factor) and interpolates smoothly in between. `low_freq_factor`,
-    `high_freq_factor` and `original_max_position` are ignored by `linear`.
+    The scalings of transformers' ROPE_INIT_FUNCTIONS, with their names:
+
+    * `linear` divides every inverse frequency by `factor`.
+    * `llama3` divides only the low frequencies (wavelength >
+      original_max_position / low_freq_factor) by `factor`, keeps the high
+      ones (wavelength < original_max_position / high_freq_factor) and
+      interpolates smoothly in between.
+    * `yarn` blends interpolated (`/ factor`) and original frequencies with a
+      linear ramp over the dims between the correction range of `beta_fast`
+      and `beta_slow` rotations in `original_max_position` (floored/ceiled
+      when `truncate`), and multiplies cos and sin by `attention_factor`.
+    * `longrope` divides frequency i by `short_factor[i]` while a sequence is
+      at most `original_max_position` long and by `long_factor[i]` once it is
+      longer (chosen per call by the sequence's length, as transformers
+      does; keys already cached keep their rotation), and multiplies cos and
+      sin by `attention_factor`.
+    * `dynamic` (NTK) keeps the frequencies up to `original_max_position`
+      (the config's max_position_embeddings) and, for a sequence of length
+      L beyond it, raises the base to `theta * (factor L / M - (factor - 1))
+      ^ (d / (d - 2))`, recomputed per call.
+
+    `longrope` and `dynamic` depend on the sequence's length, so the
+    `tbc.rope` using them takes the `lengths` operand. Parameters a kind does
+    not use keep their defaults.
 
     Example: `#tbc.rope_scaling<kind = llama3, factor = 8.0, low_freq_factor = 1.0,
     high_freq_factor = 4.0, original_max_position = 8192>`
@@ -63,9 +83,22 @@ def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
     Tbc_F64Parameter<"scale factor">:$factor,
     Tbc_F64Parameter<"llama3 low frequency factor", "::llvm::APFloat(1.0)">:$low_freq_factor,
     Tbc_F64Parameter<"llama3 high frequency factor", "::llvm::APFloat(4.0)">:$high_freq_factor,
-    DefaultValuedParameter<"int64_t", "8192">:$original_max_position);
+    DefaultValuedParameter<"int64_t", "8192">:$original_max_position,
+    Tbc_F64Parameter<"yarn/longrope scale of cos and sin", "::llvm::APFloat(1.0)">:$attention_factor,
+    Tbc_F64Parameter<"yarn fast boundary (rotations)", "::llvm::APFloat(32.0)">:$beta_fast,
+    Tbc_F64Parameter<"yarn slow boundary (rotations)", "::llvm::APFloat(1.0)">:$beta_slow,
+    DefaultValuedParameter<"bool", "true">:$truncate,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr", "longrope short factors">:$short_factor,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr", "longrope long factors">:$long_factor);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the frequencies depend on the sequence's length (the
+    /// tbc.rope using it takes `lengths`).
+    bool dependsOnLength() const {
+      return getKind() == RopeScalingKind::longrope || getKind() == RopeScalingKind::dynamic;
+    }
+  }];
 }
 
 def Tbc_RelativeBucketsAttr : AttrDef<Tbc_Dialect, "RelativeBuckets"> {

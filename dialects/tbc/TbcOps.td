@@ -219,6 +219,11 @@ def Tbc_RopeOp : Tbc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     `theta^(-2i / rotary_dim)`, optionally rescaled by `scaling`. `neox` style
     rotates halves (rotate_half), `gptj` rotates interleaved pairs.
 
+    Scalings whose frequencies depend on the sequence's length (`longrope`,
+    `dynamic`) read `lengths` (like `positions`): the length each row's
+    sequence has once this call's tokens are in, i.e. its largest position
+    + 1, which transformers computes per call from `position_ids`.
+
     ```mlir
     %q = tbc.rope neox %x, %pos head_dim = 128 rotary_dim = 128 theta = 500000.0
            scaling = <kind = llama3, factor = 8.0, low_freq_factor = 1.0,
@@ -227,12 +232,14 @@ def Tbc_RopeOp : Tbc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_IndexTensor:$positions,
+                       Optional<Tbc_IndexTensor>:$lengths,
                        Tbc_RopeStyle:$style, I64Attr:$head_dim, I64Attr:$rotary_dim,
                        F64Attr:$theta, OptionalAttr<Tbc_RopeScalingAttr>:$scaling);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
-    $style $input `,` $positions `head_dim` `=` $head_dim `rotary_dim` `=` $rotary_dim
-    `theta` `=` $theta (`scaling` `=` $scaling^)? attr-dict `:` type($input) `,` type($positions)
+    $style $input `,` $positions (`lengths` `(` $lengths^ `)`)? `head_dim` `=` $head_dim
+    `rotary_dim` `=` $rotary_dim `theta` `=` $theta (`scaling` `=` $scaling^)? attr-dict
+    `:` type($input) `,` type($positions) (`,` type($lengths)^)?
   }];
   let hasVerifier = 1;
 }

@@ -8,6 +8,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace tbc;
 
@@ -29,27 +31,65 @@ void TbcDialect::initialize() {
       >();
 }
 
-LogicalResult
-RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        RopeScalingKind kind, APFloat factorF,
-                        APFloat lowF, APFloat highF,
-                        int64_t originalMaxPosition) {
+LogicalResult RopeScalingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, RopeScalingKind kind,
+    APFloat factorF, APFloat lowF, APFloat highF, int64_t originalMaxPosition,
+    APFloat attentionF, APFloat betaFastF, APFloat betaSlowF, bool truncate,
+    DenseF64ArrayAttr shortFactor, DenseF64ArrayAttr longFactor) {
   double factor = factorF.convertToDouble();
   double lowFreqFactor = lowF.convertToDouble();
   double highFreqFactor = highF.convertToDouble();
-  if (!(factor > 0))
+  std::string name = stringifyRopeScalingKind(kind).str();
+  if (!(factor > 0) || !std::isfinite(factor))
     return emitError() << "rope scaling factor must be positive, got "
                        << factor;
-  if (kind != RopeScalingKind::llama3)
-    return success();
-  if (!(lowFreqFactor > 0) || !(highFreqFactor > lowFreqFactor))
+  if (kind != RopeScalingKind::linear && originalMaxPosition <= 0)
+    return emitError() << name
+                       << " rope scaling needs a positive "
+                          "original_max_position, got "
+                       << originalMaxPosition;
+  double attention = attentionF.convertToDouble();
+  if (!(attention > 0) || !std::isfinite(attention))
+    return emitError() << "attention_factor must be positive, got "
+                       << attention;
+  if (attention != 1.0 && kind != RopeScalingKind::yarn &&
+      kind != RopeScalingKind::longrope)
+    return emitError() << "attention_factor is only used by yarn and "
+                          "longrope scaling, not "
+                       << name;
+  if ((shortFactor || longFactor) != (kind == RopeScalingKind::longrope))
+    return emitError() << (kind == RopeScalingKind::longrope
+                               ? "longrope scaling needs short_factor and "
+                                 "long_factor"
+                               : "short_factor and long_factor belong to "
+                                 "longrope scaling, not " +
+                                     name);
+  if (kind == RopeScalingKind::llama3 &&
+      (!(lowFreqFactor > 0) || !(highFreqFactor > lowFreqFactor)))
     return emitError() << "llama3 rope scaling needs 0 < low_freq_factor < "
                           "high_freq_factor, got "
                        << lowFreqFactor << " and " << highFreqFactor;
-  if (originalMaxPosition <= 0)
-    return emitError() << "llama3 rope scaling needs a positive "
-                          "original_max_position, got "
-                       << originalMaxPosition;
+  if (kind == RopeScalingKind::yarn) {
+    double fast = betaFastF.convertToDouble(), slow = betaSlowF.convertToDouble();
+    if (!(slow > 0) || !(fast > slow) || !std::isfinite(fast))
+      return emitError() << "yarn rope scaling needs 0 < beta_slow < "
+                            "beta_fast, got "
+                         << slow << " and " << fast;
+  }
+  if (kind == RopeScalingKind::longrope) {
+    if (!shortFactor || !longFactor)
+      return emitError() << "longrope scaling needs short_factor and "
+                            "long_factor";
+    if (shortFactor.size() != longFactor.size())
+      return emitError() << "short_factor has " << shortFactor.size()
+                         << " entries but long_factor " << longFactor.size();
+    for (auto [which, factors] :
+         {std::pair{"short_factor", shortFactor}, {"long_factor", longFactor}})
+      for (auto [i, f] : llvm::enumerate(factors.asArrayRef()))
+        if (!(f > 0) || !std::isfinite(f))
+          return emitError() << which << "[" << i
+                             << "] must be positive and finite, got " << f;
+  }
   return success();
 }
 

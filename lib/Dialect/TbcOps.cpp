@@ -365,6 +365,23 @@ LogicalResult RopeOp::verify() {
     if (!dimsAgree(pos[i], in[i]))
       return emitOpError("positions disagree with the input in dimension ")
              << i;
+  RopeScalingAttr scaling = getScalingAttr();
+  bool needsLengths = scaling && scaling.dependsOnLength();
+  if (needsLengths != bool(getLengths()))
+    return needsLengths
+               ? emitOpError("'")
+                     << stringifyRopeScalingKind(scaling.getKind())
+                     << "' scaling depends on the sequence's length: it needs "
+                        "the 'lengths' operand"
+               : emitOpError("'lengths' is only read by longrope and dynamic "
+                             "scaling");
+  if (getLengths() && getLengths().getType() != getPositions().getType())
+    return emitOpError("lengths must have the type of positions, ")
+           << getPositions().getType();
+  if (scaling && scaling.getShortFactor() &&
+      int64_t(scaling.getShortFactor().size()) != rotary / 2)
+    return emitOpError("longrope factors must have rotary_dim / 2 = ")
+           << rotary / 2 << " entries, got " << scaling.getShortFactor().size();
   return success();
 }
 

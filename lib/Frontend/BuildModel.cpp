@@ -168,14 +168,25 @@ public:
     return SmallVector<Value>(op.getResults());
   }
 
+  /// The function being emitted's sequence lengths argument (null when no
+  /// layer's RoPE depends on the sequence's length).
+  Value lengths;
+
   Value rope(Value x, Value pos, const RopeSpec &r) {
     RopeScalingAttr scaling;
-    if (r.scaling.kind)
+    const RopeScalingSpec &sc = r.scaling;
+    auto array = [&](const std::vector<double> &v) {
+      return v.empty() ? DenseF64ArrayAttr() : b.getDenseF64ArrayAttr(v);
+    };
+    if (sc.kind)
       scaling = RopeScalingAttr::get(
-          b.getContext(), *r.scaling.kind, APFloat(r.scaling.factor), APFloat(r.scaling.lowFreqFactor),
-          APFloat(r.scaling.highFreqFactor), r.scaling.originalMaxPosition);
+          b.getContext(), *sc.kind, APFloat(sc.factor), APFloat(sc.lowFreqFactor),
+          APFloat(sc.highFreqFactor), sc.originalMaxPosition, APFloat(sc.attentionFactor),
+          APFloat(sc.betaFast), APFloat(sc.betaSlow), sc.truncate, array(sc.shortFactor),
+          array(sc.longFactor));
     return RopeOp::create(
         b, loc, x.getType(), x, pos,
+        scaling && scaling.dependsOnLength() ? lengths : Value(),
         r.gptjStyle ? RopeStyle::gptj : RopeStyle::neox, s.headDim,
         r.rotaryDim, APFloat(r.theta), scaling);
   }
@@ -338,17 +349,35 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
     variantOf.push_back(k);
   }
 
+  // LongRoPE and dynamic NTK pick their frequencies by the sequence's
+  // length: the model then takes each row's sequence length as an input.
+  bool withLengths =
+      s.positions == PositionKind::Rope &&
+      llvm::any_of(s.layers, [](const LayerVariant &l) {
+        return l.rope.scaling.kind == RopeScalingKind::longrope ||
+               l.rope.scaling.kind == RopeScalingKind::dynamic;
+      });
+  auto nameArg = [&](func::FuncOp fn, unsigned i, StringRef name) {
+    fn.setArgAttr(i, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr(name));
+  };
+
   // @forward first, so it reads top-down; block functions follow.
   RankedTensorType logitsType = em.act(s.vocabSize);
+  SmallVector<Type> forwardArgs{em.positionsType(), em.positionsType()};
+  if (withLengths)
+    forwardArgs.push_back(em.positionsType());
   auto forward = func::FuncOp::create(
-      b, loc, "forward",
-      b.getFunctionType({em.positionsType(), em.positionsType()},
-                        {logitsType}));
-  forward.setArgAttr(0, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("token_ids"));
-  forward.setArgAttr(1, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("positions"));
+      b, loc, "forward", b.getFunctionType(forwardArgs, {logitsType}));
+  nameArg(forward, 0, "token_ids");
+  nameArg(forward, 1, "positions");
+  if (withLengths)
+    nameArg(forward, 2, "sequence_lengths");
 
   std::vector<func::FuncOp> blocks;
   SmallVector<Type> blockArgs{em.act(s.hiddenSize), em.positionsType()};
+  if (withLengths)
+    blockArgs.push_back(em.positionsType());
+  unsigned firstWeight = blockArgs.size();
   for (const WeightSlot &slot : slots.slots())
     blockArgs.push_back(RankedTensorType::get(slot.shape, elt));
   std::vector<std::string> names = blockNames(variants);
@@ -357,17 +386,19 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
         b, loc, names[k],
         b.getFunctionType(blockArgs, {em.act(s.hiddenSize)}));
     fn.setPrivate();
-    fn.setArgAttr(0, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("hidden"));
-    fn.setArgAttr(1, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr("positions"));
+    nameArg(fn, 0, "hidden");
+    nameArg(fn, 1, "positions");
+    if (withLengths)
+      nameArg(fn, 2, "sequence_lengths");
     for (size_t i = 0; i < slots.slots().size(); ++i)
-      fn.setArgAttr(i + 2, TbcDialect::NameAttrHelper::getNameStr(),
-                    b.getStringAttr(slots.slots()[i].name));
+      nameArg(fn, firstWeight + i, slots.slots()[i].name);
     Block *body = fn.addEntryBlock();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
     std::map<std::string, Value> w;
     for (size_t i = 0; i < slots.slots().size(); ++i)
-      w[slots.slots()[i].name] = body->getArgument(i + 2);
+      w[slots.slots()[i].name] = body->getArgument(firstWeight + i);
+    em.lengths = withLengths ? body->getArgument(2) : Value();
     Value out = em.block(w, body->getArgument(0), body->getArgument(1),
                          variants[k]);
     func::ReturnOp::create(b, loc, out);
@@ -377,6 +408,7 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   Block *entry = forward.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   Value ids = entry->getArgument(0), pos = entry->getArgument(1);
+  em.lengths = withLengths ? entry->getArgument(2) : Value();
   Value table = em.param(s.names.embed, {s.vocabSize, s.hiddenSize});
   Value h = EmbeddingOp::create(
       b, loc, table, ids,
@@ -395,6 +427,8 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   }
   for (int64_t i = 0; i < s.numLayers; ++i) {
     SmallVector<Value> args{h, pos};
+    if (withLengths)
+      args.push_back(em.lengths);
     std::string prefix = layerPrefix(s, i);
     for (const WeightSlot &slot : slots.slots())
       args.push_back(em.param(slot.shared ? slot.name : prefix + slot.name, slot.shape));

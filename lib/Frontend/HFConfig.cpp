@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "JsonFields.h"
+#include "RopeScalingFields.h"
 #include "tbc/Frontend/ModelReaders.h"
 
 #include "tbc/Dialect/PositionBias.h"
@@ -35,42 +36,6 @@ std::string activationFromHF(JsonFields &f, const std::string &key,
                   "' (supported: silu, swish, gelu, gelu_new, "
                   "gelu_pytorch_tanh, relu, sigmoid)");
   return dflt;
-}
-
-/// Scaling fields of one object (transformers 4's `rope_scaling` or 5's
-/// `rope_parameters`): none, linear or llama3 (`type` is the older spelling).
-RopeScalingSpec scalingFrom(JsonFields &r) {
-  RopeScalingSpec s;
-  std::string kind = r.has("rope_type") ? r.getString("rope_type", "")
-                                        : r.getString("type", "");
-  std::string kindKey = r.has("rope_type") ? "rope_type" : "type";
-  if (kind == "default" || kind.empty())
-    return s;
-  if (kind == "linear") {
-    s.kind = RopeScalingKind::linear;
-  } else if (kind == "llama3") {
-    s.kind = RopeScalingKind::llama3;
-    s.lowFreqFactor = r.getNumber("low_freq_factor", 1.0);
-    s.highFreqFactor = r.getNumber("high_freq_factor", 4.0);
-    s.originalMaxPosition =
-        r.reqInt("original_max_position_embeddings", 1, L::kMaxPositions);
-  } else {
-    r.fail(kindKey, "rope scaling '" + kind +
-                        "' is not supported (supported: linear, llama3)");
-    return s;
-  }
-  if (!r.has("factor"))
-    r.fail("factor", "required field is missing");
-  s.factor = r.optPositive("factor").value_or(1.0);
-  return s;
-}
-
-RopeScalingSpec ropeScalingFromHF(JsonFields &f) {
-  const json::Value *obj = f.getObject("rope_scaling");
-  if (!obj)
-    return {};
-  JsonFields r = f.nested(*obj, "rope_scaling");
-  return scalingFrom(r);
 }
 
 /// Per-layer attention kinds from `layer_types` when present, else from
@@ -154,17 +119,21 @@ void readLlamaCommon(JsonFields &f, ModelSpec &s) {
   s.names.down = "mlp.down_proj";
 }
 
-/// One set of RoPE parameters from an object holding rope_theta, the
-/// scaling fields and partial_rotary_factor.
-RopeSpec ropeFrom(JsonFields &r, const ModelSpec &s, double defaultTheta,
-                  double defaultPartial) {
+/// One set of RoPE parameters: `thetaAndPartial` holds rope_theta and
+/// partial_rotary_factor, `scaling` the scaling fields (the same object in
+/// transformers 5's rope_parameters; the top level and rope_scaling in 4).
+RopeSpec ropeFrom(JsonFields &thetaAndPartial, JsonFields *scaling, const ModelSpec &s,
+                  double defaultTheta, double defaultPartial, RopeScalingContext c) {
   RopeSpec rope;
+  JsonFields &r = thetaAndPartial;
   rope.theta = r.optPositive("rope_theta").value_or(defaultTheta);
-  rope.scaling = scalingFrom(r);
   double partial = r.getNumber("partial_rotary_factor", defaultPartial);
   if (r.ok() && !(partial > 0 && partial <= 1))
     r.fail("partial_rotary_factor", "must be in (0, 1]");
   rope.rotaryDim = int64_t(double(s.headDim) * partial);
+  c.rotaryDim = rope.rotaryDim;
+  if (scaling && r.ok())
+    rope.scaling = readRopeScaling(*scaling, c);
   return rope;
 }
 
@@ -172,9 +141,23 @@ RopeSpec ropeFrom(JsonFields &r, const ModelSpec &s, double defaultTheta,
 /// or one per layer type: `full_attention` / `sliding_attention`);
 /// transformers 4 writes top-level `rope_theta`, `rope_scaling` and
 /// `partial_rotary_factor`. Returns true when per-type parameters were read.
+/// `phi3`: 'su' and 'yarn' scalings are Phi-3's names for longrope.
 bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
-              double defaultPartial = 1.0) {
+              double defaultPartial = 1.0, bool phi3 = false) {
   defaultPartial = f.getNumber("partial_rotary_factor", defaultPartial);
+  RopeScalingContext c;
+  c.maxPositions = s.maxPositions;
+  c.phi3 = phi3;
+  // A top-level original length wins over the scaling object's, except in
+  // per-layer-type parameters (as transformers' standardize_rope_params).
+  RopeScalingContext perType = c;
+  c.originalMaxPosition =
+      f.optInt("original_max_position_embeddings", 1, L::kMaxPositions);
+  auto all = [&](const RopeSpec &rope) {
+    for (LayerVariant &l : s.layers)
+      l.rope = rope;
+    extendPositionsForDynamicRope(s);
+  };
   if (const json::Value *rp = f.getObject("rope_parameters")) {
     JsonFields r = f.nested(*rp, "rope_parameters");
     const json::Value *full = r.getObject("full_attention");
@@ -183,30 +166,25 @@ bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
       std::optional<RopeSpec> fullRope, slidingRope;
       if (full) {
         JsonFields fr = r.nested(*full, "full_attention");
-        fullRope = ropeFrom(fr, s, defaultTheta, defaultPartial);
+        fullRope = ropeFrom(fr, &fr, s, defaultTheta, defaultPartial, perType);
       }
       if (sliding) {
         JsonFields sr = r.nested(*sliding, "sliding_attention");
-        slidingRope = ropeFrom(sr, s, defaultTheta, defaultPartial);
+        slidingRope = ropeFrom(sr, &sr, s, defaultTheta, defaultPartial, perType);
       }
       for (LayerVariant &l : s.layers)
         l.rope = (l.window > 0 && slidingRope) || !fullRope ? *slidingRope
                                                              : *fullRope;
+      extendPositionsForDynamicRope(s);
       return true;
     }
-    RopeSpec rope = ropeFrom(r, s, defaultTheta, defaultPartial);
-    for (LayerVariant &l : s.layers)
-      l.rope = rope;
+    all(ropeFrom(r, &r, s, defaultTheta, defaultPartial, c));
     return false;
   }
-  RopeSpec rope;
-  rope.theta = f.optPositive("rope_theta").value_or(defaultTheta);
-  rope.scaling = ropeScalingFromHF(f);
-  if (f.ok() && !(defaultPartial > 0 && defaultPartial <= 1))
-    f.fail("partial_rotary_factor", "must be in (0, 1]");
-  rope.rotaryDim = int64_t(double(s.headDim) * defaultPartial);
-  for (LayerVariant &l : s.layers)
-    l.rope = rope;
+  std::optional<JsonFields> scaling;
+  if (const json::Value *rs = f.getObject("rope_scaling"))
+    scaling.emplace(f.nested(*rs, "rope_scaling"));
+  all(ropeFrom(f, scaling ? &*scaling : nullptr, s, defaultTheta, defaultPartial, c));
   return false;
 }
 
@@ -261,17 +239,7 @@ void readPhi3(JsonFields &f, ModelSpec &s) {
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   int64_t window = slidingWindow(f);
   layerWindows(f, s, window, [&](int64_t) { return window > 0; });
-  if (const json::Value *rs = f.getObject("rope_scaling")) {
-    JsonFields r = f.nested(*rs, "rope_scaling");
-    std::string kind = r.getString(r.has("rope_type") ? "rope_type" : "type", "");
-    if (kind == "longrope" || kind == "su" || kind == "yarn") {
-      f.fail("rope_scaling", "Phi-3 rope scaling '" + kind +
-                                 "' is not supported yet (supported: none, "
-                                 "linear, llama3)");
-      return;
-    }
-  }
-  readRope(f, s, 10000.0);
+  readRope(f, s, 10000.0, 1.0, /*phi3=*/true);
 }
 
 void readOlmo2(JsonFields &f, ModelSpec &s) {

@@ -121,6 +121,25 @@ public:
     return d;
   }
 
+  /// An array of numbers (nullopt when absent or on error).
+  std::optional<std::vector<double>> optNumbers(const std::string &key) {
+    const json::Value *v = raw(key);
+    if (!v || !ok())
+      return std::nullopt;
+    std::vector<double> out;
+    if (v->isArray())
+      for (const json::Value &e : v->elements()) {
+        if (!e.isNumber())
+          break;
+        out.push_back(e.asDouble());
+      }
+    if (!v->isArray() || out.size() != v->elements().size()) {
+      fail(key, "expected an array of numbers");
+      return std::nullopt;
+    }
+    return out;
+  }
+
   bool getBool(const std::string &key, bool dflt) {
     const json::Value *v = raw(key);
     if (!v || !ok())

@@ -108,6 +108,20 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
                            "llama3 scaling needs 0 < low_freq_factor < "
                            "high_freq_factor and original_max_position_"
                            "embeddings > 0"};
+    if (r.scaling.kind == RopeScalingKind::yarn &&
+        !(r.scaling.betaSlow > 0 && r.scaling.betaFast > r.scaling.betaSlow))
+      return SpecViolation{"rope_scaling",
+                           "yarn scaling needs 0 < beta_slow < beta_fast, got " +
+                               json::formatNumber(r.scaling.betaSlow) + " and " +
+                               json::formatNumber(r.scaling.betaFast)};
+    if (r.scaling.kind == RopeScalingKind::longrope &&
+        (int64_t(r.scaling.shortFactor.size()) != r.rotaryDim / 2 ||
+         r.scaling.longFactor.size() != r.scaling.shortFactor.size()))
+      return SpecViolation{"rope_scaling",
+                           "longrope needs rotary dims / 2 = " + num(r.rotaryDim / 2) +
+                               " short and long factors, got " +
+                               num(int64_t(r.scaling.shortFactor.size())) + " and " +
+                               num(int64_t(r.scaling.longFactor.size()))};
   }
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "JsonFields.h"
+#include "RopeScalingFields.h"
 #include "tbc/Dialect/PositionBias.h"
 #include "tbc/Frontend/ModelReaders.h"
 
@@ -205,16 +206,13 @@ void readPositions(JsonFields &f, ModelSpec &s) {
   }
   if (const json::Value *sc = p.getObject("scaling")) {
     JsonFields r = p.nested(*sc, "scaling");
-    std::string type = r.getChoice("type", "linear", {"linear", "llama3"});
-    rope.scaling.kind = type == "linear" ? RopeScalingKind::linear
-                                         : RopeScalingKind::llama3;
-    if (!r.has("factor"))
-      r.fail("factor", "required field is missing");
-    rope.scaling.factor = r.optPositive("factor").value_or(1.0);
-    rope.scaling.lowFreqFactor = r.getNumber("low_freq_factor", 1.0);
-    rope.scaling.highFreqFactor = r.getNumber("high_freq_factor", 4.0);
-    rope.scaling.originalMaxPosition = r.getInt(
-        "original_max_position_embeddings", 8192, 1, L::kMaxPositions);
+    if (!r.has("type"))
+      r.fail("type", "required field is missing");
+    RopeScalingContext c;
+    c.maxPositions = s.maxPositions;
+    c.rotaryDim = rope.rotaryDim;
+    if (r.ok())
+      rope.scaling = readRopeScaling(r, c);
   }
   double localTheta = p.optPositive("local_theta").value_or(rope.theta);
   for (LayerVariant &l : s.layers) {
@@ -224,6 +222,7 @@ void readPositions(JsonFields &f, ModelSpec &s) {
       l.rope.scaling = {};
     }
   }
+  extendPositionsForDynamicRope(s);
 }
 
 std::string specFieldFor(const std::string &key) {

@@ -192,13 +192,16 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
   auto sessionOf = [&](size_t i) { return static_cast<CpuSession *>(chunks[i].session); };
   CpuSession &first = *sessionOf(0);
   const Module::Impl &im = first.module_.impl();
-  // The chunks' rows, one after another: tokens, positions, row offsets.
-  std::vector<int32_t> tokens, positions;
+  // The chunks' rows, one after another: tokens, positions, sequence
+  // lengths, row offsets.
+  std::vector<int32_t> tokens, positions, lengths;
   std::vector<int64_t> rowBegin;
   for (size_t i = 0; i < chunks.size(); ++i) {
     rowBegin.push_back(int64_t(tokens.size()));
     tokens.insert(tokens.end(), chunks[i].tokens->begin(), chunks[i].tokens->end());
     positions.insert(positions.end(), chunks[i].positions.begin(), chunks[i].positions.end());
+    lengths.insert(lengths.end(), chunks[i].tokens->size(),
+                   int32_t(chunks[i].sequenceLength()));
     if (!sessionOf(i)->growCaches(chunks[i].past + int64_t(chunks[i].tokens->size()), error))
       return false;
   }
@@ -271,8 +274,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
     const Step &step = im.steps[s];
     // Outputs first touched here get their memory before any thread runs.
     for (const Arg &a : step.args) {
-      if (a.weight || im.buffers[a.id].kind == "token_ids" ||
-          im.buffers[a.id].kind == "positions")
+      if (a.weight || manifest::isSequenceInput(im.buffers[a.id].kind))
         continue;
       int r = root(a.id);
       if (!acts[r].empty())
@@ -326,9 +328,11 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
         const BufferEntry &b = im.buffers[a.id];
         // Row ranges move the base pointer: kernels assume a zero offset
         // for contiguous (identity-layout) operands and results.
-        if (b.kind == "token_ids" || b.kind == "positions") {
-          desc((b.kind == "token_ids" ? tokens.data() : positions.data()) + row0,
-               0, {1, rows}, {T, 1});
+        if (manifest::isSequenceInput(b.kind)) {
+          const std::vector<int32_t> &input = b.kind == "token_ids"   ? tokens
+                                              : b.kind == "positions" ? positions
+                                                                      : lengths;
+          desc(input.data() + row0, 0, {1, rows}, {T, 1});
           continue;
         }
         int r = root(a.id);

@@ -186,7 +186,7 @@ private:
   std::vector<DeviceBuffer> activations_; // by root buffer id: [rows, width]
   std::vector<DeviceBuffer> caches_;      // by kv_cache buffer id
   std::vector<int64_t> cacheRows_;
-  DeviceBuffer tokens_, positions_;
+  DeviceBuffer tokens_, positions_, lengths_;
 };
 
 class CudaExecutor final : public DeviceExecutor {
@@ -302,9 +302,13 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
       error = std::string(what) + ": " + d.describe(r);
     return r == 0;
   };
+  // One sequence: every row's length is past + T.
+  std::vector<int32_t> lengths(size_t(T), int32_t(past + T));
   if (!tokens_.reserve(T * 4, false, error) || !positions_.reserve(T * 4, false, error) ||
+      !lengths_.reserve(T * 4, false, error) ||
       !check(d.cuMemcpyHtoD(tokens_.ptr, tokens.data(), T * 4), "uploading tokens") ||
-      !check(d.cuMemcpyHtoD(positions_.ptr, positions.data(), T * 4), "uploading positions"))
+      !check(d.cuMemcpyHtoD(positions_.ptr, positions.data(), T * 4), "uploading positions") ||
+      !check(d.cuMemcpyHtoD(lengths_.ptr, lengths.data(), T * 4), "uploading sequence lengths"))
     return false;
   // Activations hold the chunk's rows; caches grow by doubling up to the
   // capacity, as on the host.
@@ -353,8 +357,11 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
         continue;
       }
       const BufferEntry &b = im.buffers[a.id];
-      if (b.kind == "token_ids" || b.kind == "positions") {
-        memref(b.kind == "token_ids" ? tokens_.ptr : positions_.ptr, 0, {T}, {1});
+      if (tbc::manifest::isSequenceInput(b.kind)) {
+        memref(b.kind == "token_ids"   ? tokens_.ptr
+               : b.kind == "positions" ? positions_.ptr
+                                       : lengths_.ptr,
+               0, {T}, {1});
         continue;
       }
       int root = b.kind == "view" ? b.of : a.id;

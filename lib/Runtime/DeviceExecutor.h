@@ -48,6 +48,8 @@ struct SequenceChunk {
   std::vector<int32_t> positions;
   int64_t past;
   std::vector<float> *logits;
+  /// Its length once these tokens are in (the sequence_lengths input).
+  int64_t sequenceLength() const { return past + int64_t(tokens->size()); }
 };
 
 class DeviceExecutor {

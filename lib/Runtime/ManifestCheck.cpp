@@ -47,7 +47,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferEntry &b = buffers[id];
     std::string name = "buffer " + std::to_string(id);
-    if (b.kind == "token_ids" || b.kind == "positions")
+    if (manifest::isSequenceInput(b.kind))
       continue;
     if (b.kind != "activation" && b.kind != "view" && b.kind != "kv_cache")
       return bad(name + " has unknown kind '" + b.kind + "'");
@@ -194,7 +194,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       auto rowsFit = [&](const std::vector<int64_t> &s) {
         return (s[0] == -1 || s[0] == 1) && s[1] == -1;
       };
-      bool ok = b.kind == "token_ids" || b.kind == "positions"
+      bool ok = manifest::isSequenceInput(b.kind)
                     ? sig[i].size() == 2 && rowsFit(sig[i])
                     : b.kind != "kv_cache" && sig[i].size() == 3 &&
                           rowsFit(sig[i]) && sig[i][2] == b.width;

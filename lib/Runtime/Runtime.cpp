@@ -316,6 +316,13 @@ void Module::bindRandomWeights(uint64_t seed) {
 
 int64_t Module::positionLimit() const { return impl_->positionLimit; }
 
+bool Module::lengthDependent() const {
+  for (const auto &b : impl_->buffers)
+    if (b.kind == "sequence_lengths")
+      return true;
+  return false;
+}
+
 Module::TokenCost Module::tokenCost() const {
   TokenCost cost;
   for (const Step &step : impl_->steps) {

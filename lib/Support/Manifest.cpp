@@ -53,7 +53,7 @@ std::string buffer(size_t id, const Buffer &b) {
   std::string s = "{\"id\": " + std::to_string(id) + ", \"kind\": " + json::quote(b.kind);
   if (b.kind == "view")
     s += ", \"of\": " + std::to_string(b.of) + ", \"offset\": " + std::to_string(b.offset);
-  if (b.kind != "token_ids" && b.kind != "positions")
+  if (!isSequenceInput(b.kind))
     s += ", \"width\": " + std::to_string(b.width);
   return s + ", \"dtype\": " + json::quote(b.dtype()) + "}";
 }

@@ -47,9 +47,9 @@ public:
       auto name = forward.getArgAttrOfType<StringAttr>(
           i, TbcDialect::NameAttrHelper::getNameStr());
       std::string kind = name ? name.getValue().str() : "";
-      if (kind != "token_ids" && kind != "positions")
+      if (!manifest::isSequenceInput(kind))
         return forward.emitError("@forward argument ")
-               << i << " must be token_ids or positions";
+               << i << " must be token_ids, positions or sequence_lengths";
       // A runnable module takes any number of tokens (a prompt, then one at
       // a time): kernels compiled for a fixed count would be run on others.
       auto type = dyn_cast<RankedTensorType>(arg.getType());

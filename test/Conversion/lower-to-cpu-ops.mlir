@@ -153,10 +153,63 @@ func.func @fused_softcap(%x: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
 // CHECK: memref.get_global @rope_inv_freq_0
 // CHECK: arith.remui %{{.*}}, %c16
 // CHECK: arith.cmpi ult, %{{.*}}, %c8
-// CHECK: math.sin
 // CHECK: math.cos
+// CHECK: math.sin
 func.func @rope_neox(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> tensor<?x?x64xf32> {
   %y = tbc.rope neox %x, %pos head_dim = 16 rotary_dim = 16 theta = 10000.0 : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// YaRN: one table (the blend is a compile-time constant); cos and sin are
+// scaled by the attention factor.
+// CHECK: memref.global "private" constant @rope_inv_freq_0 : memref<8xf32>
+// CHECK-LABEL: func.func @k0_rope(
+// CHECK: %[[COS:.*]] = math.cos
+// CHECK: %[[SIN:.*]] = math.sin
+// CHECK: arith.mulf %[[COS]], %cst
+// CHECK: arith.mulf %[[SIN]], %cst
+func.func @rope_yarn(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> tensor<?x?x64xf32> {
+  %y = tbc.rope neox %x, %pos head_dim = 16 rotary_dim = 16 theta = 10000.0
+         scaling = <kind = yarn, factor = 4.0, original_max_position = 2048, attention_factor = 1.25>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// LongRoPE: the short factors' frequencies, then the long ones'; a row whose
+// sequence is longer than original_max_position reads the second half.
+// CHECK: memref.global "private" constant @rope_inv_freq_0 : memref<8xf32> = dense<[1.000000e+00, 0.0833333358, 0.00666666683, 5.000000e-04, 1.000000e+00, 4.000000e-02, 2.500000e-03, 1.250000e-04]>
+// CHECK-LABEL: func.func @k0_rope(
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1, %arg2 :
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: i32, %[[L:.*]]: i32,
+// CHECK: %[[LONG:.*]] = arith.cmpi sgt, %[[L]], %c13_i32
+// CHECK: %[[SHIFTED:.*]] = arith.addi %{{.*}}, %c4
+// CHECK: arith.select %[[LONG]], %[[SHIFTED]]
+func.func @rope_longrope(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>, %len: tensor<?x?xi32>) -> tensor<?x?x64xf32> {
+  %y = tbc.rope neox %x, %pos lengths(%len) head_dim = 16 rotary_dim = 8 theta = 10000.0
+         scaling = <kind = longrope, factor = 4.923, original_max_position = 13, attention_factor = 1.27,
+                    short_factor = [1.0, 1.2, 1.5, 2.0], long_factor = [1.0, 2.5, 4.0, 8.0]>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Dynamic NTK: past the original length the base grows with the sequence
+// (a pow per frequency, in f32); within it the constant table is read.
+// CHECK-LABEL: func.func @k0_rope(
+// CHECK: %[[LONG:.*]] = arith.cmpi sgt, %{{.*}}, %c10_i32
+// CHECK: math.powf
+// CHECK: math.powf
+// CHECK: %[[KEPT:.*]] = memref.load
+// CHECK: arith.select %[[LONG]], %{{.*}}, %[[KEPT]]
+func.func @rope_dynamic(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>, %len: tensor<?x?xi32>) -> tensor<?x?x64xf32> {
+  %y = tbc.rope neox %x, %pos lengths(%len) head_dim = 16 rotary_dim = 16 theta = 10000.0
+         scaling = <kind = dynamic, factor = 2.0, original_max_position = 10>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
   return %y : tensor<?x?x64xf32>
 }
 

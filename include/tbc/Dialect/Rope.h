@@ -15,11 +15,26 @@
 namespace tbc {
 
 /// inv_freq[i] = theta^(-2i / rotaryDim) for i in [0, rotaryDim/2), rescaled
-/// as transformers' ROPE_INIT_FUNCTIONS do for `scaling` (none when null).
-/// Computed in double, as the reference computes it in float64/float32
-/// before casting.
+/// as transformers' ROPE_INIT_FUNCTIONS do for `scaling` (none when null)
+/// for a sequence of `sequenceLength` positions (longrope and dynamic
+/// depend on it; 0: a sequence within original_max_position). Computed in
+/// double, as the reference computes it in float64/float32 before casting.
 std::vector<double> ropeInverseFrequencies(double theta, int64_t rotaryDim,
-                                           RopeScalingAttr scaling = {});
+                                           RopeScalingAttr scaling = {},
+                                           int64_t sequenceLength = 0);
+
+/// The factor cos and sin are multiplied by (transformers'
+/// attention_scaling): `attention_factor` for yarn and longrope, else 1.
+double ropeAttentionFactor(RopeScalingAttr scaling);
+
+/// transformers' defaults for attention_factor when a config leaves it out:
+/// yarn's `0.1 mscale ln(factor) + 1` ratio and longrope's
+/// `sqrt(1 + ln(factor) / ln(original_max_position))`. `mscale` and
+/// `mscaleAllDim` are 0 when absent.
+double yarnDefaultAttentionFactor(double factor, double mscale,
+                                  double mscaleAllDim);
+double longropeDefaultAttentionFactor(double factor,
+                                      int64_t originalMaxPosition);
 
 } // namespace tbc
 

@@ -54,11 +54,17 @@ struct RopeScalingSpec {
   std::optional<RopeScalingKind> kind; // none: unscaled
   double factor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0;
   int64_t originalMaxPosition = 8192;
+  double attentionFactor = 1.0, betaFast = 32.0, betaSlow = 1.0;
+  bool truncate = true;
+  std::vector<double> shortFactor, longFactor; // longrope
   bool operator==(const RopeScalingSpec &o) const {
     return kind == o.kind && factor == o.factor &&
            lowFreqFactor == o.lowFreqFactor &&
            highFreqFactor == o.highFreqFactor &&
-           originalMaxPosition == o.originalMaxPosition;
+           originalMaxPosition == o.originalMaxPosition &&
+           attentionFactor == o.attentionFactor && betaFast == o.betaFast &&
+           betaSlow == o.betaSlow && truncate == o.truncate &&
+           shortFactor == o.shortFactor && longFactor == o.longFactor;
   }
 };
 

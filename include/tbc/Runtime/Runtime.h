@@ -60,6 +60,11 @@ public:
   /// Positions a sequence may reach whatever its capacity (the rows of a
   /// learned position table; INT64_MAX when there is none).
   int64_t positionLimit() const;
+  /// Whether a call's logits depend on the sequence's length at that call
+  /// (LongRoPE and dynamic NTK pick RoPE frequencies by it, per call, as
+  /// transformers does): a prompt prefilled at once and the same prompt fed
+  /// in pieces then give different logits.
+  bool lengthDependent() const;
   const std::string &architecture() const { return architecture_; }
   const std::vector<ParamInfo> &params() const { return params_; }
 

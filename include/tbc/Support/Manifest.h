@@ -55,14 +55,20 @@ struct Weight {
 };
 
 /// Memory of one forward (kv_cache: of the session).
+/// The model's per-row i32 inputs, [batch, seq]: token ids, positions, and
+/// (for RoPE scalings that depend on it) each row's sequence length once
+/// the call's tokens are in.
+inline bool isSequenceInput(const std::string &kind) {
+  return kind == "token_ids" || kind == "positions" || kind == "sequence_lengths";
+}
+
 struct Buffer {
-  std::string kind; // token_ids, positions, activation, view, kv_cache
+  // token_ids, positions, sequence_lengths, activation, view, kv_cache
+  std::string kind;
   int64_t width = 0;
   int of = -1;        // view: the root buffer
   int64_t offset = 0; // view: column offset in the root
-  std::string dtype() const {
-    return kind == "token_ids" || kind == "positions" ? "i32" : "f32";
-  }
+  std::string dtype() const { return isSequenceInput(kind) ? "i32" : "f32"; }
 };
 
 /// A step operand: a weight or a buffer, by id.

@@ -88,14 +88,81 @@ static Value constantTable(OpBuilder &b, Location loc, Operation *symbolTable,
   return memref::GetGlobalOp::create(b, loc, type, name);
 }
 
-Value tbc::emitRopeTable(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
-                         StringRef name) {
-  std::vector<double> inv = ropeInverseFrequencies(r.getTheta().convertToDouble(),
-                                                   r.getRotaryDim(), r.getScalingAttr());
+RopeMath::RopeMath(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
+                   StringRef name)
+    : scaling(r.getScalingAttr()), theta(r.getTheta().convertToDouble()),
+      rotaryDim(r.getRotaryDim()) {
+  std::vector<double> inv = ropeInverseFrequencies(theta, rotaryDim, scaling);
+  // LongRoPE: the long factors' frequencies follow the short ones'.
+  if (scaling && scaling.getKind() == RopeScalingKind::longrope) {
+    std::vector<double> longInv = ropeInverseFrequencies(
+        theta, rotaryDim, scaling, scaling.getOriginalMaxPosition() + 1);
+    inv.insert(inv.end(), longInv.begin(), longInv.end());
+  }
   SmallVector<float> values(inv.begin(), inv.end());
   auto tensorType = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
-  return constantTable(b, loc, symbolTable, name,
-                       DenseElementsAttr::get(tensorType, ArrayRef<float>(values)));
+  table = constantTable(b, loc, symbolTable, name,
+                        DenseElementsAttr::get(tensorType, ArrayRef<float>(values)));
+}
+
+Value RopeMath::inverseFrequency(OpBuilder &b, Location loc, Value i,
+                                 Value length) const {
+  auto ci = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto cf = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
+  if (!scaling || !scaling.dependsOnLength())
+    return memref::LoadOp::create(b, loc, table, ValueRange{i});
+  Value oldLen = arith::ConstantOp::create(
+      b, loc, b.getI32IntegerAttr(int32_t(scaling.getOriginalMaxPosition())));
+  Value longer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, length, oldLen);
+  if (scaling.getKind() == RopeScalingKind::longrope) {
+    Value at = arith::SelectOp::create(
+        b, loc, longer, arith::AddIOp::create(b, loc, i, ci(rotaryDim / 2)), i);
+    return memref::LoadOp::create(b, loc, table, ValueRange{at});
+  }
+  // Dynamic NTK past the original length, in f32 as transformers computes
+  // it from its seq_len tensor:
+  //   base = theta (factor L / M - (factor - 1))^(d / (d - 2)),
+  //   inv  = 1 / base^(2i / d).
+  double factor = scaling.getFactor().convertToDouble();
+  double d = double(rotaryDim);
+  Value len = arith::SIToFPOp::create(b, loc, b.getF32Type(), length);
+  Value ratio = arith::DivFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, cf(factor), len),
+      cf(double(scaling.getOriginalMaxPosition())));
+  Value grown = math::PowFOp::create(
+      b, loc, arith::SubFOp::create(b, loc, ratio, cf(factor - 1)), cf(d / (d - 2)));
+  Value base = arith::MulFOp::create(b, loc, cf(theta), grown);
+  Value twoI = arith::UIToFPOp::create(
+      b, loc, b.getF32Type(),
+      arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                 arith::MulIOp::create(b, loc, i, ci(2))));
+  Value expo = arith::DivFOp::create(b, loc, twoI, cf(d));
+  Value computed = arith::DivFOp::create(b, loc, cf(1.0),
+                                         math::PowFOp::create(b, loc, base, expo));
+  Value kept = memref::LoadOp::create(b, loc, table, ValueRange{i});
+  return arith::SelectOp::create(b, loc, longer, computed, kept);
+}
+
+Value RopeMath::rotate(OpBuilder &b, Location loc, Value v, Value partner, Value first,
+                       Value position, Value inv) const {
+  auto cf = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
+  Value p = arith::SIToFPOp::create(b, loc, b.getF32Type(), position);
+  Value angle = arith::MulFOp::create(b, loc, p, inv);
+  Value cos = math::CosOp::create(b, loc, angle);
+  Value sin = math::SinOp::create(b, loc, angle);
+  double attention = ropeAttentionFactor(scaling);
+  if (attention != 1.0) {
+    cos = arith::MulFOp::create(b, loc, cos, cf(attention));
+    sin = arith::MulFOp::create(b, loc, sin, cf(attention));
+  }
+  Value sign = arith::SelectOp::create(b, loc, first, cf(-1.0), cf(1.0));
+  return arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, v, cos),
+      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, sign, partner), sin));
 }
 
 PositionBias::PositionBias(OpBuilder &b, Location loc, AttentionOp a,

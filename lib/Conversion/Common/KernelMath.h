@@ -21,11 +21,33 @@ mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
                            Activation act, mlir::Value x);
 /// 1 / sqrt(x) (libm has no rsqrtf, so math.rsqrt is not used).
 mlir::Value emitRsqrt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
-/// A constant table of `r`'s RoPE inverse frequencies (with its scaling),
-/// as the memref.global `name` in `symbolTable` (a module or gpu.module;
-/// created once), read through memref.get_global at the builder's point.
-mlir::Value emitRopeTable(mlir::OpBuilder &b, mlir::Location loc, RopeOp r,
-                          mlir::Operation *symbolTable, llvm::StringRef name);
+/// RoPE's frequencies and rotation for one tbc.rope kernel: its inverse
+/// frequencies (with its scaling) are a constant table, the memref.global
+/// `name` in `symbolTable` (a module or gpu.module; created once), read
+/// through memref.get_global at the builder's point.
+class RopeMath {
+public:
+  RopeMath(mlir::OpBuilder &b, mlir::Location loc, RopeOp r,
+           mlir::Operation *symbolTable, llvm::StringRef name);
+  /// Inverse frequency `i` (index) in f32 for a row whose sequence is
+  /// `length` long (i32; read only by scalings that depend on it: longrope
+  /// picks its long factors past original_max_position, dynamic recomputes
+  /// the frequencies in f32 as transformers does).
+  mlir::Value inverseFrequency(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value i, mlir::Value length) const;
+  /// v cos(a) -/+ partner sin(a) with a = position (i32) * inv, minus when
+  /// `first` (the first of its pair), cos and sin scaled by the scaling's
+  /// attention factor.
+  mlir::Value rotate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                     mlir::Value partner, mlir::Value first,
+                     mlir::Value position, mlir::Value inv) const;
+
+private:
+  RopeScalingAttr scaling;
+  double theta;
+  int64_t rotaryDim;
+  mlir::Value table;
+};
 
 /// Where element `f` of a row of heads takes its RoPE partner from: whether
 /// it is rotated at all (`inRot`: dims past rotary_dim pass through), whether

@@ -83,7 +83,9 @@ public:
         })
         .Case([&](FusedLinearOp f) { return fusedLinear(f, in, out[0]); })
         .Case([&](SplitOp s) { return groupedSplit(s, in[0], out); })
-        .Case([&](RopeOp r) { return rope(r, in[0], in[1], out[0]); })
+        .Case([&](RopeOp r) {
+          return rope(r, in[0], in[1], r.getLengths() ? in[2] : Value(), out[0]);
+        })
         .Case([&](AttentionOp a) { return attention(a, in, out[0], caches); })
         .Case([&](SinusoidalPositionsOp s) { return sinusoidal(s, in[0], out[0]); })
         .Case([&](GluOp g) {
@@ -480,32 +482,26 @@ private:
     return success();
   }
 
-  LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
-    Value table = emitRopeTable(b, loc, r, module,
-                                "rope_inv_freq_" + std::to_string(kernelIndex));
+  LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out) {
+    RopeMath math(b, loc, r, module, "rope_inv_freq_" + std::to_string(kernelIndex));
     int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
     bool gptj = r.getStyle() == RopeStyle::gptj;
-    kb.generic(ValueRange{x, pos}, out,
-               {kb.identity(3), kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
-               KernelBuilder::iterators(3),
+    SmallVector<Value> ins{x, pos};
+    SmallVector<AffineMap> maps{kb.identity(3), kb.map(3, {kb.d(0), kb.d(1)})};
+    if (lengths) {
+      ins.push_back(lengths);
+      maps.push_back(kb.map(3, {kb.d(0), kb.d(1)}));
+    }
+    maps.push_back(kb.identity(3));
+    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 auto cf = [&](float v) {
-                   return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
-                 };
                  Value b0 = linalg::IndexOp::create(nb, l, 0);
                  Value t0 = linalg::IndexOp::create(nb, l, 1);
                  Value f = linalg::IndexOp::create(nb, l, 2);
                  auto [inRot, first, i, partner] = emitRopeLanes(nb, l, f, headDim, rot, gptj);
-                 Value inv = memref::LoadOp::create(nb, l, table, ValueRange{i});
-                 Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[1]);
-                 Value angle = arith::MulFOp::create(nb, l, p, inv);
+                 Value inv = math.inverseFrequency(nb, l, i, lengths ? a[2] : Value());
                  Value xp = memref::LoadOp::create(nb, l, x, ValueRange{b0, t0, partner});
-                 Value sign = arith::SelectOp::create(nb, l, first, cf(-1.0f), cf(1.0f));
-                 Value rotated = arith::AddFOp::create(
-                     nb, l, arith::MulFOp::create(nb, l, a[0], math::CosOp::create(nb, l, angle)),
-                     arith::MulFOp::create(
-                         nb, l, arith::MulFOp::create(nb, l, sign, xp),
-                         math::SinOp::create(nb, l, angle)));
+                 Value rotated = math.rotate(nb, l, a[0], xp, first, a[1], inv);
                  linalg::YieldOp::create(
                      nb, l, arith::SelectOp::create(nb, l, inRot, rotated, a[0]).getResult());
                });

@@ -346,7 +346,9 @@ private:
             }
           });
         })
-        .Case([&](RopeOp r) { return rope(r, in[0], in[1], out[0]); })
+        .Case([&](RopeOp r) {
+          return rope(r, in[0], in[1], r.getLengths() ? in[2] : Value(), out[0]);
+        })
         .Case([&](SinusoidalPositionsOp s) {
           double base = s.getBase().convertToDouble();
           int64_t w = width(out[0]);
@@ -849,19 +851,15 @@ private:
     return success();
   }
 
-  LogicalResult rope(RopeOp r, Value x, Value pos, Value out) {
-    Value table =
-        emitRopeTable(b, loc, r, gpuModule, "rope_inv_freq_" + std::to_string(index));
+  LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out) {
+    RopeMath math(b, loc, r, gpuModule, "rope_inv_freq_" + std::to_string(index));
     int64_t headDim = r.getHeadDim(), rot = r.getRotaryDim();
     bool gptj = r.getStyle() == RopeStyle::gptj;
     return pointwise(width(out), [&](Value t, Value f) {
       auto [inRot, first, i, partner] = emitRopeLanes(b, loc, f, headDim, rot, gptj);
       Value v = g.load(x, {t, f});
-      Value angle = g.fmul(g.toF32(g.load(pos, t)), g.load(table, i));
-      Value sign = g.select(first, g.f32(-1.0), g.f32(1.0));
-      Value rotated =
-          g.fadd(g.fmul(v, math::CosOp::create(b, loc, angle)),
-                 g.fmul(g.fmul(sign, g.load(x, {t, partner})), math::SinOp::create(b, loc, angle)));
+      Value inv = math.inverseFrequency(b, loc, i, lengths ? g.load(lengths, t) : Value());
+      Value rotated = math.rotate(b, loc, v, g.load(x, {t, partner}), first, g.load(pos, t), inv);
       g.store(g.select(inRot, rotated, v), out, {t, f});
     });
   }
