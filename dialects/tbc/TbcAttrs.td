@@ -46,6 +46,29 @@ class Tbc_F64Parameter<string desc, string default = ""> :
   let defaultValue = default;
 }
 
+// An optional list of doubles, `[1.0, 2.5]`, each printed to round-trip
+// exactly (LongRoPE's factors are float32 values given to 17 digits).
+class Tbc_F64ArrayParameter<string desc> : OptionalParameter<"::mlir::DenseF64ArrayAttr", desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::mlir::DenseF64ArrayAttr> {
+      ::llvm::SmallVector<double> values;
+      if ($_parser.parseCommaSeparatedList(::mlir::AsmParser::Delimiter::Square, [&]() {
+            double v;
+            if ($_parser.parseFloat(v))
+              return ::mlir::failure();
+            values.push_back(v);
+            return ::mlir::success();
+          }))
+        return ::mlir::failure();
+      return ::mlir::DenseF64ArrayAttr::get($_parser.getContext(), values);
+    }() }];
+  let printer = [{
+    $_printer << '[';
+    ::llvm::interleaveComma($_self.asArrayRef(), $_printer,
+                            [&](double v) { $_printer.printFloat(::llvm::APFloat(v)); });
+    $_printer << ']';
+  }];
+}
+
 def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
   let mnemonic = "rope_scaling";
   let summary = "frequency scaling of rotary embeddings (linear, llama3, yarn, longrope, dynamic)";
@@ -88,8 +111,8 @@ def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
     Tbc_F64Parameter<"yarn fast boundary (rotations)", "::llvm::APFloat(32.0)">:$beta_fast,
     Tbc_F64Parameter<"yarn slow boundary (rotations)", "::llvm::APFloat(1.0)">:$beta_slow,
     DefaultValuedParameter<"bool", "true">:$truncate,
-    OptionalParameter<"::mlir::DenseF64ArrayAttr", "longrope short factors">:$short_factor,
-    OptionalParameter<"::mlir::DenseF64ArrayAttr", "longrope long factors">:$long_factor);
+    Tbc_F64ArrayParameter<"longrope short factors">:$short_factor,
+    Tbc_F64ArrayParameter<"longrope long factors">:$long_factor);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -153,6 +153,8 @@ bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
   RopeScalingContext perType = c;
   c.originalMaxPosition =
       f.optInt("original_max_position_embeddings", 1, L::kMaxPositions);
+  if (phi3 && !c.originalMaxPosition)
+    c.originalMaxPosition = 4096; // Phi3Config's default
   auto all = [&](const RopeSpec &rope) {
     for (LayerVariant &l : s.layers)
       l.rope = rope;
@@ -239,6 +241,8 @@ void readPhi3(JsonFields &f, ModelSpec &s) {
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   int64_t window = slidingWindow(f);
   layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  if (!f.has("max_position_embeddings"))
+    s.maxPositions = 4096; // Phi3Config's default
   readRope(f, s, 10000.0, 1.0, /*phi3=*/true);
 }
 

@@ -87,6 +87,10 @@ RopeScalingSpec tbc::readRopeScaling(JsonFields &r, const RopeScalingContext &c)
     };
     s.betaFast = orDefault("beta_fast", 32.0);
     s.betaSlow = orDefault("beta_slow", 1.0);
+    if (r.ok() && !(s.betaSlow > 0 && s.betaFast > s.betaSlow))
+      r.fail("beta_fast", "must exceed beta_slow (" + json::formatNumber(s.betaSlow) +
+                              ") and both be positive, got " +
+                              json::formatNumber(s.betaFast));
     s.truncate = r.getBool("truncate", true);
     std::optional<double> given = r.optPositive("attention_factor");
     s.attentionFactor =

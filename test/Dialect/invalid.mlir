@@ -291,6 +291,78 @@ func.func @rope_llama3_factors(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
 
 // -----
 
+func.func @rope_longrope_needs_lengths(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'longrope' scaling depends on the sequence's length: it needs the 'lengths' operand}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 4 theta = 10000.0 scaling = <kind = longrope, factor = 4.0, original_max_position = 16, short_factor = [1.0, 2.0], long_factor = [1.0, 4.0]> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_lengths_unused(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'lengths' is only read by longrope and dynamic scaling}}
+  %0 = tbc.rope neox %x, %p lengths(%p) head_dim = 16 rotary_dim = 16 theta = 10000.0 : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_factor_count(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{longrope factors must have rotary_dim / 2 = 8 entries, got 2}}
+  %0 = tbc.rope neox %x, %p lengths(%p) head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = longrope, factor = 4.0, original_max_position = 16, short_factor = [1.0, 2.0], long_factor = [1.0, 4.0]> : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_factor_sizes(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{short_factor has 2 entries but long_factor 3}}
+  %0 = tbc.rope neox %x, %p lengths(%p) head_dim = 16 rotary_dim = 4 theta = 10000.0 scaling = <kind = longrope, factor = 4.0, original_max_position = 16, short_factor = [1.0, 2.0], long_factor = [1.0, 4.0, 8.0]> : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_negative(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{long_factor[1] must be positive and finite, got -4.000000e+00}}
+  %0 = tbc.rope neox %x, %p lengths(%p) head_dim = 16 rotary_dim = 4 theta = 10000.0 scaling = <kind = longrope, factor = 4.0, original_max_position = 16, short_factor = [1.0, 2.0], long_factor = [1.0, -4.0]> : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_missing_factors(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{longrope scaling needs short_factor and long_factor}}
+  %0 = tbc.rope neox %x, %p lengths(%p) head_dim = 16 rotary_dim = 4 theta = 10000.0 scaling = <kind = longrope, factor = 4.0, original_max_position = 16> : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_factors_on_yarn(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{short_factor and long_factor belong to longrope scaling, not yarn}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 4 theta = 10000.0 scaling = <kind = yarn, factor = 4.0, short_factor = [1.0, 2.0], long_factor = [1.0, 4.0]> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_yarn_betas(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{yarn rope scaling needs 0 < beta_slow < beta_fast, got 3.200000e+01 and 1.000000e+00}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = yarn, factor = 4.0, beta_fast = 1.0, beta_slow = 32.0> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_factor_linear(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{attention_factor is only used by yarn and longrope scaling, not linear}}
+  %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = linear, factor = 4.0, attention_factor = 1.5> : tensor<?x?x64xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
 func.func @rope_llama3_max_position(%x: tensor<?x?x64xf32>, %p: tensor<?x?xi32>) {
   // expected-error @+1 {{llama3 rope scaling needs a positive original_max_position, got 0}}
   %0 = tbc.rope neox %x, %p head_dim = 16 rotary_dim = 16 theta = 10000.0 scaling = <kind = llama3, factor = 8.0, original_max_position = 0> : tensor<?x?x64xf32>, tensor<?x?xi32>

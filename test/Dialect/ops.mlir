@@ -67,6 +67,24 @@ func.func @rope(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> (tensor<?x?x64
   return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
 
+// CHECK-LABEL: func.func @rope_long_context
+func.func @rope_long_context(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>, %len: tensor<?x?xi32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: scaling = <kind = yarn, factor = 4.000000e+00, original_max_position = 32768, attention_factor = 1.138600e+00, beta_fast = 1.600000e+01, truncate = false>
+  %0 = tbc.rope neox %x, %pos head_dim = 16 rotary_dim = 16 theta = 1000000.0
+         scaling = <kind = yarn, factor = 4.0, original_max_position = 32768, attention_factor = 1.1386, beta_fast = 16.0, truncate = false>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>
+  // CHECK: tbc.rope neox %{{.*}}, %{{.*}} lengths(%{{.*}}) head_dim = 16 rotary_dim = 4 theta = 1.000000e+04 scaling = <kind = longrope, factor = 3.200000e+01, original_max_position = 4096, attention_factor = 1.190000e+00, short_factor = [1.000000e+00, 1.500000e+00], long_factor = [2.000000e+00, 4.000000e+00]> : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  %1 = tbc.rope neox %x, %pos lengths(%len) head_dim = 16 rotary_dim = 4 theta = 10000.0
+         scaling = <kind = longrope, factor = 32.0, original_max_position = 4096, attention_factor = 1.19,
+                    short_factor = [1.0, 1.5], long_factor = [2.0, 4.0]>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  // CHECK: scaling = <kind = dynamic, factor = 2.000000e+00, original_max_position = 2048>
+  %2 = tbc.rope neox %x, %pos lengths(%len) head_dim = 16 rotary_dim = 16 theta = 10000.0
+         scaling = <kind = dynamic, factor = 2.0, original_max_position = 2048>
+         : tensor<?x?x64xf32>, tensor<?x?xi32>, tensor<?x?xi32>
+  return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
 // CHECK-LABEL: func.func @attention_position_bias
 func.func @attention_position_bias(%q: tensor<?x?x64xf32>, %table: tensor<32x4xf32>)
     -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
