@@ -37,6 +37,11 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
       (`tbc.weight_row_sums`) and the LayerNorm bias folded into `b`
       (`tbc.fold_bias`).
     * no prologue: `z = x W^T + b`.
+    * with `gain(%g)` (and `gain_offset`) the norm's gain scales the
+      activation instead of the weight: `x` is read as `x * (offset + g)`
+      (RMS; LayerNorm: `c = W g`, `tbc.fold_bias` of the gain). Used where
+      the weight is shared, as a tied LM head shares the embedding table:
+      folding the gain would copy the table.
 
     The epilogue applies, in order: `glu`: `y = act(z[:, :F]) * z[:, F:]`
     with `F = rows / 2` (the weight holds the gate rows, then the up rows,
@@ -49,18 +54,23 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
              : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>) -> tensor<?x?x6144xf32>
     %h = tbc.fused_linear %x, %wgu norm = rms eps = 1.0e-05 act = silu glu
              : (tensor<?x?x4096xf32>, tensor<28672x4096xf32>) -> tensor<?x?x14336xf32>
+    %logits = tbc.fused_linear %x, %embed gain(%g) norm = rms eps = 1.0e-06 gain_offset = 1.0
+             : (tensor<?x?x2304xf32>, tensor<256000x2304xf32>, tensor<2304xf32>) -> tensor<?x?x256000xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
                        Optional<Tbc_FloatTensor>:$bias,
                        Optional<Tbc_FloatTensor>:$mean_correction,
+                       Optional<Tbc_FloatTensor>:$gain,
                        OptionalAttr<Tbc_NormKind>:$norm, OptionalAttr<F64Attr>:$eps,
+                       OptionalAttr<F64Attr>:$gain_offset,
                        OptionalAttr<Tbc_Activation>:$act, UnitAttr:$glu,
                        OptionalAttr<F64Attr>:$softcap, UnitAttr:$weight_in_out);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` `(` $bias^ `)`)? (`mean_correction` `(` $mean_correction^ `)`)?
-    (`norm` `=` $norm^)? (`eps` `=` $eps^)? (`act` `=` $act^)? (`glu` $glu^)?
+    (`gain` `(` $gain^ `)`)? (`norm` `=` $norm^)? (`eps` `=` $eps^)?
+    (`gain_offset` `=` $gain_offset^)? (`act` `=` $act^)? (`glu` $glu^)?
     (`softcap` `=` $softcap^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
     functional-type(operands, results)
   }];

@@ -51,13 +51,16 @@ def TbcFuseNormProjection : Pass<"tbc-fuse-norm-projection"> {
     the bias `W beta + b` (`tbc.fold_bias`). The normalised tensor is never
     written.
 
+    A projection whose weight has other users (a tied LM head shares the
+    embedding table) keeps the gain off the weight, since folding would
+    duplicate a vocab x hidden table: the fused op takes `gain(%g)` and
+    scales the activation as it reads it (LayerNorm: the mean correction is
+    `W g`, a `tbc.fold_bias` of the gain). Not with a LayerNorm gain offset.
+
     Left unfused, because the fused form would cost more:
     * the normalised tensor has another user (a residual in post-norm
       blocks, a non-projection op): it must be written anyway, so the
       projections reading it is cheaper than recomputing the statistic;
-    * the projection's weight has other users (a tied LM head shares the
-      embedding table): folding the gain would duplicate a vocab x hidden
-      table (gigabytes) to save T x hidden bytes;
     * grouped (per-head) RMSNorm, whose users are RoPE, not projections.
   }];
   let dependentDialects = ["::tbc::TbcDialect"];

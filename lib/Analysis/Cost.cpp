@@ -191,14 +191,13 @@ void tbc::printCostSummary(ModuleOp before, ModuleOp after, int64_t tokens,
                       b.bytes ? 100.0 * double(b.bytes - a.bytes) / double(b.bytes) : 0.0);
   };
   os << "== summary (" << tokens << " token(s)): unfused -> fused\n";
+  // @forward (public) holds the embeddings, the final norm and the LM head.
   for (auto fn : before.getOps<func::FuncOp>()) {
-    if (fn.isPublic())
-      continue;
     auto fused = after.lookupSymbol<func::FuncOp>(fn.getSymName());
     if (!fused)
       continue;
-    line(("layer @" + fn.getSymName()).str(), functionCost(fn, tokens),
-         functionCost(fused, tokens));
+    line(((fn.isPublic() ? "head @" : "layer @") + fn.getSymName()).str(),
+         functionCost(fn, tokens), functionCost(fused, tokens));
   }
   line("model", modelCost(before, tokens), modelCost(after, tokens));
 }

@@ -79,6 +79,14 @@ LogicalResult FusedLinearOp::verify() {
   if (getMeanCorrection() &&
       failed(checkVector(*this, getMeanCorrection(), "mean_correction", rows)))
     return failure();
+  if (getGain() && !getNorm())
+    return emitOpError("'gain' scales a norm prologue's input: it needs 'norm'");
+  if (getGainOffset() && !getGain())
+    return emitOpError("'gain_offset' needs a 'gain'");
+  if (getGainOffset() && layer)
+    return emitOpError("'gain_offset' is only supported with an RMS prologue");
+  if (getGain() && failed(checkVector(*this, getGain(), "gain", in)))
+    return failure();
   return success();
 }
 

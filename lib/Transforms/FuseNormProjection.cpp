@@ -62,10 +62,11 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
       return rewriter.notifyMatchFailure(norm, "norm feeds a weight operand");
     if (!isBindTimeValue(p->weight) || (p->bias && !isBindTimeValue(p->bias)))
       return rewriter.notifyMatchFailure(norm, "weights not known at bind time");
-    // Folding the gain into a shared weight (a tied LM head) would copy it.
-    if (!p->weight.hasOneUse())
+    // A shared weight (a tied LM head) keeps the gain on the activation.
+    if (!p->weight.hasOneUse() && norm.getNormKind() == NormKind::layer &&
+        norm.getGainOffsetAttr())
       return rewriter.notifyMatchFailure(
-          norm, "projection weight is shared; folding would duplicate it");
+          norm, "shared weight under a LayerNorm with a gain offset");
     SmallVector<Value> weights{p->weight, gain};
     if (p->bias)
       weights.push_back(p->bias);
@@ -82,25 +83,34 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
   for (const Projection &p : projections) {
     Location loc = p.op->getLoc();
     rewriter.setInsertionPoint(p.op);
-    Value folded = FoldGainOp::create(rewriter, loc, p.weight.getType(),
-                                      p.weight, gain, norm.getGainOffsetAttr(),
-                                      p.inOut);
+    // Folding the gain into a shared weight would copy it (a tied head's
+    // embedding table): the kernel scales the activation instead.
+    bool shared = !p.weight.hasOneUse();
+    Value weight = shared ? p.weight
+                          : FoldGainOp::create(rewriter, loc, p.weight.getType(),
+                                               p.weight, gain,
+                                               norm.getGainOffsetAttr(), p.inOut)
+                                .getResult();
     Value bias = p.bias, meanCorrection;
     if (norm.getNormKind() == NormKind::layer) {
       int64_t rows = cast<RankedTensorType>(p.weight.getType())
                          .getShape()[p.inOut ? 1 : 0];
       auto vec = RankedTensorType::get(
           {rows}, cast<RankedTensorType>(p.weight.getType()).getElementType());
+      // (x - mean) (g W^T) = x (g W^T) - mean * sum_i g_i W[o, i].
       meanCorrection =
-          WeightRowSumsOp::create(rewriter, loc, vec, folded, p.inOut);
+          shared ? FoldBiasOp::create(rewriter, loc, vec, p.weight, gain, Value(), p.inOut)
+                       .getResult()
+                 : WeightRowSumsOp::create(rewriter, loc, vec, weight, p.inOut).getResult();
       if (beta)
         bias = FoldBiasOp::create(rewriter, loc, vec, p.weight, beta,
                                   p.bias, p.inOut);
     }
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
-        p.op, p.op->getResult(0).getType(), norm.getInput(), folded, bias,
-        meanCorrection, NormKindAttr::get(rewriter.getContext(), norm.getNormKind()),
-        norm.getEpsAttr(), p.act, p.glu, p.softcap, p.inOut);
+        p.op, p.op->getResult(0).getType(), norm.getInput(), weight, bias,
+        meanCorrection, shared ? gain : Value(),
+        NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
+        shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap, p.inOut);
   }
   rewriter.eraseOp(norm);
   return success();

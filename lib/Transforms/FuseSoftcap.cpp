@@ -24,7 +24,8 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
     if (auto l = dyn_cast<LinearOp>(producer)) {
       rewriter.replaceOpWithNewOp<FusedLinearOp>(
           cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          Value(), NormKindAttr(), FloatAttr(), ActivationAttr(), false,
+          /*mean_correction=*/Value(), /*gain=*/Value(), NormKindAttr(), FloatAttr(),
+          /*gain_offset=*/FloatAttr(), ActivationAttr(), false,
           cap.getCapAttr(), l.getWeightInOut());
       rewriter.eraseOp(l);
       return success();

@@ -626,3 +626,27 @@ func.func @clip_limit(%x: tensor<?x?x64xf32>) {
   %0 = tbc.clip %x limit = 0.0 : tensor<?x?x64xf32>
   return
 }
+
+// -----
+
+func.func @fused_linear_gain_without_norm(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{'gain' scales a norm prologue's input: it needs 'norm'}}
+  %0 = tbc.fused_linear %x, %w gain(%g) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_gain_length(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{gain must be a vector of 32 elements, got 'tensor<16xf32>'}}
+  %0 = tbc.fused_linear %x, %w gain(%g) norm = rms eps = 1.0e-5 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<16xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_gain_offset_alone(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{'gain_offset' needs a 'gain'}}
+  %0 = tbc.fused_linear %x, %w norm = rms eps = 1.0e-5 gain_offset = 1.0 : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return
+}

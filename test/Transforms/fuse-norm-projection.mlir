@@ -88,15 +88,42 @@ func.func @extra_user(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %w: tensor<32x
 
 // -----
 
-// Negative: a tied LM head shares the embedding table; folding would copy it.
+// A tied LM head shares the embedding table: folding the gain would copy
+// it, so the gain scales the activation instead (gain(...)).
 // CHECK-LABEL: func.func @tied_head
-// CHECK: tbc.rms_norm
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>
+// CHECK: %[[TABLE:.*]] = tbc.param "model.embed_tokens.weight"
+// CHECK: %[[G:.*]] = tbc.param "model.norm.weight"
 // CHECK-NOT: tbc.fold_gain
+// CHECK-NOT: tbc.rms_norm
+// CHECK: tbc.fused_linear %[[X]], %[[TABLE]] gain(%[[G]]) norm = rms eps = 1.000000e-05 :
 func.func @tied_head(%ids: tensor<?x?xi32>, %x: tensor<?x?x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x100xf32>) {
   %table = tbc.param "model.embed_tokens.weight" : tensor<100x32xf32>
   %g = tbc.param "model.norm.weight" : tensor<32xf32>
   %e = tbc.embedding %table[%ids] : tensor<100x32xf32>, tensor<?x?xi32>
   %n = tbc.rms_norm %x, %g eps = 1.0e-5 : tensor<?x?x32xf32>, tensor<32xf32>
+  %l = tbc.linear %n, %table : tensor<?x?x32xf32>, tensor<100x32xf32> -> tensor<?x?x100xf32>
+  return %e, %l : tensor<?x?x32xf32>, tensor<?x?x100xf32>
+}
+
+// -----
+
+// A tied head under a LayerNorm with bias (GPT-2, BLOOM): the mean
+// correction is W g and the bias W beta, both bind-time vectors; the table
+// itself is read as it is.
+// CHECK-LABEL: func.func @tied_head_layer_norm
+// CHECK: %[[TABLE:.*]] = tbc.param "transformer.wte.weight"
+// CHECK: %[[G:.*]] = tbc.param "transformer.ln_f.weight"
+// CHECK: %[[B:.*]] = tbc.param "transformer.ln_f.bias"
+// CHECK-DAG: %[[C:.*]] = tbc.fold_bias %[[TABLE]], %[[G]] : tensor<100x32xf32>, tensor<32xf32> -> tensor<100xf32>
+// CHECK-DAG: %[[BIAS:.*]] = tbc.fold_bias %[[TABLE]], %[[B]] : tensor<100x32xf32>, tensor<32xf32> -> tensor<100xf32>
+// CHECK: tbc.fused_linear %{{.*}}, %[[TABLE]] bias(%[[BIAS]]) mean_correction(%[[C]]) gain(%[[G]]) norm = layer
+func.func @tied_head_layer_norm(%ids: tensor<?x?xi32>, %x: tensor<?x?x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x100xf32>) {
+  %table = tbc.param "transformer.wte.weight" : tensor<100x32xf32>
+  %g = tbc.param "transformer.ln_f.weight" : tensor<32xf32>
+  %beta = tbc.param "transformer.ln_f.bias" : tensor<32xf32>
+  %e = tbc.embedding %table[%ids] : tensor<100x32xf32>, tensor<?x?xi32>
+  %n = tbc.layer_norm %x, %g, %beta eps = 1.0e-5 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
   %l = tbc.linear %n, %table : tensor<?x?x32xf32>, tensor<100x32xf32> -> tensor<?x?x100xf32>
   return %e, %l : tensor<?x?x32xf32>, tensor<?x?x100xf32>
 }

@@ -332,6 +332,7 @@ private:
     unsigned next = 2;
     Value bias = f.getBias() ? in[next++] : Value();
     Value corr = f.getMeanCorrection() ? in[next++] : Value();
+    Value gain = f.getGain() ? in[next++] : Value();
     int64_t rows = f.getProjectionWidth();
     int64_t outW = width(out);
     std::optional<NormKind> norm = f.getNorm();
@@ -355,6 +356,24 @@ private:
                    linalg::YieldOp::create(nb, l, emitRsqrt(nb, l, m));
                  });
     }
+    // An activation-side gain (a shared weight, as a tied LM head): the
+    // matmul reads x * (offset + gain), a copy of the activation rather
+    // than of the weight.
+    Value lhs = x;
+    if (gain) {
+      float offset = f.getGainOffset() ? float(f.getGainOffset()->convertToDouble()) : 0.0f;
+      lhs = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, width(x)}, {B(x), T(x)});
+      kb.generic(ValueRange{x, gain}, lhs,
+                 {kb.identity(3), kb.map(3, {kb.d(2)}), kb.identity(3)},
+                 KernelBuilder::iterators(3), [&](OpBuilder &nb, Location l, ValueRange a) {
+                   Value g = a[1];
+                   if (offset != 0.0f)
+                     g = arith::AddFOp::create(
+                         nb, l, g, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(offset)));
+                   linalg::YieldOp::create(nb, l,
+                                           arith::MulFOp::create(nb, l, a[0], g).getResult());
+                 });
+    }
     Value acc = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic, rows},
                          {B(x), T(x)});
     // Only this call's columns of the output (and, for a GLU, the matching
@@ -373,7 +392,7 @@ private:
           Value begin = arith::AddIOp::create(b, loc, rangeBegin, at);
           Value end = arith::AddIOp::create(b, loc, rangeEnd, at);
           kb.fill(kb.slice(acc, 2, begin, n), 0.0);
-          matmul(x, w, acc, begin, end);
+          matmul(lhs, w, acc, begin, end);
           scf::YieldOp::create(b, loc);
         });
 

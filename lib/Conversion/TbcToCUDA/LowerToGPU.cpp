@@ -289,7 +289,7 @@ private:
           return attention(a, in[0], a.getRelativeBias() ? in[3] : Value(), caches, out[0]);
         })
         .Case([&](LinearOp l) {
-          return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), out[0],
+          return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {}, out[0],
                             std::nullopt, 0.0, std::nullopt, false, std::nullopt,
                             cuda::usesTensorCores(l, weightType));
         })
@@ -297,10 +297,12 @@ private:
           unsigned next = 2;
           Value bias = f.getBias() ? in[next++] : Value();
           Value corr = f.getMeanCorrection() ? in[next++] : Value();
+          InputGain gain{f.getGain() ? in[next++] : Value(),
+                         f.getGainOffset() ? f.getGainOffset()->convertToDouble() : 0.0};
           std::optional<double> cap;
           if (f.getSoftcap())
             cap = f.getSoftcap()->convertToDouble();
-          return projection(in[0], in[1], bias, corr, out[0], f.getNorm(),
+          return projection(in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
                             f.getGlu(), cap, cuda::usesTensorCores(f, weightType));
         })
@@ -524,13 +526,37 @@ private:
     return v;
   }
 
-  LogicalResult projection(Value x, Value w, Value bias, Value corr, Value out,
-                           std::optional<NormKind> norm, double eps,
+  /// A fused projection's activation-side gain (a shared weight, as a tied
+  /// LM head, keeps the norm's gain off the weight): x is read as
+  /// x * (offset + gain).
+  struct InputGain {
+    Value gain;
+    double offset = 0.0;
+    /// `x` (a scalar or vector of V elements from column k) times the gain.
+    Value apply(G &g, OpBuilder &b, Location loc, Value x, Value k) const {
+      if (!gain)
+        return x;
+      Value v;
+      if (auto vec = dyn_cast<VectorType>(x.getType())) {
+        v = vector::LoadOp::create(b, loc, vec, gain, ValueRange{k});
+        if (offset != 0.0)
+          v = g.fadd(v, vector::BroadcastOp::create(b, loc, vec, g.f32(offset)));
+      } else {
+        v = g.load(gain, {k});
+        if (offset != 0.0)
+          v = g.fadd(v, g.f32(offset));
+      }
+      return g.fmul(x, v);
+    }
+  };
+
+  LogicalResult projection(Value x, Value w, Value bias, Value corr, const InputGain &gain,
+                           Value out, std::optional<NormKind> norm, double eps,
                            std::optional<Activation> act, bool glu,
                            std::optional<double> cap, bool tensorCores) {
     Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
     if (tensorCores)
-      return mmaProjection(x, w, out, e, eps);
+      return mmaProjection(x, w, out, e, gain, eps);
     constexpr int64_t R = cuda::kProjectionRows;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -560,8 +586,9 @@ private:
     };
     auto loadX = [&](Value t, Value k) -> Value {
       if (V == 1)
-        return vector::BroadcastOp::create(b, loc, vec, g.load(x, {t, k}));
-      return vector::LoadOp::create(b, loc, vec, x, ValueRange{t, k});
+        return vector::BroadcastOp::create(b, loc, vec,
+                                           gain.apply(g, b, loc, g.load(x, {t, k}), k));
+      return gain.apply(g, b, loc, vector::LoadOp::create(b, loc, vec, x, ValueRange{t, k}), k);
     };
     g.ifThen(g.lt(o, N), [&] {
       forRowTiles(R, [&](Value t0) {
@@ -656,7 +683,8 @@ private:
   /// group + 8 at k = 2 * quad (+1) and 2 * quad + 8 (+1); B registers hold
   /// column group at the same k; the accumulators rows group and group + 8 at
   /// columns 2 * quad (+1).
-  LogicalResult mmaProjection(Value x, Value w, Value out, const Epilogue &e, double eps) {
+  LogicalResult mmaProjection(Value x, Value w, Value out, const Epilogue &e,
+                              const InputGain &gain, double eps) {
     using namespace cuda;
     int64_t K = width(x), N = e.N;
     Value lane = g.tid(gpu::Dimension::x);
@@ -718,8 +746,9 @@ private:
             g.idx(0), g.idx(K), g.idx(kMmaK), init, [&](Value k0, ValueRange c) {
               Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
               auto aReg = [&](Value row, Value k) {
-                Value lo = g.load(x, {row, k});
-                Value hi = g.load(x, {row, g.add(k, 1)});
+                Value k1 = g.add(k, 1);
+                Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
+                Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
                 return packHalves(lo, hi);
               };
               SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
