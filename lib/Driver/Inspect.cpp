@@ -50,8 +50,17 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
     const LayerVariant &l = s.layers[i];
     os << "  layer " << i << ": "
        << (l.window ? "window " + std::to_string(l.window) : "global");
-    if (s.positions == PositionKind::Rope)
+    if (s.positions == PositionKind::Rope) {
       os << ", rope theta " << l.rope.theta << " dims " << l.rope.rotaryDim;
+      const RopeScalingSpec &sc = l.rope.scaling;
+      if (sc.kind) {
+        os << ", " << stringifyRopeScalingKind(*sc.kind) << " x" << json::formatNumber(sc.factor);
+        if (*sc.kind != RopeScalingKind::linear)
+          os << " from " << sc.originalMaxPosition << " positions";
+        if (sc.attentionFactor != 1.0)
+          os << ", attention factor " << json::formatNumber(sc.attentionFactor);
+      }
+    }
     os << "\n";
   }
 }
