@@ -19,7 +19,7 @@ mkdir -p "$work"
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr -fno-sanitize-recover=all
        -I"$root/include" -I"$build/dialects" -I/usr/lib/llvm-22/include)
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
-frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,HFConfig,NativeSpec,ModelReaders}.cpp)
+frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,RopeScalingFields,HFConfig,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Transforms/*.cpp
           "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
           "$root"/lib/Target/*.cpp "$root"/lib/Target/*/*.cpp
