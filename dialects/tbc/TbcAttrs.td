@@ -118,9 +118,10 @@ def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
   let extraClassDeclaration = [{
     /// Whether the frequencies depend on the sequence's length (the
     /// tbc.rope using it takes `lengths`).
-    bool dependsOnLength() const {
-      return getKind() == RopeScalingKind::longrope || getKind() == RopeScalingKind::dynamic;
+    static bool dependsOnLength(RopeScalingKind kind) {
+      return kind == RopeScalingKind::longrope || kind == RopeScalingKind::dynamic;
     }
+    bool dependsOnLength() const { return dependsOnLength(getKind()); }
   }];
 }
 

@@ -354,8 +354,8 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   bool withLengths =
       s.positions == PositionKind::Rope &&
       llvm::any_of(s.layers, [](const LayerVariant &l) {
-        return l.rope.scaling.kind == RopeScalingKind::longrope ||
-               l.rope.scaling.kind == RopeScalingKind::dynamic;
+        return l.rope.scaling.kind &&
+               RopeScalingAttr::dependsOnLength(*l.rope.scaling.kind);
       });
   auto nameArg = [&](func::FuncOp fn, unsigned i, StringRef name) {
     fn.setArgAttr(i, TbcDialect::NameAttrHelper::getNameStr(), b.getStringAttr(name));

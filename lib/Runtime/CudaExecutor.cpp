@@ -302,14 +302,19 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
       error = std::string(what) + ": " + d.describe(r);
     return r == 0;
   };
-  // One sequence: every row's length is past + T.
-  std::vector<int32_t> lengths(size_t(T), int32_t(past + T));
   if (!tokens_.reserve(T * 4, false, error) || !positions_.reserve(T * 4, false, error) ||
-      !lengths_.reserve(T * 4, false, error) ||
       !check(d.cuMemcpyHtoD(tokens_.ptr, tokens.data(), T * 4), "uploading tokens") ||
-      !check(d.cuMemcpyHtoD(positions_.ptr, positions.data(), T * 4), "uploading positions") ||
-      !check(d.cuMemcpyHtoD(lengths_.ptr, lengths.data(), T * 4), "uploading sequence lengths"))
+      !check(d.cuMemcpyHtoD(positions_.ptr, positions.data(), T * 4), "uploading positions"))
     return false;
+  // Only modules that read it get the sequence_lengths input (one copy
+  // less per decode step for the rest). One sequence: every row's length
+  // is past + T.
+  if (module_.lengthDependent()) {
+    std::vector<int32_t> lengths(size_t(T), int32_t(past + T));
+    if (!lengths_.reserve(T * 4, false, error) ||
+        !check(d.cuMemcpyHtoD(lengths_.ptr, lengths.data(), T * 4), "uploading sequence lengths"))
+      return false;
+  }
   // Activations hold the chunk's rows; caches grow by doubling up to the
   // capacity, as on the host.
   cacheRows_.resize(im.buffers.size(), 0);
