@@ -125,6 +125,35 @@ def Tbc_RopeScalingAttr : AttrDef<Tbc_Dialect, "RopeScaling"> {
   }];
 }
 
+def Tbc_RotaryEpilogueAttr : AttrDef<Tbc_Dialect, "RotaryEpilogue"> {
+  let mnemonic = "rotary";
+  let summary = "RoPE applied in a projection's epilogue (tbc.fused_linear's `rope`)";
+  let description = [{
+    The parameters of the `tbc.rope` ops a projection's output feeds, for the
+    leading `columns` output columns (the query heads, then the key heads of
+    a merged QKV projection, each `head_dim` wide); later columns (the
+    values) pass through. `style`, `head_dim`, `rotary_dim`, `theta` and
+    `scaling` mean what they mean on `tbc.rope`.
+
+    Example: `#tbc.rotary<style = neox, columns = 5120, head_dim = 128,
+    rotary_dim = 128, theta = 500000.0>`
+  }];
+  let parameters = (ins
+    EnumParameter<Tbc_RopeStyle>:$style,
+    "int64_t":$columns,
+    "int64_t":$head_dim,
+    "int64_t":$rotary_dim,
+    Tbc_F64Parameter<"base of the inverse frequencies">:$theta,
+    OptionalParameter<"RopeScalingAttr">:$scaling);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool dependsOnLength() const {
+      return getScaling() && getScaling().dependsOnLength();
+    }
+  }];
+}
+
 def Tbc_RelativeBucketsAttr : AttrDef<Tbc_Dialect, "RelativeBuckets"> {
   let mnemonic = "relative_buckets";
   let summary = "T5's bucketing of relative positions for a learned attention bias";

@@ -49,6 +49,13 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     `softcap`: `y = cap * tanh(y / cap)`. Statistics and accumulation are
     float32. `weight_in_out` means the weight is `[in, out]` (GPT-2).
 
+    With `rope = #tbc.rotary<...>` (and `positions(%pos)`, plus
+    `lengths(%len)` for a length-dependent scaling) the epilogue rotates
+    the leading `columns` output columns as `tbc.rope` would rotate them
+    (each element with its pair's partner column, both after the bias),
+    so the projection's output leaves the kernel rotated: the queries and
+    keys of a merged QKV projection. RoPE excludes the other epilogues.
+
     ```mlir
     %qkv = tbc.fused_linear %x, %w norm = rms eps = 1.0e-05
              : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>) -> tensor<?x?x6144xf32>
@@ -56,22 +63,29 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
              : (tensor<?x?x4096xf32>, tensor<28672x4096xf32>) -> tensor<?x?x14336xf32>
     %logits = tbc.fused_linear %x, %embed gain(%g) norm = rms eps = 1.0e-06 gain_offset = 1.0
              : (tensor<?x?x2304xf32>, tensor<256000x2304xf32>, tensor<2304xf32>) -> tensor<?x?x256000xf32>
+    %qkv = tbc.fused_linear %x, %wqkv positions(%pos) norm = rms eps = 1.0e-05
+             rope = <style = neox, columns = 5120, head_dim = 128, rotary_dim = 128, theta = 5.0e+05>
+             : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>, tensor<?x?xi32>) -> tensor<?x?x6144xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
                        Optional<Tbc_FloatTensor>:$bias,
                        Optional<Tbc_FloatTensor>:$mean_correction,
                        Optional<Tbc_FloatTensor>:$gain,
+                       Optional<Tbc_IndexTensor>:$positions,
+                       Optional<Tbc_IndexTensor>:$lengths,
                        OptionalAttr<Tbc_NormKind>:$norm, OptionalAttr<F64Attr>:$eps,
                        OptionalAttr<F64Attr>:$gain_offset,
                        OptionalAttr<Tbc_Activation>:$act, UnitAttr:$glu,
-                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$weight_in_out);
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<Tbc_RotaryEpilogueAttr>:$rope, UnitAttr:$weight_in_out);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` `(` $bias^ `)`)? (`mean_correction` `(` $mean_correction^ `)`)?
-    (`gain` `(` $gain^ `)`)? (`norm` `=` $norm^)? (`eps` `=` $eps^)?
+    (`gain` `(` $gain^ `)`)? (`positions` `(` $positions^ `)`)? (`lengths` `(` $lengths^ `)`)?
+    (`norm` `=` $norm^)? (`eps` `=` $eps^)?
     (`gain_offset` `=` $gain_offset^)? (`act` `=` $act^)? (`glu` $glu^)?
-    (`softcap` `=` $softcap^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
+    (`softcap` `=` $softcap^)? (`rope` `=` $rope^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let extraClassDeclaration = [{

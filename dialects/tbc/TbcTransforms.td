@@ -66,6 +66,27 @@ def TbcFuseNormProjection : Pass<"tbc-fuse-norm-projection"> {
   let dependentDialects = ["::tbc::TbcDialect"];
 }
 
+def TbcFuseRope : Pass<"tbc-fuse-rope"> {
+  let summary = "Move RoPE into the epilogue of the projection producing the queries and keys";
+  let description = [{
+    `tbc.rope` of a projection's output, or of the leading slices of a
+    (merged QKV) projection's `tbc.split`, becomes the projection's `rope`
+    epilogue: a `tbc.fused_linear` with `positions(%pos)` (and `lengths`)
+    that rotates its first `columns` output columns before they are
+    written, so the queries and keys are written once, already rotated, and
+    never re-read by a RoPE kernel. Every rotated slice must be rotated
+    alike (style, dims, theta, scaling, positions) and have no other user.
+
+    Left unfused:
+    * a per-head norm between the projection and RoPE (QK-norm: Qwen3,
+      Gemma 3, OLMo 2): the norm needs the whole head before the rotation;
+    * GPT-NeoX's per-head [q k v] layout (a grouped split): rotated columns
+      are not a leading range;
+    * projections with another epilogue (activation, GLU, soft-cap).
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
 def TbcFuseResidualNorm : Pass<"tbc-fuse-residual-norm"> {
   let summary = "Fuse a residual add and the norm of its result";
   let description = [{

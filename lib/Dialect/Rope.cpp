@@ -12,6 +12,53 @@
 
 using namespace tbc;
 
+mlir::LogicalResult
+tbc::verifyRotaryParameters(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                            int64_t headDim, int64_t rotaryDim, double theta,
+                            RopeScalingAttr scaling) {
+  for (auto [name, value] : {std::pair{"head_dim", headDim}, {"rotary_dim", rotaryDim}})
+    if (value <= 0)
+      return emitError() << "'" << name << "' must be positive, got " << value;
+  if (!(theta > 0))
+    return emitError() << "'theta' must be positive, got " << theta;
+  if (rotaryDim % 2 != 0)
+    return emitError() << "'rotary_dim' must be even, got " << rotaryDim;
+  if (rotaryDim > headDim)
+    return emitError() << "'rotary_dim' " << rotaryDim << " exceeds 'head_dim' " << headDim;
+  if (scaling && scaling.getShortFactor() &&
+      int64_t(scaling.getShortFactor().size()) != rotaryDim / 2)
+    return emitError() << "longrope factors must have rotary_dim / 2 = " << rotaryDim / 2
+                       << " entries, got " << scaling.getShortFactor().size();
+  return mlir::success();
+}
+
+mlir::LogicalResult tbc::verifyRopePositions(mlir::Operation *op, mlir::Value input,
+                                             mlir::Value positions, mlir::Value lengths,
+                                             RopeScalingAttr scaling) {
+  using mlir::ShapedType;
+  llvm::ArrayRef<int64_t> in = llvm::cast<ShapedType>(input.getType()).getShape();
+  llvm::ArrayRef<int64_t> pos = llvm::cast<ShapedType>(positions.getType()).getShape();
+  if (pos.size() + 1 != in.size())
+    return op->emitOpError("positions must have rank ")
+           << in.size() - 1 << " (the input without its feature dimension)";
+  for (size_t i = 0; i < pos.size(); ++i)
+    if (!ShapedType::isDynamic(pos[i]) && !ShapedType::isDynamic(in[i]) && pos[i] != in[i])
+      return op->emitOpError("positions disagree with the input in dimension ") << i;
+  bool needsLengths = scaling && scaling.dependsOnLength();
+  if (needsLengths != bool(lengths))
+    return needsLengths
+               ? op->emitOpError("'")
+                     << stringifyRopeScalingKind(scaling.getKind())
+                     << "' scaling depends on the sequence's length: it needs "
+                        "the 'lengths' operand"
+               : op->emitOpError("'lengths' is only read by longrope and dynamic "
+                                 "scaling");
+  if (lengths && lengths.getType() != positions.getType())
+    return op->emitOpError("lengths must have the type of positions, ")
+           << positions.getType();
+  return mlir::success();
+}
+
 namespace {
 constexpr double kPi = 3.14159265358979323846;
 

@@ -3,6 +3,7 @@
 #include "tbc/Dialect/TbcDialect.h"
 
 #include "tbc/Dialect/PositionBias.h"
+#include "tbc/Dialect/Rope.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -90,6 +91,19 @@ LogicalResult RopeScalingAttr::verify(
           return emitError() << which << "[" << i
                              << "] must be positive and finite, got " << f;
   }
+  return success();
+}
+
+LogicalResult RotaryEpilogueAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                         RopeStyle, int64_t columns, int64_t headDim,
+                                         int64_t rotaryDim, APFloat theta,
+                                         RopeScalingAttr scaling) {
+  if (failed(verifyRotaryParameters(emitError, headDim, rotaryDim, theta.convertToDouble(),
+                                    scaling)))
+    return failure();
+  if (columns <= 0 || columns % headDim != 0)
+    return emitError() << "rotary 'columns' must be a positive multiple of 'head_dim' "
+                       << headDim << " (whole heads), got " << columns;
   return success();
 }
 

@@ -1,6 +1,7 @@
 //===- TbcFusedOps.cpp - verifiers of fused ops and weight transforms -----===//
 
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Dialect/Rope.h"
 
 using namespace mlir;
 using namespace tbc;
@@ -87,7 +88,20 @@ LogicalResult FusedLinearOp::verify() {
     return emitOpError("'gain_offset' is only supported with an RMS prologue");
   if (getGain() && failed(checkVector(*this, getGain(), "gain", in)))
     return failure();
-  return success();
+  RotaryEpilogueAttr rope = getRopeAttr();
+  if (!rope)
+    return getPositions() || getLengths()
+               ? emitOpError("'positions' and 'lengths' are read only by a 'rope' epilogue")
+               : success();
+  if (getGlu() || getAct() || getSoftcap())
+    return emitOpError("a 'rope' epilogue excludes 'act', 'glu' and 'softcap'");
+  if (rope.getColumns() > out)
+    return emitOpError("rope rotates ")
+           << rope.getColumns() << " columns but the result has " << out;
+  if (!getPositions())
+    return emitOpError("a 'rope' epilogue needs the 'positions' operand");
+  return verifyRopePositions(*this, getInput(), getPositions(), getLengths(),
+                             rope.getScaling());
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Dialect/Rope.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -340,49 +341,18 @@ LogicalResult SplitOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult RopeOp::verify() {
-  int64_t headDim = getHeadDim(), rotary = getRotaryDim();
-  if (failed(requirePositive(*this, "head_dim", headDim)) ||
-      failed(requirePositive(*this, "rotary_dim", rotary)) ||
-      failed(requirePositive(*this, "theta", getTheta().convertToDouble())))
+  int64_t headDim = getHeadDim();
+  RopeScalingAttr scaling = getScalingAttr();
+  if (failed(verifyRotaryParameters([&] { return emitOpError(); }, headDim, getRotaryDim(),
+                                    getTheta().convertToDouble(), scaling)))
     return failure();
-  if (rotary % 2 != 0)
-    return emitOpError("'rotary_dim' must be even, got ") << rotary;
-  if (rotary > headDim)
-    return emitOpError("'rotary_dim' ")
-           << rotary << " exceeds 'head_dim' " << headDim;
   FailureOr<int64_t> width = featureDim(*this, getInput(), "input");
   if (failed(width))
     return failure();
   if (!ShapedType::isDynamic(*width) && *width % headDim != 0)
     return emitOpError("input width ")
            << *width << " is not a multiple of 'head_dim' " << headDim;
-  ArrayRef<int64_t> in = getInput().getType().getShape();
-  ArrayRef<int64_t> pos = getPositions().getType().getShape();
-  if (pos.size() + 1 != in.size())
-    return emitOpError("positions must have rank ")
-           << in.size() - 1 << " (the input without its feature dimension)";
-  for (size_t i = 0; i < pos.size(); ++i)
-    if (!dimsAgree(pos[i], in[i]))
-      return emitOpError("positions disagree with the input in dimension ")
-             << i;
-  RopeScalingAttr scaling = getScalingAttr();
-  bool needsLengths = scaling && scaling.dependsOnLength();
-  if (needsLengths != bool(getLengths()))
-    return needsLengths
-               ? emitOpError("'")
-                     << stringifyRopeScalingKind(scaling.getKind())
-                     << "' scaling depends on the sequence's length: it needs "
-                        "the 'lengths' operand"
-               : emitOpError("'lengths' is only read by longrope and dynamic "
-                             "scaling");
-  if (getLengths() && getLengths().getType() != getPositions().getType())
-    return emitOpError("lengths must have the type of positions, ")
-           << getPositions().getType();
-  if (scaling && scaling.getShortFactor() &&
-      int64_t(scaling.getShortFactor().size()) != rotary / 2)
-    return emitOpError("longrope factors must have rotary_dim / 2 = ")
-           << rotary / 2 << " entries, got " << scaling.getShortFactor().size();
-  return success();
+  return verifyRopePositions(*this, getInput(), getPositions(), getLengths(), scaling);
 }
 
 //===----------------------------------------------------------------------===//

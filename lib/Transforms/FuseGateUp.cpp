@@ -29,8 +29,10 @@ FusedLinearOp createGated(PatternRewriter &rewriter, Operation *replaced,
   auto attr = ActivationAttr::get(rewriter.getContext(), act);
   return rewriter.replaceOpWithNewOp<FusedLinearOp>(
       replaced, replaced->getResult(0).getType(), input, weight, bias,
-      /*mean_correction=*/Value(), /*gain=*/Value(), /*norm=*/NormKindAttr(),
-      /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(), attr, glu, /*softcap=*/FloatAttr(), inOut);
+      /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
+      /*lengths=*/Value(), /*norm=*/NormKindAttr(),
+      /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(), attr, glu, /*softcap=*/FloatAttr(),
+      /*rope=*/RotaryEpilogueAttr(), inOut);
 }
 
 /// glu(linear(x, Wg), linear(x, Wu)) -> fused_linear(x, concat(Wg, Wu)) glu.

@@ -33,6 +33,8 @@ std::optional<Projection> asProjection(Operation *user) {
   Projection proj{user, p.getWeight(), p.getBias(), p.getWeightInOut(),
                   ActivationAttr(), false, FloatAttr()};
   if (auto f = dyn_cast<FusedLinearOp>(user)) {
+    if (f.getRope()) // would need its positions carried over; fused after this pass
+      return std::nullopt;
     proj.act = f.getActAttr();
     proj.glu = f.getGlu();
     proj.softcap = f.getSoftcapAttr();
@@ -108,9 +110,10 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
     }
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
         p.op, p.op->getResult(0).getType(), norm.getInput(), weight, bias,
-        meanCorrection, shared ? gain : Value(),
+        meanCorrection, shared ? gain : Value(), /*positions=*/Value(), /*lengths=*/Value(),
         NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
-        shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap, p.inOut);
+        shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap,
+        /*rope=*/RotaryEpilogueAttr(), p.inOut);
   }
   rewriter.eraseOp(norm);
   return success();

@@ -6,10 +6,13 @@
 //  2. QKV merging: the attention input is then read by one projection;
 //  3. norm -> projection: each pre-norm now feeds exactly one projection,
 //     so the statistic is computed once per row, inside it;
-//  4. residual + norm for the norms left (post-norm blocks);
-//  5. soft-caps as projection epilogues (after 3, so the LM head is
+//  4. RoPE into the (now final) QKV projection's epilogue (after 3, which
+//     would otherwise not recognise a RoPE-fused projection as one to fold
+//     a norm into);
+//  5. residual + norm for the norms left (post-norm blocks);
+//  6. soft-caps as projection epilogues (after 3, so the LM head is
 //     already in its final form);
-//  6. weight transforms hoisted onto the parameters, dead ones removed.
+//  7. weight transforms hoisted onto the parameters, dead ones removed.
 //
 // With 16-bit weights (bf16/f16 storage) step 3 is left out: it folds the
 // norm's gain into the weight (W * g), and rounding that product to 16 bits
@@ -30,6 +33,7 @@ void tbc::buildFusePipeline(mlir::OpPassManager &pm,
   pm.addPass(createTbcMergeQKV());
   if (options.weightType == "f32")
     pm.addPass(createTbcFuseNormProjection());
+  pm.addPass(createTbcFuseRope());
   pm.addPass(createTbcFuseResidualNorm());
   pm.addPass(createTbcFuseSoftcap());
   pm.addPass(createTbcHoistWeightTransforms());
@@ -40,7 +44,7 @@ void tbc::registerFusePipeline() {
   mlir::registerPassPipeline(
       "tbc-fuse",
       "All tbc fusions in a sound order (gate/up, QKV merge, norm+projection, "
-      "residual+norm, soft-caps), then weight transforms hoisted onto the "
+      "RoPE into QKV, residual+norm, soft-caps), then weight transforms hoisted onto the "
       "parameters",
       [](mlir::OpPassManager &pm, llvm::StringRef optionsText,
          llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)

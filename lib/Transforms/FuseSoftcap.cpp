@@ -24,15 +24,16 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
     if (auto l = dyn_cast<LinearOp>(producer)) {
       rewriter.replaceOpWithNewOp<FusedLinearOp>(
           cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          /*mean_correction=*/Value(), /*gain=*/Value(), NormKindAttr(), FloatAttr(),
+          /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
+          /*lengths=*/Value(), NormKindAttr(), FloatAttr(),
           /*gain_offset=*/FloatAttr(), ActivationAttr(), false,
-          cap.getCapAttr(), l.getWeightInOut());
+          cap.getCapAttr(), /*rope=*/RotaryEpilogueAttr(), l.getWeightInOut());
       rewriter.eraseOp(l);
       return success();
     }
     if (auto f = dyn_cast<FusedLinearOp>(producer)) {
-      if (f.getSoftcap())
-        return rewriter.notifyMatchFailure(cap, "already soft-capped");
+      if (f.getSoftcap() || f.getRope())
+        return rewriter.notifyMatchFailure(cap, "already soft-capped or rotated");
       rewriter.modifyOpInPlace(f, [&] { f.setSoftcapAttr(cap.getCapAttr()); });
       rewriter.replaceOp(cap, f.getResult());
       return success();

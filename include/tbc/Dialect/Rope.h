@@ -14,6 +14,21 @@
 
 namespace tbc {
 
+/// The checks tbc.rope and #tbc.rotary share: positive head_dim, rotary_dim
+/// and theta, an even rotary_dim within head_dim, and as many longrope
+/// factors as frequencies (rotary_dim / 2).
+mlir::LogicalResult
+verifyRotaryParameters(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                       int64_t headDim, int64_t rotaryDim, double theta,
+                       RopeScalingAttr scaling);
+
+/// The position operands of an op that rotates `input` ([..., seq,
+/// features]): `positions` is [..., seq]; `lengths` (its type) is present
+/// exactly when `scaling` depends on the sequence's length.
+mlir::LogicalResult verifyRopePositions(mlir::Operation *op, mlir::Value input,
+                                        mlir::Value positions, mlir::Value lengths,
+                                        RopeScalingAttr scaling);
+
 /// inv_freq[i] = theta^(-2i / rotaryDim) for i in [0, rotaryDim/2), rescaled
 /// as transformers' ROPE_INIT_FUNCTIONS do for `scaling` (none when null)
 /// for a sequence of `sequenceLength` positions (longrope and dynamic

@@ -28,6 +28,7 @@ namespace tbc {
 void populateMergeQKVPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseGateUpPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseNormProjectionPatterns(mlir::RewritePatternSet &patterns);
+void populateFuseRopePatterns(mlir::RewritePatternSet &patterns);
 void populateFuseResidualNormPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseSoftcapPatterns(mlir::RewritePatternSet &patterns);
 

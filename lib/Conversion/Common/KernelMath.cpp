@@ -88,10 +88,9 @@ static Value constantTable(OpBuilder &b, Location loc, Operation *symbolTable,
   return memref::GetGlobalOp::create(b, loc, type, name);
 }
 
-RopeMath::RopeMath(OpBuilder &b, Location loc, RopeOp r, Operation *symbolTable,
-                   StringRef name)
-    : scaling(r.getScalingAttr()), theta(r.getTheta().convertToDouble()),
-      rotaryDim(r.getRotaryDim()) {
+RopeMath::RopeMath(OpBuilder &b, Location loc, RopeScalingAttr scaling, double theta,
+                   int64_t rotaryDim, Operation *symbolTable, StringRef name)
+    : scaling(scaling), theta(theta), rotaryDim(rotaryDim) {
   std::vector<double> inv = ropeInverseFrequencies(theta, rotaryDim, scaling);
   // LongRoPE: the long factors' frequencies follow the short ones'.
   if (scaling && scaling.getKind() == RopeScalingKind::longrope) {

@@ -27,8 +27,17 @@ mlir::Value emitRsqrt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// through memref.get_global at the builder's point.
 class RopeMath {
 public:
+  RopeMath(mlir::OpBuilder &b, mlir::Location loc, RopeScalingAttr scaling, double theta,
+           int64_t rotaryDim, mlir::Operation *symbolTable, llvm::StringRef name);
   RopeMath(mlir::OpBuilder &b, mlir::Location loc, RopeOp r,
-           mlir::Operation *symbolTable, llvm::StringRef name);
+           mlir::Operation *symbolTable, llvm::StringRef name)
+      : RopeMath(b, loc, r.getScalingAttr(), r.getTheta().convertToDouble(),
+                 r.getRotaryDim(), symbolTable, name) {}
+  /// A projection's RoPE epilogue (tbc.fused_linear's `rope`).
+  RopeMath(mlir::OpBuilder &b, mlir::Location loc, RotaryEpilogueAttr r,
+           mlir::Operation *symbolTable, llvm::StringRef name)
+      : RopeMath(b, loc, r.getScaling(), r.getTheta().convertToDouble(), r.getRotaryDim(),
+                 symbolTable, name) {}
   /// Inverse frequency `i` (index) in f32 for a row whose sequence is
   /// `length` long (i32; read only by scalings that depend on it: longrope
   /// picks its long factors past original_max_position, dynamic recomputes

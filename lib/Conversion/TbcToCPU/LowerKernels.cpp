@@ -333,6 +333,8 @@ private:
     Value bias = f.getBias() ? in[next++] : Value();
     Value corr = f.getMeanCorrection() ? in[next++] : Value();
     Value gain = f.getGain() ? in[next++] : Value();
+    Value positions = f.getPositions() ? in[next++] : Value();
+    Value lengths = f.getLengths() ? in[next++] : Value();
     int64_t rows = f.getProjectionWidth();
     int64_t outW = width(out);
     std::optional<NormKind> norm = f.getNorm();
@@ -442,19 +444,35 @@ private:
       meanIdx = ins.size();
       add(mean, rowMap);
     }
+    int posIdx = -1;
+    if (positions) {
+      posIdx = ins.size();
+      add(positions, rowMap);
+      if (lengths)
+        add(lengths, rowMap);
+    }
+    RotaryEpilogueAttr rope = f.getRopeAttr();
+    std::optional<RopeMath> ropeMath;
+    if (rope)
+      ropeMath.emplace(b, loc, rope, module, "rope_inv_freq_" + std::to_string(kernelIndex));
     maps.push_back(kb.identity(3));
     kb.generic(ins, half3(out, 0), maps, KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 auto z = [&](int which) -> Value {
-                   Value v = a[which];
-                   if (corrIdx >= 0)
-                     v = arith::SubFOp::create(
-                         nb, l, v, arith::MulFOp::create(nb, l, a[meanIdx], a[corrIdx + which]));
+                 // The prologue and bias applied to an accumulator of column
+                 // `col` (its corrections and bias passed in).
+                 auto prologue = [&](Value v, Value corrAt, Value biasAt) -> Value {
+                   if (corrAt)
+                     v = arith::SubFOp::create(nb, l, v,
+                                               arith::MulFOp::create(nb, l, a[meanIdx], corrAt));
                    if (rstdIdx >= 0)
                      v = arith::MulFOp::create(nb, l, v, a[rstdIdx]);
-                   if (biasIdx >= 0)
-                     v = arith::AddFOp::create(nb, l, v, a[biasIdx + which]);
+                   if (biasAt)
+                     v = arith::AddFOp::create(nb, l, v, biasAt);
                    return v;
+                 };
+                 auto z = [&](int which) -> Value {
+                   return prologue(a[which], corrIdx >= 0 ? a[corrIdx + which] : Value(),
+                                   biasIdx >= 0 ? a[biasIdx + which] : Value());
                  };
                  Value y = z(0);
                  if (glu)
@@ -463,6 +481,9 @@ private:
                    y = emitActivation(nb, l, *act, y);
                  if (cap)
                    y = emitSoftcap(nb, l, *cap, y);
+                 if (rope)
+                   y = ropeEpilogue(nb, l, rope, *ropeMath, y, acc, bias, corr, a[posIdx],
+                                    lengths ? a[posIdx + 1] : Value(), prologue);
                  linalg::YieldOp::create(nb, l, y);
                });
     kb.dealloc(acc);
@@ -471,6 +492,33 @@ private:
     if (mean)
       kb.dealloc(mean);
     return success();
+  }
+
+  /// RoPE on projection output `y` (column rangeBegin + d2 of a generic
+  /// over this call's columns): rotated with its partner column, whose
+  /// accumulator this call has computed too (shares hold whole heads; see
+  /// KernelABI.h's workRange), through the same prologue and bias.
+  Value ropeEpilogue(OpBuilder &nb, Location l, RotaryEpilogueAttr rope, const RopeMath &math,
+                     Value y, Value acc, Value bias, Value corr, Value position, Value length,
+                     llvm::function_ref<Value(Value, Value, Value)> prologue) {
+    Value b0 = linalg::IndexOp::create(nb, l, 0);
+    Value t0 = linalg::IndexOp::create(nb, l, 1);
+    Value col = arith::AddIOp::create(nb, l, rangeBegin, linalg::IndexOp::create(nb, l, 2));
+    auto [inRot, first, i, partner] =
+        emitRopeLanes(nb, l, col, rope.getHeadDim(), rope.getRotaryDim(),
+                      rope.getStyle() == RopeStyle::gptj);
+    Value rotatedColumn = arith::AndIOp::create(
+        nb, l, inRot,
+        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, col,
+                              arith::ConstantIndexOp::create(nb, l, rope.getColumns())));
+    auto at = [&](Value v) -> Value {
+      return v ? memref::LoadOp::create(nb, l, v, ValueRange{partner}).getResult() : Value();
+    };
+    Value zp = prologue(memref::LoadOp::create(nb, l, acc, ValueRange{b0, t0, partner}),
+                        at(corr), at(bias));
+    Value inv = math.inverseFrequency(nb, l, i, length);
+    Value rotated = math.rotate(nb, l, y, zp, first, position, inv);
+    return arith::SelectOp::create(nb, l, rotatedColumn, rotated, y);
   }
 
   /// A per-group split (GPT-NeoX's [heads, 3 * head_dim] layout): copies.

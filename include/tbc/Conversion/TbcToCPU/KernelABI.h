@@ -28,6 +28,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <numeric>
 #include <optional>
 
 namespace tbc {
@@ -81,8 +82,14 @@ inline std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel,
   mlir::Operation *op = &kernel.getBody().front().front();
   if (auto a = llvm::dyn_cast<AttentionOp>(op))
     return manifest::WorkRange{"kv_heads", int64_t(a.getNumKvHeads()), 1};
-  if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op))
-    return manifest::WorkRange{"columns", p.getResultWidth(), panel};
+  if (auto p = llvm::dyn_cast<ProjectionOpInterface>(op)) {
+    // A RoPE epilogue rotates each column with a partner in the same head:
+    // shares hold whole heads, so the partner is computed by the same call.
+    int64_t align = panel;
+    if (auto f = llvm::dyn_cast<FusedLinearOp>(op); f && f.getRope())
+      align = std::lcm(panel, f.getRope()->getHeadDim());
+    return manifest::WorkRange{"columns", p.getResultWidth(), align};
+  }
   return std::nullopt;
 }
 
