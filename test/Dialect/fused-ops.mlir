@@ -18,6 +18,18 @@ func.func @fused_linear(%x: tensor<?x?x32xf32>, %w: tensor<128x32xf32>, %b: tens
   return %0, %1, %2, %3 : tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x128xf32>, tensor<?x?x64xf32>
 }
 
+// RoPE epilogue: the leading 96 columns (q, k) rotated; longrope's factors
+// and the lengths operand round-trip.
+// CHECK-LABEL: func.func @fused_linear_rope
+func.func @fused_linear_rope(%x: tensor<?x?x32xf32>, %w: tensor<128x32xf32>, %pos: tensor<?x?xi32>, %len: tensor<?x?xi32>)
+    -> (tensor<?x?x128xf32>, tensor<?x?x128xf32>) {
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} positions(%{{.*}}) norm = rms eps = 1.000000e-05 rope = <style = neox, columns = 96, head_dim = 32, rotary_dim = 32, theta = 5.000000e+05> : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<?x?xi32>) -> tensor<?x?x128xf32>
+  %0 = tbc.fused_linear %x, %w positions(%pos) norm = rms eps = 1.0e-5 rope = <style = neox, columns = 96, head_dim = 32, rotary_dim = 32, theta = 500000.0> : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<?x?xi32>) -> tensor<?x?x128xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} positions(%{{.*}}) lengths(%{{.*}}) rope = <style = gptj, columns = 64, head_dim = 32, rotary_dim = 4, theta = 1.000000e+04, scaling = <kind = longrope, factor = 4.000000e+00, original_max_position = 16, attention_factor = 1.100000e+00, short_factor = [1.000000e+00, 1.500000e+00], long_factor = [2.000000e+00, 0.33333333333333331]>> : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<?x?xi32>, tensor<?x?xi32>) -> tensor<?x?x128xf32>
+  %1 = tbc.fused_linear %x, %w positions(%pos) lengths(%len) rope = <style = gptj, columns = 64, head_dim = 32, rotary_dim = 4, theta = 10000.0, scaling = <kind = longrope, factor = 4.0, original_max_position = 16, attention_factor = 1.1, short_factor = [1.0, 1.5], long_factor = [2.0, 0.33333333333333331]>> : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<?x?xi32>, tensor<?x?xi32>) -> tensor<?x?x128xf32>
+  return %0, %1 : tensor<?x?x128xf32>, tensor<?x?x128xf32>
+}
+
 // CHECK-LABEL: func.func @add_norm
 func.func @add_norm(%a: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   // CHECK: %{{.*}}, %{{.*}} = tbc.add_norm rms %{{.*}}, %{{.*}}, %{{.*}} eps = 1.000000e-05 gain_offset = 1.000000e+00 : tensor<?x?x32xf32>, tensor<32xf32>

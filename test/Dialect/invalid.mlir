@@ -650,3 +650,59 @@ func.func @fused_linear_gain_offset_alone(%x: tensor<?x?x32xf32>, %w: tensor<64x
   %0 = tbc.fused_linear %x, %w norm = rms eps = 1.0e-5 gain_offset = 1.0 : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
   return
 }
+
+// -----
+
+func.func @fused_linear_rope_positions(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{a 'rope' epilogue needs the 'positions' operand}}
+  %0 = tbc.fused_linear %x, %w rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_positions_alone(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'positions' and 'lengths' are read only by a 'rope' epilogue}}
+  %0 = tbc.fused_linear %x, %w positions(%p) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_columns(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{rope rotates 80 columns but the result has 64}}
+  %0 = tbc.fused_linear %x, %w positions(%p) rope = <style = neox, columns = 80, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_whole_heads(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{rotary 'columns' must be a positive multiple of 'head_dim' 16 (whole heads), got 24}}
+  %0 = tbc.fused_linear %x, %w positions(%p) rope = <style = neox, columns = 24, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_rotary_dim(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'rotary_dim' 32 exceeds 'head_dim' 16}}
+  %0 = tbc.fused_linear %x, %w positions(%p) rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 32, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_and_act(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu' and 'softcap'}}
+  %0 = tbc.fused_linear %x, %w positions(%p) act = silu rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_lengths(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{'dynamic' scaling depends on the sequence's length: it needs the 'lengths' operand}}
+  %0 = tbc.fused_linear %x, %w positions(%p) rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0, scaling = <kind = dynamic, factor = 2.0, original_max_position = 16>> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}

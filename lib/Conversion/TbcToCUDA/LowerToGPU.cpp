@@ -65,6 +65,16 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   auto p = dyn_cast<ProjectionOpInterface>(op);
   if (!p || (weightType != "bf16" && weightType != "f16") || p.getWeightInOut())
     return false;
+  // A NeoX RoPE epilogue pairs columns rotary_dim / 2 apart: on tensor cores
+  // a warp's tile of kMmaCols columns must be all first-of-pair, all second
+  // or all pass-through (see ropeTiles), which needs both widths to be
+  // multiples of the tile (every released head_dim and rotary_dim is).
+  if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getRope()) {
+    RotaryEpilogueAttr rope = *f.getRope();
+    if (rope.getStyle() == RopeStyle::neox &&
+        (rope.getHeadDim() % kMmaCols != 0 || (rope.getRotaryDim() / 2) % kMmaCols != 0))
+      return false;
+  }
   return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
 }
 
@@ -290,7 +300,7 @@ private:
         })
         .Case([&](LinearOp l) {
           return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {}, out[0],
-                            std::nullopt, 0.0, std::nullopt, false, std::nullopt,
+                            std::nullopt, 0.0, std::nullopt, false, std::nullopt, nullptr,
                             cuda::usesTensorCores(l, weightType));
         })
         .Case([&](FusedLinearOp f) {
@@ -302,9 +312,17 @@ private:
           std::optional<double> cap;
           if (f.getSoftcap())
             cap = f.getSoftcap()->convertToDouble();
+          std::optional<Rotary> rope;
+          if (RotaryEpilogueAttr attr = f.getRopeAttr()) {
+            Value positions = in[next++];
+            Value lengths = f.getLengths() ? in[next++] : Value();
+            rope.emplace(b, loc, attr, gpuModule, "rope_inv_freq_" + std::to_string(index),
+                         positions, lengths);
+          }
           return projection(in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
-                            f.getGlu(), cap, cuda::usesTensorCores(f, weightType));
+                            f.getGlu(), cap, rope ? &*rope : nullptr,
+                            cuda::usesTensorCores(f, weightType));
         })
         .Case([&](NormOpInterface n) {
           return rowNorm(n.getNormKind(), Value(), in[0], in[1],
@@ -550,13 +568,43 @@ private:
     }
   };
 
+  /// A projection's RoPE epilogue (tbc.fused_linear's `rope`): the leading
+  /// `columns` output columns are rotated, each with its partner column.
+  struct Rotary {
+    RotaryEpilogueAttr attr;
+    RopeMath math;
+    Value positions, lengths;
+    Rotary(OpBuilder &b, Location loc, RotaryEpilogueAttr attr, Operation *symbolTable,
+           StringRef name, Value positions, Value lengths)
+        : attr(attr), math(b, loc, attr, symbolTable, name), positions(positions),
+          lengths(lengths) {}
+    RopeLanes lanes(OpBuilder &b, Location loc, Value col) const {
+      return emitRopeLanes(b, loc, col, attr.getHeadDim(), attr.getRotaryDim(),
+                           attr.getStyle() == RopeStyle::gptj);
+    }
+    /// Whether `col` (with its `lanes`) is rotated: a rotary dim of a head
+    /// within the leading columns.
+    Value rotates(G &g, Value col, const RopeLanes &l) const {
+      return g.andi(l.inRot, g.lt(col, attr.getColumns()));
+    }
+    /// z rotated against its partner's zp for token row `t`.
+    Value rotate(G &g, OpBuilder &b, Location loc, Value z, Value zp, Value first,
+                 const RopeLanes &l, Value t) const {
+      Value inv = math.inverseFrequency(b, loc, l.i, lengths ? g.load(lengths, t) : Value());
+      return math.rotate(b, loc, z, zp, first, g.load(positions, t), inv);
+    }
+  };
+
+  Value boolean(bool v) { return arith::ConstantOp::create(b, loc, b.getBoolAttr(v)); }
+  Value negate(Value c) { return arith::XOrIOp::create(b, loc, c, boolean(true)); }
+
   LogicalResult projection(Value x, Value w, Value bias, Value corr, const InputGain &gain,
                            Value out, std::optional<NormKind> norm, double eps,
                            std::optional<Activation> act, bool glu,
-                           std::optional<double> cap, bool tensorCores) {
+                           std::optional<double> cap, const Rotary *rope, bool tensorCores) {
     Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
     if (tensorCores)
-      return mmaProjection(x, w, out, e, gain, eps);
+      return mmaProjection(x, w, out, e, gain, eps, rope);
     constexpr int64_t R = cuda::kProjectionRows;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -616,33 +664,67 @@ private:
             rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
           }
         }
-        // Main loop: R (or 2R for a GLU's gate and up rows) dot products.
-        int64_t halves = glu ? 2 : 1;
-        SmallVector<Value> init(R * halves, zero);
-        SmallVector<Value> acc = g.loop(
-            g.mul(lane, V), g.idx(K), g.idx(32 * V), init, [&](Value k, ValueRange a) {
-              SmallVector<Value> wv;
-              for (int64_t h = 0; h < halves; ++h)
-                wv.push_back(loadW(g.add(o, h * N), k));
-              SmallVector<Value> next;
-              for (int64_t h = 0; h < halves; ++h)
-                for (int64_t r = 0; r < R; ++r)
-                  next.push_back(vector::FMAOp::create(b, loc, loadX(rows[r], k), wv[h],
-                                                       a[h * R + r]));
-              return next;
-            });
-        // Epilogue, lane r writing row t0 + r.
-        SmallVector<Value> y;
-        for (int64_t r = 0; r < R; ++r)
-          y.push_back(epilogue(e, o, mean[r], rstd[r], [&](int64_t h) {
-            return g.warpSum(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                                         acc[h * R + r]));
-          }));
-        Value mine = y[0];
-        for (int64_t r = 1; r < R; ++r)
-          mine = g.select(g.eq(lane, r), y[r], mine);
-        Value t = g.add(t0, lane);
-        g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(mine, out, {t, o}); });
+        // Main loop: R dot products per weight row read (a GLU's gate and
+        // up rows, a RoPE pair's two rows).
+        auto dot = [&](ArrayRef<Value> weightRows) {
+          SmallVector<Value> init(R * weightRows.size(), zero);
+          return g.loop(
+              g.mul(lane, V), g.idx(K), g.idx(32 * V), init, [&](Value k, ValueRange a) {
+                SmallVector<Value> wv;
+                for (Value row : weightRows)
+                  wv.push_back(loadW(row, k));
+                SmallVector<Value> next;
+                for (size_t h = 0; h < wv.size(); ++h)
+                  for (int64_t r = 0; r < R; ++r)
+                    next.push_back(vector::FMAOp::create(b, loc, loadX(rows[r], k), wv[h],
+                                                         a[h * R + r]));
+                return next;
+              });
+        };
+        auto sum = [&](ArrayRef<Value> acc, int64_t h, int64_t r) {
+          return g.warpSum(
+              vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc[h * R + r]));
+        };
+        // Lane r writes row t0 + r of column `col`.
+        auto storeRows = [&](Value col, ArrayRef<Value> y) {
+          Value mine = y[0];
+          for (int64_t r = 1; r < R; ++r)
+            mine = g.select(g.eq(lane, r), y[r], mine);
+          Value t = g.add(t0, lane);
+          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(mine, out, {t, col}); });
+        };
+        auto plain = [&] {
+          SmallVector<Value> weightRows{o};
+          if (glu)
+            weightRows.push_back(g.add(o, N));
+          SmallVector<Value> acc = dot(weightRows);
+          SmallVector<Value> y;
+          for (int64_t r = 0; r < R; ++r)
+            y.push_back(epilogue(e, o, mean[r], rstd[r],
+                                 [&](int64_t h) { return sum(acc, h, r); }));
+          storeRows(o, y);
+        };
+        if (!rope)
+          return plain();
+        // RoPE: the warp of a pair's first column computes both columns and
+        // writes both rotated, the second's has nothing to do, so each
+        // weight row is still read once; other columns pass through.
+        RopeLanes l = rope->lanes(b, loc, o);
+        Value rotated = rope->rotates(g, o, l);
+        g.ifThen(negate(rotated), plain);
+        g.ifThen(g.andi(rotated, l.first), [&] {
+          SmallVector<Value> acc = dot({o, l.partner});
+          SmallVector<Value> y0, y1;
+          for (int64_t r = 0; r < R; ++r) {
+            Value z0 = epilogue(e, o, mean[r], rstd[r], [&](int64_t) { return sum(acc, 0, r); });
+            Value z1 = epilogue(e, l.partner, mean[r], rstd[r],
+                                [&](int64_t) { return sum(acc, 1, r); });
+            y0.push_back(rope->rotate(g, b, loc, z0, z1, boolean(true), l, rows[r]));
+            y1.push_back(rope->rotate(g, b, loc, z1, z0, boolean(false), l, rows[r]));
+          }
+          storeRows(o, y0);
+          storeRows(l.partner, y1);
+        });
       });
     });
     return success();
@@ -684,7 +766,7 @@ private:
   /// column group at the same k; the accumulators rows group and group + 8 at
   /// columns 2 * quad (+1).
   LogicalResult mmaProjection(Value x, Value w, Value out, const Epilogue &e,
-                              const InputGain &gain, double eps) {
+                              const InputGain &gain, double eps, const Rotary *rope) {
     using namespace cuda;
     int64_t K = width(x), N = e.N;
     Value lane = g.tid(gpu::Dimension::x);
@@ -694,13 +776,10 @@ private:
     NVVM::MMATypes mmaType = weightType == "f16" ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     auto f32x4 = LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(4, b.getF32Type()));
-    int64_t halves = e.glu ? 2 : 1;
+    // The weight row this lane's B registers read for output column `col`
+    // (clamped: columns past N compute garbage that is never stored).
+    auto weightRow = [&](Value col) { return g.min(col, g.idx(N - 1)); };
     g.ifThen(g.lt(n0, N), [&] {
-      // The weight rows this lane's B registers read (clamped: columns past
-      // N compute garbage that is never stored).
-      SmallVector<Value> wRow;
-      for (int64_t h = 0; h < halves; ++h)
-        wRow.push_back(g.add(g.min(g.add(n0, group), g.idx(N - 1)), h * N));
       forRowTiles(kMmaRows, [&](Value t0) {
         Value last = g.sub(T, g.idx(1));
         // This lane's two rows (clamped for loads; stores are masked).
@@ -739,54 +818,112 @@ private:
             rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
           }
         }
-        // Main loop over k in steps of 16: one mma per half.
-        Value zero = g.f32(0.0);
-        SmallVector<Value> init(4 * halves, zero);
-        SmallVector<Value> acc = g.loop(
-            g.idx(0), g.idx(K), g.idx(kMmaK), init, [&](Value k0, ValueRange c) {
-              Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
-              auto aReg = [&](Value row, Value k) {
-                Value k1 = g.add(k, 1);
-                Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
-                Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
-                return packHalves(lo, hi);
-              };
-              SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
-                                   aReg(rows[1], kHi)};
-              SmallVector<Value> next;
-              for (int64_t h = 0; h < halves; ++h) {
-                auto bReg = [&](Value k) {
-                  auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, halfType()),
-                                                     w, ValueRange{wRow[h], k});
-                  pair.setAlignment(4); // k is even and rows hold K % 16 == 0 elements
-                  return mmaOperand(pair);
+        // Main loop over k in steps of 16: one mma per weight tile (the
+        // B registers of tile h read weight row wRow[h]).
+        auto mmaLoop = [&](ArrayRef<Value> wRow) {
+          SmallVector<Value> init(4 * wRow.size(), g.f32(0.0));
+          return g.loop(
+              g.idx(0), g.idx(K), g.idx(kMmaK), init, [&](Value k0, ValueRange c) {
+                Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
+                auto aReg = [&](Value row, Value k) {
+                  Value k1 = g.add(k, 1);
+                  Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
+                  Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
+                  return packHalves(lo, hi);
                 };
-                SmallVector<Value> bOps{bReg(kLo), bReg(kHi)};
-                auto mma = NVVM::MmaOp::create(
-                    b, loc, f32x4, a, bOps, c.slice(4 * h, 4), {kMmaRows, kMmaCols, kMmaK},
-                    std::nullopt, std::nullopt,
-                    std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
-                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-                for (int64_t i = 0; i < 4; ++i)
-                  next.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
-              }
-              return next;
-            });
+                SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
+                                     aReg(rows[1], kHi)};
+                SmallVector<Value> next;
+                for (size_t h = 0; h < wRow.size(); ++h) {
+                  auto bReg = [&](Value k) {
+                    auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, halfType()),
+                                                       w, ValueRange{wRow[h], k});
+                    pair.setAlignment(4); // k is even and rows hold K % 16 == 0 elements
+                    return mmaOperand(pair);
+                  };
+                  SmallVector<Value> bOps{bReg(kLo), bReg(kHi)};
+                  auto mma = NVVM::MmaOp::create(
+                      b, loc, f32x4, a, bOps, c.slice(4 * h, 4), {kMmaRows, kMmaCols, kMmaK},
+                      std::nullopt, std::nullopt,
+                      std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
+                      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+                  for (int64_t i = 0; i < 4; ++i)
+                    next.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+                }
+                return next;
+              });
+        };
         // Epilogue: accumulator i is row (i < 2 ? group : group + 8),
-        // column n0 + 2 * quad + i % 2.
-        for (int64_t i = 0; i < 4; ++i) {
-          int r = i < 2 ? 0 : 1;
-          Value t = g.add(g.add(t0, group), r * 8);
-          Value col = g.add(g.add(n0, g.mul(quad, 2)), i % 2);
-          g.ifThen(g.andi(g.lt(t, T), g.lt(col, N)), [&] {
-            Value y = epilogue(e, col, mean[r], rstd[r],
-                               [&](int64_t h) { return acc[4 * h + i]; });
-            g.store(y, out, {t, col});
+        // column n0 + 2 * quad + i % 2 (of tile 0; tile h's at the same
+        // place of its own columns).
+        auto forEachAccumulator = [&](llvm::function_ref<void(int64_t i, int r, Value t,
+                                                              Value col)> body) {
+          for (int64_t i = 0; i < 4; ++i) {
+            int r = i < 2 ? 0 : 1;
+            Value t = g.add(g.add(t0, group), r * 8);
+            Value col = g.add(g.add(n0, g.mul(quad, 2)), i % 2);
+            g.ifThen(g.andi(g.lt(t, T), g.lt(col, N)), [&] { body(i, r, t, col); });
+          }
+        };
+        Value ownRow = weightRow(g.add(n0, group));
+        auto plain = [&] {
+          SmallVector<Value> wRow{ownRow};
+          if (e.glu)
+            wRow.push_back(g.add(ownRow, N));
+          SmallVector<Value> acc = mmaLoop(wRow);
+          forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
+            g.store(epilogue(e, col, mean[r], rstd[r], [&](int64_t h) { return acc[4 * h + i]; }),
+                    out, {t, col});
           });
-        }
+        };
+        if (!rope)
+          return plain();
+        ropeTiles(*rope, e, n0, ownRow, mean, rstd, rows, out, plain, mmaLoop,
+                  forEachAccumulator, weightRow);
       });
     });
     return success();
+  }
+
+  /// The RoPE epilogue of a tensor-core projection. GPT-J pairs are adjacent
+  /// columns, which a lane's accumulators i and i ^ 1 already hold. NeoX
+  /// pairs are rotary_dim / 2 apart, a multiple of the tile width, so a tile
+  /// is all first-of-pair, all second or all pass-through: the first tile's
+  /// warp computes the partner tile too and writes both, the second's has
+  /// nothing to do, and each weight row is still read once.
+  template <typename MmaLoop, typename ForEach, typename WeightRow>
+  void ropeTiles(const Rotary &rope, const Epilogue &e, Value n0, Value ownRow,
+                 Value mean[2], Value rstd[2], Value rows[2], Value out,
+                 llvm::function_ref<void()> plain, MmaLoop &mmaLoop, ForEach &forEachAccumulator,
+                 WeightRow &weightRow) {
+    auto z = [&](SmallVector<Value> &acc, int64_t i, int r, Value col) {
+      return epilogue(e, col, mean[r], rstd[r], [&](int64_t) { return acc[i]; });
+    };
+    int64_t half = rope.attr.getRotaryDim() / 2;
+    if (rope.attr.getStyle() == RopeStyle::gptj) {
+      SmallVector<Value> acc = mmaLoop({ownRow});
+      forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
+        RopeLanes l = rope.lanes(b, loc, col);
+        Value partner = weightRow(g.add(g.sub(col, g.idx(i % 2)), 1 - i % 2));
+        Value z0 = z(acc, i, r, col), z1 = z(acc, i ^ 1, r, partner);
+        Value y = rope.rotate(g, b, loc, z0, z1, boolean(i % 2 == 0), l, rows[r]);
+        g.store(g.select(rope.rotates(g, col, l), y, z0), out, {t, col});
+      });
+      return;
+    }
+    RopeLanes tile = rope.lanes(b, loc, n0);
+    Value rotated = rope.rotates(g, n0, tile);
+    g.ifThen(negate(rotated), plain);
+    g.ifThen(g.andi(rotated, tile.first), [&] {
+      SmallVector<Value> acc = mmaLoop({ownRow, g.add(ownRow, half)});
+      forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
+        RopeLanes l = rope.lanes(b, loc, col);
+        Value partner = g.add(col, half);
+        Value z0 = z(acc, i, r, col), z1 = z(acc, 4 + i, r, partner);
+        g.store(rope.rotate(g, b, loc, z0, z1, boolean(true), l, rows[r]), out, {t, col});
+        g.store(rope.rotate(g, b, loc, z1, z0, boolean(false), l, rows[r]), out, {t, partner});
+      });
+    });
   }
 
   /// One block per (query row, head): warp w runs an online softmax over
