@@ -39,7 +39,13 @@ def Tbc_Dialect : Dialect {
     "::mlir::IntegerAttr":$max_positions,
     // func.func argument: the checkpoint tensor (or transform of tensors) it
     // receives, or token_ids / positions / hidden.
-    "::mlir::StringAttr":$name
+    "::mlir::StringAttr":$name,
+    // A tensor tap (--tbc-insert-taps): on a tbc op, its result is the
+    // output of this Hugging Face module (a path relative to the layer in
+    // a layer function); on a call of a layer function, that layer's path
+    // (its result is the layer's output). Fusion drops it with the op: a
+    // value a fused kernel never writes cannot be tapped.
+    "::mlir::StringAttr":$tap
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

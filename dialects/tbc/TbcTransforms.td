@@ -124,6 +124,31 @@ def TbcHoistWeightTransforms : Pass<"tbc-hoist-weight-transforms", "::mlir::Modu
   }];
 }
 
+def TbcInsertTaps : Pass<"tbc-insert-taps", "::mlir::ModuleOp"> {
+  let summary = "Mark values to tap with the Hugging Face module paths that produce them";
+  let description = [{
+    Run on the model as built, before fusion (`tbc compile --taps`). With
+    `level=layers` each call of a layer function in @forward gets
+    `tbc.tap = "<layer path>"` (`model.layers.3`): the path its parameters
+    share, up to the layer index. With `level=all` every op whose result is
+    the output of one checkpoint module gets that module's path too: norms,
+    projections and unscaled embeddings, named after their weight
+    (`input_layernorm`, `self_attn.o_proj`, `mlp.down_proj`, relative to the
+    layer inside a layer function; a head that shares the embedding table is
+    `lm_head`). The runtime copies out what these values hold
+    (`tbc run --dump`, `tbc verify`).
+
+    Taps do not stop fusion: an op a fusion replaces loses its tap, since
+    the fused kernel never writes that value (a norm fused into its
+    projections, q/k/v merged into one projection).
+  }];
+  let options = [
+    Option<"level", "level", "std::string", /*default=*/"\"layers\"",
+           "What to tap: layers (each layer's output) or all (also every "
+           "norm, projection and embedding output)">
+  ];
+}
+
 def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline every compute op into a kernel function";
   let description = [{

@@ -178,6 +178,14 @@ LogicalResult TbcDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == NameAttrHelper::getNameStr())
     return op->emitError() << "'" << name << "' names function arguments, not ops";
+  if (name == TapAttrHelper::getNameStr()) {
+    auto s = dyn_cast<StringAttr>(value);
+    if (!s || s.getValue().empty())
+      return op->emitError() << "'" << name << "' must be a non-empty module path";
+    return requireOn((op->getDialect() == this && op->getNumResults() > 0) ||
+                         isa<func::CallOp>(op),
+                     "a tbc op with a result or a call");
+  }
   return op->emitError() << "unknown tbc attribute '" << name << "'";
 }
 

@@ -36,6 +36,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace tbc;
 namespace cl = llvm::cl;
@@ -105,6 +107,41 @@ std::string checkCheckpoint(ModuleOp module, const std::string &path) {
   return "";
 }
 
+/// The (relative) paths of the module's taps, in walk order.
+static std::vector<std::string> tapNames(ModuleOp module) {
+  std::vector<std::string> names;
+  module.walk([&](Operation *op) {
+    if (auto tap = op->getAttrOfType<StringAttr>(TbcDialect::TapAttrHelper::getNameStr()))
+      names.push_back(tap.getValue().str());
+  });
+  return names;
+}
+
+/// Taps whose value fusion removed: no fused kernel writes them.
+static void reportDroppedTaps(const std::vector<std::string> &before,
+                              const std::vector<std::string> &after) {
+  std::multiset<std::string> kept(after.begin(), after.end());
+  std::vector<std::string> dropped;
+  for (const std::string &name : before) {
+    auto it = kept.find(name);
+    if (it != kept.end())
+      kept.erase(it);
+    else if (std::find(dropped.begin(), dropped.end(), name) == dropped.end())
+      dropped.push_back(name);
+  }
+  if (dropped.empty())
+    return;
+  std::string list;
+  for (const std::string &name : dropped)
+    list += (list.empty() ? "" : ", ") + name;
+  llvm::errs() << "tbc compile: " << dropped.size()
+               << " tap(s) not available after fusion, their values computed inside "
+                  "fused kernels and never written (a norm inside its projections, q/k/v "
+                  "in one merged projection, gate/up inside the GLU, RoPE in the QKV "
+                  "epilogue); compile with --no-fuse to tap them: "
+               << list << "\n";
+}
+
 /// `--report`: the cost tables before and after fusion, and what it saved.
 void printReport(ModuleOp unfused, ModuleOp fused, int64_t tokens) {
   llvm::raw_ostream &os = llvm::errs();
@@ -164,6 +201,14 @@ int tbc::compileMain(int argc, char **argv) {
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
+  static cl::opt<std::string> taps(
+      "taps", cl::cat(cat), cl::value_desc("layers|all"),
+      cl::desc("Compile in tensor taps, named after the Hugging Face modules "
+               "that produce them (tbc run --dump, tbc verify): layers (each "
+               "layer's output: model.layers.3) or all (also every norm, "
+               "projection and embedding output that survives fusion; the "
+               "ones fusion removes are listed). Without it a module has none "
+               "and pays nothing"));
   static cl::opt<bool> report(
       "report", cl::cat(cat),
       cl::desc("Print FLOPs and minimum bytes moved per op, per layer and for "
@@ -300,6 +345,16 @@ int tbc::compileMain(int argc, char **argv) {
     pm.enableTiming(passTiming);
     return pm.run(*module);
   };
+  if (!taps.empty()) {
+    if (taps != "layers" && taps != "all")
+      return fail("--taps must be layers or all, not '" + taps + "'");
+    if (failed(runStage("insert taps", [&](OpPassManager &pm) {
+          pm.addPass(createTbcInsertTaps(TbcInsertTapsOptions{taps.getValue()}));
+          return success();
+        })))
+      return fail("inserting taps failed");
+  }
+  std::vector<std::string> tapsBeforeFusion = tapNames(*module);
   if (last >= stageIndex("fused") && !noFuse &&
       failed(runStage("fuse", [&](OpPassManager &pm) {
         FusePipelineOptions fuseOptions;
@@ -308,6 +363,7 @@ int tbc::compileMain(int argc, char **argv) {
         return success();
       })))
     return fail("the fusion pipeline failed");
+  reportDroppedTaps(tapsBeforeFusion, tapNames(*module));
 
   if (report)
     printReport(*unfused, *module, reportTokens);

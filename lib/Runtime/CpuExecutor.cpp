@@ -244,6 +244,36 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
         lastUse[root(a.id)] = s;
   lastUse[im.output] = im.steps.size();
   std::vector<std::vector<float>> acts(nb);
+  // Taps are copied out right after the step that writes their buffer (the
+  // first to use its root), before the memory is recycled.
+  std::vector<size_t> tapStep(im.taps.size(), im.steps.size());
+  for (size_t i = 0; i < im.taps.size(); ++i)
+    for (size_t s = 0; s < im.steps.size() && tapStep[i] == im.steps.size(); ++s)
+      for (const Arg &a : im.steps[s].args)
+        if (!a.weight && root(a.id) == root(im.taps[i].buffer))
+          tapStep[i] = s;
+  auto copyTaps = [&](size_t s) {
+    for (size_t i = 0; i < im.taps.size(); ++i) {
+      if (tapStep[i] != s)
+        continue;
+      const BufferEntry &b = im.buffers[im.taps[i].buffer];
+      int r = root(im.taps[i].buffer);
+      int64_t rootWidth = im.buffers[r].width, offset = b.kind == "view" ? b.offset : 0;
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        std::vector<Session::Tap> *dest = sessionOf(c)->taps;
+        if (!dest)
+          continue;
+        Session::Tap &tap = (*dest)[i];
+        int64_t n = int64_t(chunks[c].tokens->size());
+        tap.rows = n;
+        tap.width = b.width;
+        tap.data.resize(size_t(n * b.width));
+        for (int64_t t = 0; t < n; ++t)
+          std::copy_n(acts[r].begin() + (rowBegin[c] + t) * rootWidth + offset, b.width,
+                      tap.data.begin() + t * b.width);
+      }
+    }
+  };
 
   // Below this many multiply-adds, waking the other cores costs more than
   // sharing the work saves (a tiny model decodes faster on one core).
@@ -421,6 +451,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
                                            .count();
       ++(*profile)[step.kernel].calls;
     }
+    copyTaps(s);
     // Recycle buffers whose last reader this was.
     for (const Arg &a : step.args)
       if (!a.weight) {

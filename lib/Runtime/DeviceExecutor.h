@@ -29,6 +29,9 @@ public:
   virtual ~DeviceSession() = default;
   /// Where to add each kernel's time (Session::setProfiling), or null.
   void setProfile(std::vector<Session::KernelTime> *p) { profile = p; }
+  /// Where to copy the module's taps (Session::setTapping; one entry per
+  /// manifest tap, in its order), or null.
+  void setTaps(std::vector<Session::Tap> *t) { taps = t; }
   /// Runs `tokens` (at `positions`) after `past` cached positions; fills
   /// `logits` with [tokens.size(), vocab] floats.
   virtual bool forward(const std::vector<int32_t> &tokens,
@@ -37,6 +40,7 @@ public:
 
 protected:
   std::vector<Session::KernelTime> *profile = nullptr;
+  std::vector<Session::Tap> *taps = nullptr;
 };
 
 /// One sequence's share of a batched forward: its session, its tokens at

@@ -90,6 +90,8 @@ struct Module::Impl {
   std::vector<int64_t> stepWeightElements;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   int output = -1;
+  /// The tensor taps (buffer by buffer id), in the order steps write them.
+  std::vector<manifest::Tap> taps;
   /// Positions a sequence may reach: the rows of a learned position table.
   int64_t positionLimit = INT64_MAX;
   std::vector<std::vector<float>> weights; // by weight id, after binding

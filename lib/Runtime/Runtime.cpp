@@ -104,6 +104,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   buffers = std::move(mf.buffers);
   steps = std::move(mf.steps);
   output = mf.output;
+  taps = std::move(mf.taps);
   for (manifest::Kernel &k : mf.kernels) {
     kernelNames.push_back(k.symbol); // resolved by the executor's load()
     rowParallel.push_back(k.rowParallel);
@@ -367,6 +368,24 @@ void Session::setProfiling(bool on) {
   executorSession_->setProfile(on ? &profile_ : nullptr);
 }
 
+void Session::setTapping(bool on) {
+  tapping_ = on;
+  taps_.clear();
+  if (on)
+    for (const manifest::Tap &t : module_.impl().taps) {
+      const BufferEntry &b = module_.impl().buffers[t.buffer];
+      taps_.push_back(Tap{t.name, 0, b.width, {}});
+    }
+  executorSession_->setTaps(on ? &taps_ : nullptr);
+}
+
+std::vector<std::string> Module::tapNames() const {
+  std::vector<std::string> names;
+  for (const manifest::Tap &t : impl_->taps)
+    names.push_back(t.name);
+  return names;
+}
+
 void Session::clearProfile() {
   const auto &names = module_.impl().kernelNames;
   profile_.assign(names.size(), {});
@@ -442,8 +461,17 @@ bool Session::forwardBatch(const std::vector<Session *> &sessions,
                                      std::move(positions), s.position_, &logits[i]});
     }
     // Everything device-specific (code, caches, launches) is the executor's.
-    if (!sessions[0]->module_.impl().device->forwardBatch(chunks, rows, error))
+    // Taps hold every row of the call, so while tapping every row runs.
+    bool tapping = std::any_of(sessions.begin(), sessions.end(),
+                               [](const Session *s) { return s->tapping_; });
+    LogitRows run = tapping ? LogitRows::All : rows;
+    if (!sessions[0]->module_.impl().device->forwardBatch(chunks, run, error))
       return false;
+    if (run != rows)
+      for (size_t i = 0; i < sessions.size(); ++i) {
+        size_t vocab = size_t(sessions[0]->module_.vocabSize());
+        logits[i].erase(logits[i].begin(), logits[i].end() - long(vocab));
+      }
     bool ok = true;
     for (size_t i = 0; i < sessions.size(); ++i) {
       std::string why;

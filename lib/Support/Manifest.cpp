@@ -121,6 +121,11 @@ std::string manifest::write(const Manifest &m) {
   list(out, "buffers", m.buffers, buffer);
   list(out, "kernels", m.kernels, kernel);
   list(out, "steps", m.steps, [](size_t, const Step &s) { return step(s); });
+  if (!m.taps.empty())
+    list(out, "taps", m.taps, [](size_t, const Tap &t) {
+      return "{\"name\": " + json::quote(t.name) + ", \"buffer\": " + std::to_string(t.buffer) +
+             "}";
+    });
   return out + "  \"output\": " + std::to_string(m.output) + "\n}\n";
 }
 
@@ -371,5 +376,20 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
   };
   if (std::none_of(m.steps.begin(), m.steps.end(), writesOutput))
     return bad("no step writes the output buffer");
+  if (const json::Value *taps = root->get("taps")) {
+    if (!taps->isArray())
+      return bad("taps must be a list");
+    for (const json::Value &t : taps->elements()) {
+      const json::Value *name = t.get("name"), *b = t.get("buffer");
+      if (!name || !name->isString() || name->asString().empty() || !b || !b->isInteger() ||
+          b->asInt() < 0 || b->asInt() >= int64_t(m.buffers.size()))
+        return bad("a tap needs a name and a buffer of the schedule");
+      const std::string &kind = m.buffers[b->asInt()].kind;
+      if (kind != "activation" && kind != "view")
+        return bad("tap '" + name->asString() + "' must name an activation, not a " + kind +
+                   " buffer");
+      m.taps.push_back({name->asString(), int(b->asInt())});
+    }
+  }
   return true;
 }

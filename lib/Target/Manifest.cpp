@@ -63,7 +63,7 @@ public:
       args.push_back(newBuffer({kind}));
     }
     SmallVector<Arg> results;
-    if (failed(visit(forward, args, results)))
+    if (failed(visit(forward, args, results, "")))
       return failure();
     if (results.size() != 1 || results[0].weight)
       return forward.emitError("@forward must return the logits");
@@ -189,7 +189,20 @@ private:
     return id;
   }
 
-  LogicalResult visit(func::FuncOp fn, ArrayRef<Arg> args, SmallVectorImpl<Arg> &results) {
+  /// A tap on `op` (tbc.tap), its path relative to the layer `prefix`.
+  void recordTap(Operation *op, StringRef prefix, Arg buffer) {
+    auto tap = op->getAttrOfType<StringAttr>(TbcDialect::TapAttrHelper::getNameStr());
+    if (!tap || buffer.weight)
+      return;
+    std::string name = prefix.empty() ? tap.getValue().str()
+                                      : (prefix + "." + tap.getValue()).str();
+    m.taps.push_back({std::move(name), buffer.id});
+  }
+
+  /// Schedules `fn`'s ops; `prefix` is the layer path of the call being
+  /// flattened (a layer function's taps are relative to it).
+  LogicalResult visit(func::FuncOp fn, ArrayRef<Arg> args, SmallVectorImpl<Arg> &results,
+                      StringRef prefix) {
     DenseMap<Value, Arg> refs;
     for (auto [a, r] : llvm::zip(fn.getArguments(), args))
       refs[a] = r;
@@ -249,10 +262,13 @@ private:
           return call.emitError("unknown callee");
         if (!callee->hasAttr(TbcDialect::KernelAttrHelper::getNameStr())) {
           SmallVector<Arg> out;
-          if (failed(visit(callee, inputs(), out)))
+          auto layer = call->getAttrOfType<StringAttr>(TbcDialect::TapAttrHelper::getNameStr());
+          if (failed(visit(callee, inputs(), out, layer ? layer.getValue() : prefix)))
             return failure();
           for (auto [r, ref] : llvm::zip(call.getResults(), out))
             refs[r] = ref;
+          if (layer && !out.empty()) // the layer's output, named by the call
+            m.taps.push_back({layer.getValue().str(), out.front().id});
           continue;
         }
         manifest::Step step;
@@ -268,6 +284,8 @@ private:
           refs[r] = out;
           step.args.push_back(out);
         }
+        if (call.getNumResults())
+          recordTap(call, prefix, refs[call.getResult(0)]);
         if (callee->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr())) {
           auto attn = cast<AttentionOp>(callee.getBody().front().front());
           for (int i = 0; i < 2; ++i)

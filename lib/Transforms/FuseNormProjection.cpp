@@ -108,12 +108,16 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
         bias = FoldBiasOp::create(rewriter, loc, vec, p.weight, beta,
                                   p.bias, p.inOut);
     }
-    rewriter.replaceOpWithNewOp<FusedLinearOp>(
+    // The projection's output is unchanged: a tap on it stays.
+    Attribute tap = p.op->getAttr(TbcDialect::TapAttrHelper::getNameStr());
+    auto fused = rewriter.replaceOpWithNewOp<FusedLinearOp>(
         p.op, p.op->getResult(0).getType(), norm.getInput(), weight, bias,
         meanCorrection, shared ? gain : Value(), /*positions=*/Value(), /*lengths=*/Value(),
         NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
         shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap,
         /*rope=*/RotaryEpilogueAttr(), p.inOut);
+    if (tap)
+      fused->setAttr(TbcDialect::TapAttrHelper::getNameStr(), tap);
   }
   rewriter.eraseOp(norm);
   return success();

@@ -34,7 +34,10 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
     if (auto f = dyn_cast<FusedLinearOp>(producer)) {
       if (f.getSoftcap() || f.getRope())
         return rewriter.notifyMatchFailure(cap, "already soft-capped or rotated");
-      rewriter.modifyOpInPlace(f, [&] { f.setSoftcapAttr(cap.getCapAttr()); });
+      rewriter.modifyOpInPlace(f, [&] {
+        f.setSoftcapAttr(cap.getCapAttr());
+        f->removeAttr(TbcDialect::TapAttrHelper::getNameStr()); // its output is capped now
+      });
       rewriter.replaceOp(cap, f.getResult());
       return success();
     }

@@ -90,6 +90,7 @@ LogicalResult hoistFrom(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
     for (Value r : exported)
       operands.push_back(map.lookup(r));
     auto newCall = func::CallOp::create(b, call.getLoc(), fn, operands);
+    newCall->setDiscardableAttrs(call->getDiscardableAttrDictionary()); // a layer's tap
     call.replaceAllUsesWith(newCall.getResults());
     call.erase();
   }
@@ -118,6 +119,7 @@ LogicalResult hoistFrom(func::FuncOp fn, ArrayRef<func::CallOp> calls) {
         operands.push_back(v);
     OpBuilder b(call);
     auto newCall = func::CallOp::create(b, call.getLoc(), fn, operands);
+    newCall->setDiscardableAttrs(call->getDiscardableAttrDictionary());
     call.replaceAllUsesWith(newCall.getResults());
     call.erase();
   }

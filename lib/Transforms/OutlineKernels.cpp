@@ -50,6 +50,10 @@ struct TbcOutlineKernelsPass
           compute.push_back(op);
       });
       for (Operation *op : compute) {
+        // A tap names a call site's result, not what the kernel computes: it
+        // moves to the call (the schedule), and tapped ops share kernels.
+        StringRef tapName = TbcDialect::TapAttrHelper::getNameStr();
+        Attribute tap = op->removeAttr(tapName);
         SmallVector<const void *> key{op->getName().getAsOpaquePointer(),
                                       op->getAttrDictionary().getAsOpaquePointer()};
         for (Type t : op->getOperandTypes())
@@ -65,6 +69,8 @@ struct TbcOutlineKernelsPass
         b.setInsertionPoint(op);
         auto call = func::CallOp::create(b, op->getLoc(), kernel,
                                          op->getOperands());
+        if (tap)
+          call->setAttr(tapName, tap);
         op->replaceAllUsesWith(call.getResults());
         op->erase();
       }

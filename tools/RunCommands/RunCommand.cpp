@@ -17,10 +17,91 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <filesystem>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace tbc;
 using namespace tbc::rt;
+namespace fs = std::filesystem;
+
+namespace {
+/// `tbc run --dump DIR`: each call's taps as .npy files, written into a
+/// sibling directory that becomes DIR, with its index, only once complete.
+class TapDump {
+public:
+  explicit TapDump(std::string dir) : dir_(std::move(dir)) {
+    if (!dir_.empty())
+      partial_ = dir_ + ".partial-" + std::to_string(::getpid());
+  }
+  ~TapDump() {
+    std::error_code ec;
+    if (!partial_.empty())
+      fs::remove_all(partial_, ec); // an unfinished dump leaves nothing
+  }
+  bool active() const { return !dir_.empty(); }
+
+  /// Writes call `name`'s taps (and its logits, if any) to `name`/.
+  bool add(const std::string &name, const std::vector<int32_t> &tokens,
+           const std::vector<Session::Tap> &taps, const std::vector<float> &logits,
+           int64_t vocab, std::string &error) {
+    std::error_code ec;
+    fs::create_directories(fs::path(partial_) / name, ec);
+    if (ec) {
+      error = "--dump: cannot create " + (fs::path(partial_) / name).string() + ": " +
+              ec.message();
+      return false;
+    }
+    std::string ids, files;
+    for (int32_t t : tokens)
+      ids += (ids.empty() ? "" : ", ") + std::to_string(t);
+    for (const Session::Tap &t : taps) {
+      std::string file = name + "/" + t.name + ".npy";
+      if (!write(file, encodeNpy(t.data, {t.rows, t.width}), error))
+        return false;
+      files += std::string(files.empty() ? "" : ",") + "\n      {\"name\": " +
+               json::quote(t.name) + ", \"file\": " + json::quote(file) + ", \"shape\": [" +
+               std::to_string(t.rows) + ", " + std::to_string(t.width) + "]}";
+    }
+    std::string call = "    {\"name\": " + json::quote(name) + ", \"tokens\": [" + ids + "]";
+    if (!logits.empty()) {
+      std::string file = name + "/logits.npy";
+      if (!write(file, encodeNpy(logits, {int64_t(logits.size()) / vocab, vocab}), error))
+        return false;
+      call += ", \"logits\": " + json::quote(file);
+    }
+    calls_.push_back(call + ", \"taps\": [" + files + "]}");
+    return true;
+  }
+
+  /// Writes the index and moves the dump to its place.
+  bool finish(const std::string &module, std::string &error) {
+    std::string index = "{\"module\": " + json::quote(module) + ",\n  \"calls\": [\n";
+    for (size_t i = 0; i < calls_.size(); ++i)
+      index += calls_[i] + (i + 1 < calls_.size() ? ",\n" : "\n");
+    if (!write("index.json", index + "  ]\n}\n", error))
+      return false;
+    std::error_code ec;
+    fs::rename(partial_, dir_, ec);
+    if (ec) {
+      error = "--dump: cannot move " + partial_ + " to " + dir_ + ": " + ec.message();
+      return false;
+    }
+    partial_.clear();
+    return true;
+  }
+
+private:
+  bool write(const std::string &file, std::string_view data, std::string &error) {
+    std::string why = writeFileAtomically((fs::path(partial_) / file).string(), data);
+    if (!why.empty())
+      error = "--dump: " + why;
+    return why.empty();
+  }
+  std::string dir_, partial_;
+  std::vector<std::string> calls_;
+};
+} // namespace
 
 static const char *kUsage =
     "USAGE: tbc run MODULE.tbcm (--weights DIR|FILE.safetensors | "
@@ -60,7 +141,13 @@ static const char *kUsage =
     "  --stop-token ID     stop a sequence when it generates ID (repeatable;\n"
     "                      default: eos_token_id of the weights folder's\n"
     "                      generation_config.json, else its config.json)\n"
-    "  --ignore-eos        never stop before --generate tokens\n";
+    "  --ignore-eos        never stop before --generate tokens\n"
+    "  --dump DIR          write the module's tensor taps (tbc compile --taps)\n"
+    "                      for one sequence: DIR/prefill/<module path>.npy\n"
+    "                      ([prompt tokens, width] float32), DIR/decode<i>/...\n"
+    "                      for each generated token, each call's logits.npy,\n"
+    "                      and DIR/index.json (taps, calls, their tokens).\n"
+    "                      DIR must not exist; it appears complete or not at all\n";
 
 static int fail(const std::string &message) {
   std::fprintf(stderr, "tbc run: error: %s\n", message.c_str());
@@ -147,7 +234,7 @@ bool tbc::rt::bindModuleWeights(Module &module, const std::string &weights,
 }
 
 int tbc::rt::runCommand(int argc, char **argv) {
-  std::string modulePath, tokensArg, tokensFile, output;
+  std::string modulePath, tokensArg, tokensFile, output, dumpDir;
   WeightChoice w;
   int64_t generate = 0, maxTokens = 0;
   SamplingOptions sampling;
@@ -175,6 +262,9 @@ int tbc::rt::runCommand(int argc, char **argv) {
     } else if (opts.is("--output") || opts.is("-o")) {
       if (!opts.value(output) || output.empty())
         return fail("--output needs a path");
+    } else if (opts.is("--dump")) {
+      if (!opts.value(dumpDir) || dumpDir.empty())
+        return fail("--dump needs a directory");
     } else if (opts.is("--generate")) {
       if (!opts.number(generate))
         return fail("--generate needs a non-negative integer");
@@ -255,11 +345,21 @@ int tbc::rt::runCommand(int argc, char **argv) {
   if (batch.empty() || batch[0].empty())
     return fail("no tokens given");
 
+  if (!dumpDir.empty() && batch.size() != 1)
+    return fail("--dump writes the taps of one sequence; " + std::to_string(batch.size()) +
+                " were given");
+  if (!dumpDir.empty() && fs::exists(dumpDir))
+    return fail("--dump: " + dumpDir + " exists; give a new directory");
+
   std::unique_ptr<Module> module = Module::load(modulePath, error);
   if (!module)
     return fail(error);
+  if (!dumpDir.empty() && module->tapNames().empty())
+    return fail("--dump: " + modulePath +
+                " has no taps; compile it with --taps layers or --taps all");
   if (!bindModuleWeights(*module, w.path, w.seed, error))
     return fail(error);
+  TapDump dump(dumpDir);
 
   using Clock = std::chrono::steady_clock;
   double prefillSeconds = 0, decodeSeconds = 0;
@@ -272,10 +372,16 @@ int tbc::rt::runCommand(int argc, char **argv) {
   // --output only the prompts' last positions need logits.
   GenerationOptions options{generate, sampling, stopTokens, maxTokens};
   BatchGenerator generator(*module, batch, options);
+  if (dump.active())
+    generator.session(0).setTapping(true);
   std::vector<std::vector<float>> logits;
   auto t0 = Clock::now();
-  if (!generator.prefill(error, output.empty() ? nullptr : &logits))
+  if (!generator.prefill(error, output.empty() && !dump.active() ? nullptr : &logits))
     return fail(error);
+  if (dump.active() &&
+      !dump.add("prefill", batch[0], generator.session(0).taps(), logits[0], vocab, error))
+    return fail(error);
+  size_t decodeCalls = 0;
   prefillSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
   for (size_t i = 0; i < batch.size(); ++i)
     prefillTokens += int64_t(batch[i].size());
@@ -293,6 +399,14 @@ int tbc::rt::runCommand(int argc, char **argv) {
       }
       decodeSeconds += std::chrono::duration<double>(Clock::now() - t1).count();
       decodeTokens += running;
+      if (dump.active()) {
+        // The token this call ran: the one generated before it.
+        const std::vector<int32_t> &made = generator.generated(0);
+        std::vector<int32_t> ran{made[made.size() - 2]};
+        if (!dump.add("decode" + std::to_string(++decodeCalls), ran,
+                      generator.session(0).taps(), {}, vocab, error))
+          return fail(error);
+      }
     }
     for (size_t i = 0; i < batch.size(); ++i) {
       std::string ids;
@@ -347,6 +461,12 @@ int tbc::rt::runCommand(int argc, char **argv) {
     std::string why = writeFileAtomically(output, encodeNpy(allLogits, shape));
     if (!why.empty())
       return fail(why);
+  }
+  if (dump.active()) {
+    if (!dump.finish(modulePath, error))
+      return fail(error);
+    std::fprintf(stderr, "tbc run: wrote %zu tap(s) per call to %s\n", module->tapNames().size(),
+                 dumpDir.c_str());
   }
   return 0;
 }

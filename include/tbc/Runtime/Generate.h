@@ -61,6 +61,8 @@ public:
   int64_t room() const { return room_; }
   const std::vector<int32_t> &generated(size_t i) const { return generated_[i]; }
   Stop stop(size_t i) const { return stop_[i]; }
+  /// Sequence i's session (to turn on profiling or tapping).
+  Session &session(size_t i) { return *sessions_[i]; }
 
 private:
   /// Takes each running sequence's picked token and decides whether it

@@ -66,6 +66,10 @@ public:
   /// in pieces then give different logits.
   bool lengthDependent() const;
   const std::string &architecture() const { return architecture_; }
+  /// The tensor taps compiled in (tbc compile --taps), in the order the
+  /// schedule writes them: Hugging Face module paths (model.layers.3,
+  /// model.layers.3.mlp.down_proj). Empty for a module compiled without.
+  std::vector<std::string> tapNames() const;
   const std::vector<ParamInfo> &params() const { return params_; }
 
   /// What one token costs in the projections, from the schedule: the weight
@@ -152,6 +156,20 @@ public:
     int64_t calls = 0;
   };
   void setProfiling(bool on);
+
+  /// A tap's value for the tokens of the last forward call: [rows, width]
+  /// floats, row i being token i of the call.
+  struct Tap {
+    std::string name;
+    int64_t rows = 0, width = 0;
+    std::vector<float> data;
+  };
+  /// Copy every tap of the module (Module::tapNames) out as each forward
+  /// runs. The last call's values are then in taps(). While tapping, every
+  /// row is computed even when only the last position's logits are asked
+  /// for, so that each tap holds all the call's tokens.
+  void setTapping(bool on);
+  const std::vector<Tap> &taps() const { return taps_; }
   /// Per kernel, in the module's kernel order; clearProfile() zeroes it.
   const std::vector<KernelTime> &profile() const { return profile_; }
   void clearProfile();
@@ -171,6 +189,8 @@ private:
   /// The sequence's state with the module's executor (caches, activations).
   std::unique_ptr<DeviceSession> executorSession_;
   std::vector<KernelTime> profile_;
+  bool tapping_ = false;
+  std::vector<Tap> taps_;
 };
 
 } // namespace tbc::rt

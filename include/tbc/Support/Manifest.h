@@ -111,6 +111,13 @@ struct Step {
   std::vector<int> caches; // kv_cache buffer ids (attention)
 };
 
+/// A tensor tap (tbc compile --taps): buffer `buffer` holds, once written,
+/// the output of the Hugging Face module at path `name`.
+struct Tap {
+  std::string name;
+  int buffer = -1;
+};
+
 struct Manifest {
   std::string target;
   Model model;
@@ -120,6 +127,7 @@ struct Manifest {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   int output = -1; // the logits buffer
+  std::vector<Tap> taps; // in the order the schedule writes them
 };
 
 /// The manifest as JSON text (one entry per line within each list).
