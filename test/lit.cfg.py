@@ -58,3 +58,15 @@ try:
         config.available_features.add("cuda-gpu")
 except OSError:
     pass
+# `tbc verify` runs transformers: with a Python that has torch and
+# transformers ($TBC_VERIFY_PYTHON, else python3), its tests run; CI has
+# neither (they are never a dependency of tbc), so there they are unsupported.
+import subprocess
+verify_python = os.environ.get("TBC_VERIFY_PYTHON", "python3")
+try:
+    if subprocess.run([verify_python, "-c", "import numpy, torch, transformers"],
+                      capture_output=True, timeout=120).returncode == 0:
+        config.available_features.add("transformers")
+        config.substitutions.append(("%verify_python", verify_python))
+except (OSError, subprocess.TimeoutExpired):
+    pass

@@ -394,8 +394,27 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
     }
   }
   logits.resize(size_t(T * module_.vocabSize()));
-  return check(d.cuMemcpyDtoH(logits.data(), activations_[im.output].ptr, logits.size() * 4),
-               "running the kernels");
+  if (!check(d.cuMemcpyDtoH(logits.data(), activations_[im.output].ptr, logits.size() * 4),
+             "running the kernels"))
+    return false;
+  // Every activation has its own device buffer for the whole call, so the
+  // taps are read back after it.
+  for (size_t i = 0; taps && i < im.taps.size(); ++i) {
+    const BufferEntry &b = im.buffers[im.taps[i].buffer];
+    int root = b.kind == "view" ? b.of : im.taps[i].buffer;
+    int64_t rootWidth = im.buffers[root].width, offset = b.kind == "view" ? b.offset : 0;
+    std::vector<float> rows(size_t(T * rootWidth));
+    if (!check(d.cuMemcpyDtoH(rows.data(), activations_[root].ptr, rows.size() * 4),
+               "reading a tap"))
+      return false;
+    Session::Tap &tap = (*taps)[i];
+    tap.rows = T;
+    tap.width = b.width;
+    tap.data.resize(size_t(T * b.width));
+    for (int64_t t = 0; t < T; ++t)
+      std::copy_n(rows.begin() + t * rootWidth + offset, b.width, tap.data.begin() + t * b.width);
+  }
+  return true;
 }
 
 } // namespace

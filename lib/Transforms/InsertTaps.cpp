@@ -129,12 +129,15 @@ struct TbcInsertTapsPass : tbc::impl::TbcInsertTapsBase<TbcInsertTapsPass> {
       tap(op, isa<LinearOp>(op) && tables.contains(w) ? std::optional<std::string>("lm_head")
                                                        : modulePath(*name));
     });
-    for (auto &[fn, names] : relativeNames)
+    for (auto &entry : relativeNames) {
+      func::FuncOp fn = entry.first;
+      const SmallVector<std::optional<std::string>> &names = entry.second;
       fn.walk([&](Operation *op) {
         auto arg = dyn_cast_or_null<BlockArgument>(tappedWeight(op));
         if (arg && arg.getOwner() == &fn.getBody().front() && arg.getArgNumber() < names.size())
           tap(op, names[arg.getArgNumber()]);
       });
+    }
   }
 };
 } // namespace

@@ -504,11 +504,11 @@ private:
     Value b0 = linalg::IndexOp::create(nb, l, 0);
     Value t0 = linalg::IndexOp::create(nb, l, 1);
     Value col = arith::AddIOp::create(nb, l, rangeBegin, linalg::IndexOp::create(nb, l, 2));
-    auto [inRot, first, i, partner] =
-        emitRopeLanes(nb, l, col, rope.getHeadDim(), rope.getRotaryDim(),
-                      rope.getStyle() == RopeStyle::gptj);
+    RopeLanes lanes = emitRopeLanes(nb, l, col, rope.getHeadDim(), rope.getRotaryDim(),
+                                    rope.getStyle() == RopeStyle::gptj);
+    Value partner = lanes.partner;
     Value rotatedColumn = arith::AndIOp::create(
-        nb, l, inRot,
+        nb, l, lanes.inRot,
         arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, col,
                               arith::ConstantIndexOp::create(nb, l, rope.getColumns())));
     auto at = [&](Value v) -> Value {
@@ -516,8 +516,8 @@ private:
     };
     Value zp = prologue(memref::LoadOp::create(nb, l, acc, ValueRange{b0, t0, partner}),
                         at(corr), at(bias));
-    Value inv = math.inverseFrequency(nb, l, i, length);
-    Value rotated = math.rotate(nb, l, y, zp, first, position, inv);
+    Value inv = math.inverseFrequency(nb, l, lanes.i, length);
+    Value rotated = math.rotate(nb, l, y, zp, lanes.first, position, inv);
     return arith::SelectOp::create(nb, l, rotatedColumn, rotated, y);
   }
 
