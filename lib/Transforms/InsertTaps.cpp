@@ -30,32 +30,32 @@ std::optional<StringRef> paramName(Value v) {
   return std::nullopt;
 }
 
-/// The layer path the parameters of a call share: their common dotted
-/// prefix, cut after its last numeric component (`model.layers.3`).
+/// The layer path of a call: the prefix up to the first numeric component
+/// (`model.layers.3`) that most of its parameters share (a table shared by
+/// every layer, such as T5's relative bias, has none).
 std::optional<std::string> layerPath(func::CallOp call) {
-  std::optional<SmallVector<StringRef>> common;
+  llvm::StringMap<int> counts;
+  std::optional<std::string> best;
+  int bestCount = 0;
   for (Value v : call.getOperands()) {
     std::optional<StringRef> name = paramName(v);
     if (!name)
       continue;
     SmallVector<StringRef> parts;
     name->split(parts, '.');
-    if (!common) {
-      common = parts;
-      continue;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      if (parts[k].empty() || !llvm::all_of(parts[k], llvm::isDigit))
+        continue;
+      std::string prefix = llvm::join(ArrayRef<StringRef>(parts).take_front(k + 1), ".");
+      int n = ++counts[prefix];
+      if (n > bestCount) {
+        best = prefix;
+        bestCount = n;
+      }
+      break;
     }
-    size_t n = 0;
-    while (n < common->size() && n < parts.size() && (*common)[n] == parts[n])
-      ++n;
-    common->resize(n);
   }
-  if (!common)
-    return std::nullopt;
-  while (!common->empty() && !llvm::all_of(common->back(), llvm::isDigit))
-    common->pop_back();
-  if (common->empty())
-    return std::nullopt;
-  return llvm::join(*common, ".");
+  return best;
 }
 
 /// The module path of a weight's name: without its `.weight` suffix.
