@@ -35,6 +35,18 @@ for dir in "$root"/test/fixtures/*/; do
   echo "$out" | tr '\n' ' ' | cut -c1-200; echo
   [ $rc -eq 0 ] || status=1
 done
+echo "== tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
+for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do
+  [ -e "$m" ] || continue
+  name=$(basename "$m" .tbcm); f=${name%.*}; kind=${name##*.}
+  dtype=f32; [ "$kind" = taps-bf16 ] && dtype=bf16
+  printf '%-24s %-10s ' "$f" "$kind"
+  out=$(python3 "$root/tools/tbc-verify/tbc-verify" "$root/test/fixtures/$f" --module "$m" \
+        --tbc-run "$build/bin/tbc-run" --target cuda --dtype "$dtype" 2>&1)
+  rc=$?
+  echo "$out" | grep -E "^tbc verify: (PASS|FAIL)" || echo "$out" | tail -3
+  [ $rc -eq 0 ] || status=1
+done
 if [ "${1:-}" != "--no-bench" ]; then
   echo "== benchmarks (same GPU, same run)"
   for m in "$mods"/bench/*.cuda.tbcm "$mods"/bench/*.bf16.tbcm; do

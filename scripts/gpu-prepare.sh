@@ -17,6 +17,12 @@ for dir in "$root"/test/fixtures/*/; do
   # bf16 weights, tensor-core projections (activations f32).
   "$tbc" compile "$dir" --target cuda --dtype bf16 -o "$out/$f.bf16.tbcm" 2>/dev/null
 done
+# Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
+for f in llama gemma2 qwen3 phi3-longrope-long gpt2; do
+  "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all -o "$out/$f.taps.tbcm" 2>/dev/null
+  "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all --dtype bf16 \
+    -o "$out/$f.taps-bf16.tbcm" 2>/dev/null
+done
 # Benchmark models: the example configs at full width, cut to a few layers
 # so that f32 weights for tbc and PyTorch fit on one GPU side by side.
 for m in llama-3-8b qwen3-8b; do
