@@ -115,6 +115,10 @@ PYBIND11_MODULE(_tbc, m) {
                              [](const PyModule &self) { return self.module->architecture(); })
       .def_property_readonly("max_positions",
                              [](const PyModule &self) { return self.module->maxPositions(); })
+      .def_property_readonly("tap_names",
+                             [](const PyModule &self) { return self.module->tapNames(); },
+                             "The tensor taps compiled in (tbc compile --taps): Hugging Face "
+                             "module paths, in the order the schedule writes them.")
       .def("session",
            [](std::shared_ptr<PyModule> self, int64_t capacity) {
              if (capacity < 0)
@@ -164,5 +168,17 @@ PYBIND11_MODULE(_tbc, m) {
            "([1, vocab] with last=True).")
       .def_property_readonly("position", [](const PySession &s) { return s.session->position(); })
       .def_property_readonly("capacity", [](const PySession &s) { return s.session->capacity(); })
-      .def("reset", [](PySession &s) { s.session->reset(); });
+      .def("reset", [](PySession &s) { s.session->reset(); })
+      .def("set_tapping", [](PySession &s, bool on) { s.session->setTapping(on); },
+           py::arg("on") = true,
+           "Copy the module's taps out as each forward runs (see taps()).")
+      .def("taps",
+           [](const PySession &s) {
+             py::dict out;
+             for (const Session::Tap &t : s.session->taps())
+               out[py::str(t.name)] = toArray(std::vector<float>(t.data), {py::ssize_t(t.rows),
+                                                                           py::ssize_t(t.width)});
+             return out;
+           },
+           "The last forward call's taps: {module path: float32 [tokens, width]}.");
 }

@@ -37,10 +37,11 @@ def _ids(x):
                                 dtype=np.int32)
 
 
-def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None):
+def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, taps=None):
     """Compiles a model description (a Hugging Face folder, a config.json, a
     native spec or tbc IR) with the `tbc` compiler of this build. Returns the
-    module's path (`output`), or its bytes when no output is given."""
+    module's path (`output`), or its bytes when no output is given. `taps`
+    ("layers" or "all") compiles in tensor taps (Session.set_tapping)."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
     if not os.access(tool, os.X_OK):
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")
@@ -52,6 +53,8 @@ def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None):
             cmd.append("--no-fuse")
         if cpu:
             cmd += ["--cpu", cpu]
+        if taps:
+            cmd += ["--taps", taps]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             message = run.stderr.strip().removeprefix("tbc compile: error: ")
@@ -113,6 +116,12 @@ class Module:
     def architecture(self):
         return self._m.architecture
 
+    @property
+    def tap_names(self):
+        """The tensor taps compiled in (tbc.compile(taps=...)): Hugging Face
+        module paths in the order the schedule writes them."""
+        return self._m.tap_names
+
     def session(self, capacity=0):
         """A new sequence with its own KV cache (capacity 0: the model's maximum)."""
         return _Session(self._m.session(capacity))
@@ -158,3 +167,12 @@ class _Session:
 
     def reset(self):
         self._s.reset()
+
+    def set_tapping(self, on=True):
+        """Copy the module's taps out as each forward runs (every row is then
+        computed, even with last=True)."""
+        self._s.set_tapping(on)
+
+    def taps(self):
+        """The last forward call's taps: {module path: float32 [tokens, width]}."""
+        return self._s.taps()

@@ -66,6 +66,30 @@ def test_sessions_and_array_inputs(llama):
     assert np.array_equal(module.forward(torch.tensor(tokens)), full)
 
 
+def test_taps(tmp_path):
+    """A module compiled with taps hands each call's values out by module path;
+    the fused module's layer outputs equal the unfused one's."""
+    tokens = read_ids(os.path.join(LLAMA, "tokens.txt"))
+    taps = {}
+    for fuse in (True, False):
+        path = tbc.compile(LLAMA, taps="all", fuse=fuse, output=str(tmp_path / f"t{fuse}.tbcm"))
+        module = tbc.Module.load(path).bind(LLAMA)
+        assert "model.layers.1" in module.tap_names
+        s = module.session()
+        s.set_tapping(True)
+        logits = s.forward(tokens)
+        taps[fuse] = s.taps()
+        assert taps[fuse]["model.layers.0"].shape == (len(tokens), 64)
+        assert np.array_equal(taps[fuse]["lm_head"], logits)
+    assert "model.layers.0.input_layernorm" in taps[False]
+    assert "model.layers.0.input_layernorm" not in taps[True]  # fused into the projections
+    for name in ("model.layers.0", "model.layers.1", "model.layers.1.mlp.down_proj"):
+        ref = taps[False][name]
+        assert np.abs(taps[True][name] - ref).max() <= 1e-5 * np.abs(ref).max()
+    plain = tbc.Module.load(tbc.compile(LLAMA, output=str(tmp_path / "plain.tbcm")))
+    assert plain.tap_names == []
+
+
 def test_generate_greedy_and_batched(llama):
     module = tbc.Module.load(llama).bind(LLAMA)
     tokens = read_ids(os.path.join(LLAMA, "tokens.txt"))
