@@ -162,6 +162,7 @@ bool readLaunch(const json::Value &l, Launch &info) {
 } // namespace
 
 bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
+  m = Manifest{}; // what a previous read left must not satisfy this one's references
   json::ParseError pe;
   std::optional<json::Value> root = json::parse(text, pe, limits::kManifest);
   if (!root || !root->isObject()) {

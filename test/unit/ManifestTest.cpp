@@ -116,3 +116,24 @@ TEST(Manifest, ConvertedWeightsCarryTheirType) {
   EXPECT_EQ(error, "manifest: weight transform 'weight_row_sums' of a bf16 weight (convert "
                    "comes last)");
 }
+
+TEST(Manifest, TapsReadBackAndAreChecked) {
+  Manifest m = sample();
+  m.taps = {{"model.embed_tokens", 2}, {"model.layers.0.self_attn.q_proj", 4}};
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  ASSERT_EQ(out.taps.size(), 2u);
+  EXPECT_EQ(out.taps[1].name, "model.layers.0.self_attn.q_proj");
+  EXPECT_EQ(out.taps[1].buffer, 4);
+  EXPECT_EQ(write(out), write(m));
+  // Without taps the list is not written at all.
+  EXPECT_EQ(write(sample()).find("\"taps\""), std::string::npos);
+
+  m.taps = {{"model.layers.0", 9}}; // no buffer 9
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: a tap needs a name and a buffer of the schedule");
+  m.taps = {{"token_ids", 0}};
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: tap 'token_ids' must name an activation, not a token_ids buffer");
+}
