@@ -245,15 +245,19 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
   lastUse[im.output] = im.steps.size();
   std::vector<std::vector<float>> acts(nb);
   // Taps are copied out right after the step that writes their buffer (the
-  // first to use its root), before the memory is recycled.
-  std::vector<size_t> tapStep(im.taps.size(), im.steps.size());
-  for (size_t i = 0; i < im.taps.size(); ++i)
+  // first to use its root), before the memory is recycled; only when some
+  // sequence of the batch is tapping.
+  bool tapping = false;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    tapping = tapping || sessionOf(c)->taps;
+  std::vector<size_t> tapStep(tapping ? im.taps.size() : 0, im.steps.size());
+  for (size_t i = 0; i < tapStep.size(); ++i)
     for (size_t s = 0; s < im.steps.size() && tapStep[i] == im.steps.size(); ++s)
       for (const Arg &a : im.steps[s].args)
         if (!a.weight && root(a.id) == root(im.taps[i].buffer))
           tapStep[i] = s;
   auto copyTaps = [&](size_t s) {
-    for (size_t i = 0; i < im.taps.size(); ++i) {
+    for (size_t i = 0; i < tapStep.size(); ++i) {
       if (tapStep[i] != s)
         continue;
       const BufferEntry &b = im.buffers[im.taps[i].buffer];

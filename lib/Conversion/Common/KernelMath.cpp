@@ -239,3 +239,13 @@ RopeLanes tbc::emitRopeLanes(OpBuilder &b, Location loc, Value f, int64_t headDi
   l.partner = arith::SelectOp::create(b, loc, l.inRot, l.partner, f);
   return l;
 }
+
+RopeLanes tbc::emitRopeLanes(OpBuilder &b, Location loc, Value col, RotaryEpilogueAttr rope) {
+  RopeLanes l = emitRopeLanes(b, loc, col, rope.getHeadDim(), rope.getRotaryDim(),
+                              rope.getStyle() == RopeStyle::gptj);
+  Value leading = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, col,
+      arith::ConstantIndexOp::create(b, loc, rope.getColumns()));
+  l.inRot = arith::AndIOp::create(b, loc, l.inRot, leading);
+  return l;
+}

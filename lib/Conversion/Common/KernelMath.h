@@ -68,6 +68,10 @@ struct RopeLanes {
 };
 RopeLanes emitRopeLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value f,
                         int64_t headDim, int64_t rotaryDim, bool gptj);
+/// The same for output column `col` of a projection with a RoPE epilogue:
+/// `inRot` also requires the column to be among the rotated leading ones.
+RopeLanes emitRopeLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value col,
+                        RotaryEpilogueAttr rope);
 
 /// The position bias of an attention's logits (tbc.attention's
 /// alibi_slopes or relative_bias), built once per kernel: its constant table

@@ -504,13 +504,8 @@ private:
     Value b0 = linalg::IndexOp::create(nb, l, 0);
     Value t0 = linalg::IndexOp::create(nb, l, 1);
     Value col = arith::AddIOp::create(nb, l, rangeBegin, linalg::IndexOp::create(nb, l, 2));
-    RopeLanes lanes = emitRopeLanes(nb, l, col, rope.getHeadDim(), rope.getRotaryDim(),
-                                    rope.getStyle() == RopeStyle::gptj);
+    RopeLanes lanes = emitRopeLanes(nb, l, col, rope);
     Value partner = lanes.partner;
-    Value rotatedColumn = arith::AndIOp::create(
-        nb, l, lanes.inRot,
-        arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, col,
-                              arith::ConstantIndexOp::create(nb, l, rope.getColumns())));
     auto at = [&](Value v) -> Value {
       return v ? memref::LoadOp::create(nb, l, v, ValueRange{partner}).getResult() : Value();
     };
@@ -518,7 +513,7 @@ private:
                         at(corr), at(bias));
     Value inv = math.inverseFrequency(nb, l, lanes.i, length);
     Value rotated = math.rotate(nb, l, y, zp, lanes.first, position, inv);
-    return arith::SelectOp::create(nb, l, rotatedColumn, rotated, y);
+    return arith::SelectOp::create(nb, l, lanes.inRot, rotated, y);
   }
 
   /// A per-group split (GPT-NeoX's [heads, 3 * head_dim] layout): copies.

@@ -578,20 +578,28 @@ private:
            StringRef name, Value positions, Value lengths)
         : attr(attr), math(b, loc, attr, symbolTable, name), positions(positions),
           lengths(lengths) {}
+    /// Column `col`'s lanes; `inRot`: it is rotated (a rotary dim of a head
+    /// within the leading columns).
     RopeLanes lanes(OpBuilder &b, Location loc, Value col) const {
-      return emitRopeLanes(b, loc, col, attr.getHeadDim(), attr.getRotaryDim(),
-                           attr.getStyle() == RopeStyle::gptj);
-    }
-    /// Whether `col` (with its `lanes`) is rotated: a rotary dim of a head
-    /// within the leading columns.
-    Value rotates(G &g, Value col, const RopeLanes &l) const {
-      return g.andi(l.inRot, g.lt(col, attr.getColumns()));
+      return emitRopeLanes(b, loc, col, attr);
     }
     /// z rotated against its partner's zp for token row `t`.
     Value rotate(G &g, OpBuilder &b, Location loc, Value z, Value zp, Value first,
                  const RopeLanes &l, Value t) const {
       Value inv = math.inverseFrequency(b, loc, l.i, lengths ? g.load(lengths, t) : Value());
       return math.rotate(b, loc, z, zp, first, g.load(positions, t), inv);
+    }
+    /// A pair's two columns rotated for token row `t`: z0 (the first of the
+    /// pair, `l` its lanes) and its partner z1.
+    std::pair<Value, Value> rotatePair(G &g, OpBuilder &b, Location loc, Value z0, Value z1,
+                                       const RopeLanes &l, Value t) const {
+      Value inv = math.inverseFrequency(b, loc, l.i, lengths ? g.load(lengths, t) : Value());
+      Value position = g.load(positions, t);
+      auto first = [&](bool v) {
+        return arith::ConstantOp::create(b, loc, b.getBoolAttr(v)).getResult();
+      };
+      return {math.rotate(b, loc, z0, z1, first(true), position, inv),
+              math.rotate(b, loc, z1, z0, first(false), position, inv)};
     }
   };
 
@@ -710,17 +718,17 @@ private:
         // writes both rotated, the second's has nothing to do, so each
         // weight row is still read once; other columns pass through.
         RopeLanes l = rope->lanes(b, loc, o);
-        Value rotated = rope->rotates(g, o, l);
-        g.ifThen(negate(rotated), plain);
-        g.ifThen(g.andi(rotated, l.first), [&] {
+        g.ifThen(negate(l.inRot), plain);
+        g.ifThen(g.andi(l.inRot, l.first), [&] {
           SmallVector<Value> acc = dot({o, l.partner});
           SmallVector<Value> y0, y1;
           for (int64_t r = 0; r < R; ++r) {
             Value z0 = epilogue(e, o, mean[r], rstd[r], [&](int64_t) { return sum(acc, 0, r); });
             Value z1 = epilogue(e, l.partner, mean[r], rstd[r],
                                 [&](int64_t) { return sum(acc, 1, r); });
-            y0.push_back(rope->rotate(g, b, loc, z0, z1, boolean(true), l, rows[r]));
-            y1.push_back(rope->rotate(g, b, loc, z1, z0, boolean(false), l, rows[r]));
+            auto [first, second] = rope->rotatePair(g, b, loc, z0, z1, l, rows[r]);
+            y0.push_back(first);
+            y1.push_back(second);
           }
           storeRows(o, y0);
           storeRows(l.partner, y1);
@@ -907,21 +915,21 @@ private:
         Value partner = weightRow(g.add(g.sub(col, g.idx(i % 2)), 1 - i % 2));
         Value z0 = z(acc, i, r, col), z1 = z(acc, i ^ 1, r, partner);
         Value y = rope.rotate(g, b, loc, z0, z1, boolean(i % 2 == 0), l, rows[r]);
-        g.store(g.select(rope.rotates(g, col, l), y, z0), out, {t, col});
+        g.store(g.select(l.inRot, y, z0), out, {t, col});
       });
       return;
     }
     RopeLanes tile = rope.lanes(b, loc, n0);
-    Value rotated = rope.rotates(g, n0, tile);
-    g.ifThen(negate(rotated), plain);
-    g.ifThen(g.andi(rotated, tile.first), [&] {
+    g.ifThen(negate(tile.inRot), plain);
+    g.ifThen(g.andi(tile.inRot, tile.first), [&] {
       SmallVector<Value> acc = mmaLoop({ownRow, g.add(ownRow, half)});
       forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
         RopeLanes l = rope.lanes(b, loc, col);
         Value partner = g.add(col, half);
         Value z0 = z(acc, i, r, col), z1 = z(acc, 4 + i, r, partner);
-        g.store(rope.rotate(g, b, loc, z0, z1, boolean(true), l, rows[r]), out, {t, col});
-        g.store(rope.rotate(g, b, loc, z1, z0, boolean(false), l, rows[r]), out, {t, partner});
+        auto [first, second] = rope.rotatePair(g, b, loc, z0, z1, l, rows[r]);
+        g.store(first, out, {t, col});
+        g.store(second, out, {t, partner});
       });
     });
   }
