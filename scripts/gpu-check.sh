@@ -3,8 +3,10 @@
 # LLVM, no network): builds the runtime alone, runs every conformance fixture
 # from the modules scripts/gpu-prepare.sh compiled beforehand (prefill, KV
 # cache decode and greedy tokens against transformers' logits), then times
-# the benchmark models against PyTorch on the same GPU.
-# Usage: scripts/gpu-check.sh [--no-bench]
+# the benchmark (bench/gpu_bench.py) against PyTorch on the same GPU.
+# Usage: scripts/gpu-check.sh [--no-bench | --bench-only]
+#   (the two halves each fit one 10-minute call; $OUT, when set, receives the
+#   benchmark's CSV and chart)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mods=$root/gpu-modules
@@ -15,6 +17,8 @@ echo "== building the runtime (TBC_RUNTIME_ONLY)"
 cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
   ninja -C "$build" tbc-run tbc-conformance >/dev/null || { echo "build failed"; exit 1; }
 status=0
+part=${1:-all}
+if [ "$part" != --bench-only ]; then
 echo "== conformance (f32; max|d|/max|ref| against transformers)"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
@@ -47,13 +51,10 @@ for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do
   echo "$out" | grep -E "^tbc verify: (PASS|FAIL)" || echo "$out" | tail -3
   [ $rc -eq 0 ] || status=1
 done
-if [ "${1:-}" != "--no-bench" ]; then
-  echo "== benchmarks (same GPU, same run)"
-  for m in "$mods"/bench/*.cuda.tbcm "$mods"/bench/*.bf16.tbcm; do
-    name=$(basename "$m" .tbcm); dtype=${name##*.}; name=${name%.*}
-    [ "$dtype" = cuda ] && dtype=f32
-    python3 "$root/bench/gpu_compare.py" --tbc-run "$build/bin/tbc-run" --module "$m" \
-      --config "$mods/bench/$name" --dtype "$dtype" || status=1
-  done
+fi
+if [ "$part" != --no-bench ]; then
+  echo "== benchmark: tbc against PyTorch eager, torch.compile and the roofline (same GPU, same run)"
+  python3 "$root/bench/gpu_bench.py" run --tbc-run "$build/bin/tbc-run" --modules "$mods/bench" \
+    --out "${OUT:-$root/bench/out}" || status=1
 fi
 exit $status

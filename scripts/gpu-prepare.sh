@@ -23,17 +23,7 @@ for f in llama gemma2 qwen3 phi3-longrope-long gpt2; do
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all --dtype bf16 \
     -o "$out/$f.taps-bf16.tbcm" 2>/dev/null
 done
-# Benchmark models: the example configs at full width, cut to a few layers
-# so that f32 weights for tbc and PyTorch fit on one GPU side by side.
-for m in llama-3-8b qwen3-8b; do
-  mkdir -p "$out/bench/$m"
-  python3 - "$root/examples/models/$m/config.json" "$out/bench/$m/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["num_hidden_layers"] = 4
-json.dump(c, open(sys.argv[2], "w"), indent=1)
-PY
-  "$tbc" compile "$out/bench/$m" --target cuda -o "$out/bench/$m.cuda.tbcm" 2>/dev/null
-  "$tbc" compile "$out/bench/$m" --target cuda --dtype bf16 -o "$out/bench/$m.bf16.tbcm" 2>/dev/null
-done
+# The benchmark (bench/gpu_bench.py): one-layer Llama-3-8B, Gemma-2-9B and
+# Qwen3-8B shapes and the whole 8B-shaped Llama, bf16 weights.
+python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench"
 du -sh "$out"

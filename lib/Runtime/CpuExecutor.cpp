@@ -450,10 +450,10 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       launch(0, T, 0, split.units, 0);
     }
     if (profile) {
-      (*profile)[step.kernel].seconds += std::chrono::duration<double>(
-                                           std::chrono::steady_clock::now() - started)
-                                           .count();
-      ++(*profile)[step.kernel].calls;
+      Session::KernelTime &entry = (*profile)[size_t(im.profileEntryOfStep[s])];
+      entry.seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      ++entry.calls;
     }
     copyTaps(s);
     // Recycle buffers whose last reader this was.

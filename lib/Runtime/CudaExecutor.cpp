@@ -35,6 +35,7 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
@@ -62,6 +63,12 @@ struct Driver {
   CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  // Optional (profiling only): null when the driver lacks them.
+  CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
   CUcontext context = nullptr;
   CUdevice device = 0;
   int arch = 0; // compute capability, e.g. 90
@@ -88,6 +95,18 @@ private:
       error = std::string("the CUDA driver lacks ") + name;
     return fn != nullptr;
   }
+  template <typename F> bool optionalSym(F &fn, const char *name) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    return fn != nullptr;
+  }
+
+public:
+  bool canTime() const {
+    return cuEventCreate && cuEventRecord && cuEventSynchronize && cuEventElapsedTime &&
+           cuEventDestroy;
+  }
+
+private:
 
   void open() {
     lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -110,6 +129,14 @@ private:
         !sym(cuCtxSynchronize, "cuCtxSynchronize") ||
         !sym(cuGetErrorString, "cuGetErrorString"))
       return;
+    optionalSym(cuEventCreate, "cuEventCreate");
+    optionalSym(cuEventRecord, "cuEventRecord");
+    optionalSym(cuEventSynchronize, "cuEventSynchronize");
+    // CUDA 12.8 added a _v2 (cuda.h maps the name to it); older drivers have
+    // only the first.
+    if (!optionalSym(cuEventElapsedTime, "cuEventElapsedTime_v2"))
+      optionalSym(cuEventElapsedTime, "cuEventElapsedTime");
+    optionalSym(cuEventDestroy, "cuEventDestroy_v2");
     CUresult r = cuInit(0);
     if (r == 0)
       r = cuDeviceGet(&device, 0);
@@ -176,10 +203,29 @@ public:
         activations_(module.impl().buffers.size()),
         caches_(module.impl().buffers.size()) {}
 
+  ~CudaSession() override {
+    for (CUevent e : events_)
+      Driver::get().cuEventDestroy(e);
+  }
+
   bool forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
-               int64_t past, std::vector<float> &logits, std::string &error) override;
+               int64_t past, std::vector<float> &logits, std::string &error) override {
+    return run(tokens, positions, past, /*lastRowOnly=*/false, logits, error);
+  }
+  /// `lastRowOnly`: copy back the last position's logits only (what
+  /// generation needs; a 512-token prefill of a 128k vocabulary would
+  /// otherwise move 256 MB over PCIe).
+  bool run(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+           int64_t past, bool lastRowOnly, std::vector<float> &logits, std::string &error);
 
 private:
+  /// While profiling: an event before the first step and after each,
+  /// recorded on the launch stream; the kernels' times are read once the
+  /// call has finished.
+  bool recordStepEvent(size_t i, std::string &error);
+  bool addStepTimes(std::string &error);
+
+  std::vector<CUevent> events_;
   const Module &module_;
   CudaExecutor &executor_;
   int64_t capacity_;
@@ -285,14 +331,61 @@ public:
     return std::make_unique<CudaSession>(module, *this, capacity);
   }
 
+  bool forwardBatch(std::vector<SequenceChunk> &chunks, LogitRows rows,
+                    std::string &error) override {
+    for (SequenceChunk &c : chunks)
+      if (!static_cast<CudaSession *>(c.session)
+               ->run(*c.tokens, c.positions, c.past, rows == LogitRows::Last, *c.logits, error))
+        return false;
+    return true;
+  }
+
   std::vector<std::vector<CUfunction>> functions_; // by kernel, in launch order
   std::vector<DeviceBuffer> weights_;              // by weight id
   CUmodule cuModule_ = nullptr;
 };
 
-bool CudaSession::forward(const std::vector<int32_t> &tokens,
-                          const std::vector<int32_t> &positions, int64_t past,
-                          std::vector<float> &logits, std::string &error) {
+bool CudaSession::recordStepEvent(size_t i, std::string &error) {
+  Driver &d = Driver::get();
+  while (events_.size() <= i) {
+    CUevent e = nullptr;
+    if (CUresult r = d.cuEventCreate(&e, 0); r != 0) {
+      error = "creating a CUDA event: " + d.describe(r);
+      return false;
+    }
+    events_.push_back(e);
+  }
+  if (CUresult r = d.cuEventRecord(events_[i], nullptr); r != 0) {
+    error = "recording a CUDA event: " + d.describe(r);
+    return false;
+  }
+  return true;
+}
+
+bool CudaSession::addStepTimes(std::string &error) {
+  Driver &d = Driver::get();
+  const Module::Impl &im = module_.impl();
+  const std::vector<Step> &steps = im.steps;
+  if (CUresult r = d.cuEventSynchronize(events_[steps.size()]); r != 0) {
+    error = "running the kernels: " + d.describe(r);
+    return false;
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    float ms = 0;
+    if (CUresult r = d.cuEventElapsedTime(&ms, events_[i], events_[i + 1]); r != 0) {
+      error = "reading a CUDA event: " + d.describe(r);
+      return false;
+    }
+    Session::KernelTime &k = (*profile)[size_t(im.profileEntryOfStep[i])];
+    k.seconds += double(ms) * 1e-3;
+    ++k.calls;
+  }
+  return true;
+}
+
+bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+                      int64_t past, bool lastRowOnly, std::vector<float> &logits,
+                      std::string &error) {
   Driver &d = Driver::get();
   d.cuCtxSetCurrent(d.context);
   const Module::Impl &im = module_.impl();
@@ -334,7 +427,11 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
   }
   std::vector<int64_t> values;
   std::vector<void *> params;
-  for (const Step &step : im.steps) {
+  bool timing = profile && d.canTime();
+  if (timing && !recordStepEvent(0, error))
+    return false;
+  for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
+    const Step &step = im.steps[stepIndex];
     values.clear();
     // A memref descriptor: pointer twice, offset, sizes, strides.
     auto memref = [&](CUdeviceptr p, int64_t offset, std::initializer_list<int64_t> sizes,
@@ -392,9 +489,15 @@ bool CudaSession::forward(const std::vector<int32_t> &tokens,
                  ("launching " + li.symbol).c_str()))
         return false;
     }
+    if (timing && !recordStepEvent(stepIndex + 1, error))
+      return false;
   }
-  logits.resize(size_t(T * module_.vocabSize()));
-  if (!check(d.cuMemcpyDtoH(logits.data(), activations_[im.output].ptr, logits.size() * 4),
+  if (timing && !addStepTimes(error))
+    return false;
+  int64_t vocab = module_.vocabSize(), rows = lastRowOnly ? std::min<int64_t>(T, 1) : T;
+  logits.resize(size_t(rows * vocab));
+  if (!check(d.cuMemcpyDtoH(logits.data(), activations_[im.output].ptr + (T - rows) * vocab * 4,
+                            logits.size() * 4),
              "running the kernels"))
     return false;
   // Every activation has its own device buffer for the whole call, so the

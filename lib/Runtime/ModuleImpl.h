@@ -90,6 +90,11 @@ struct Module::Impl {
   std::vector<int64_t> stepWeightElements;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   int output = -1;
+  /// Session::profile()'s entries (kernel uses: a kernel and what it
+  /// reads), zeroed, and the entry each step's time goes to.
+  std::vector<Session::KernelTime> profileEntries;
+  std::vector<int> profileEntryOfStep;
+  void makeProfileEntries(const Module &m);
   /// The tensor taps (buffer by buffer id), in the order steps write them.
   std::vector<manifest::Tap> taps;
   /// Positions a sequence may reach: the rows of a learned position table.

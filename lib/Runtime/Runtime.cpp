@@ -115,6 +115,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   }
   if (!checkConsistency(m, error))
     return false;
+  makeProfileEntries(m);
   readByKernels.assign(weightEntries.size(), false);
   for (const Step &step : steps)
     for (const Arg &a : step.args)
@@ -386,12 +387,57 @@ std::vector<std::string> Module::tapNames() const {
   return names;
 }
 
-void Session::clearProfile() {
-  const auto &names = module_.impl().kernelNames;
-  profile_.assign(names.size(), {});
-  for (size_t k = 0; k < names.size(); ++k)
-    profile_[k].name = names[k];
+/// The params weight `id` is made of (through its bind-time transforms),
+/// each as its module path inside a layer: `model.layers.3.mlp.up_proj.weight`
+/// -> `mlp.up_proj`, so that a kernel shared by every layer reads as one.
+static void collectParamPaths(const Module &m, int id, std::vector<std::string> &out) {
+  const manifest::Weight &w = m.impl().weightEntries[size_t(id)];
+  if (w.op != "param") {
+    for (int in : w.inputs)
+      collectParamPaths(m, in, out);
+    return;
+  }
+  std::string path = m.params()[size_t(w.param)].name;
+  for (const char *suffix : {".weight", ".bias"})
+    if (size_t n = std::strlen(suffix);
+        path.size() > n && path.compare(path.size() - n, n, suffix) == 0)
+      path.resize(path.size() - n);
+  // Past the last numbered component (the layer index), if any.
+  for (size_t dot = path.size(); dot-- > 0;) {
+    if (path[dot] != '.')
+      continue;
+    size_t end = path.find('.', dot + 1);
+    if (end != std::string::npos && end > dot + 1 &&
+        std::all_of(path.begin() + long(dot) + 1, path.begin() + long(end),
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      path = path.substr(end + 1);
+      break;
+    }
+  }
+  if (std::find(out.begin(), out.end(), path) == out.end())
+    out.push_back(path);
 }
+
+void Module::Impl::makeProfileEntries(const Module &m) {
+  profileEntries.clear();
+  profileEntryOfStep.clear();
+  std::map<std::pair<int, std::string>, int> entryOf;
+  for (const Step &step : steps) {
+    std::vector<std::string> paths;
+    for (const Arg &a : step.args)
+      if (a.weight)
+        collectParamPaths(m, a.id, paths);
+    std::string reads;
+    for (const std::string &p : paths)
+      reads += (reads.empty() ? "" : " ") + p;
+    auto [it, fresh] = entryOf.try_emplace({step.kernel, reads}, int(profileEntries.size()));
+    if (fresh)
+      profileEntries.push_back({kernelNames[size_t(step.kernel)], reads, 0, 0});
+    profileEntryOfStep.push_back(it->second);
+  }
+}
+
+void Session::clearProfile() { profile_ = module_.impl().profileEntries; }
 
 bool Session::forward(const std::vector<int32_t> &tokens,
                       std::vector<float> &logits, std::string &error, LogitRows rows) {

@@ -27,7 +27,8 @@ using namespace tbc::rt;
 static const char *kUsage =
     "USAGE: tbc bench MODULE.tbcm [--weights DIR|FILE.safetensors | "
     "--random-weights [--seed N]]\n"
-    "                 [--prompt N] [--decode N] [--batch B] [--repeat N] [--profile]\n\n"
+    "                 [--prompt N] [--decode N] [--batch B] [--repeat N] [--profile]\n"
+    "                 [--logits last|all]\n\n"
     "Times prefill of an N-token prompt (logits of its last position, as\n"
     "generation needs) and greedy decoding of N more\n"
     "tokens through the KV cache, best of --repeat runs, and compares decode\n"
@@ -42,7 +43,14 @@ static const char *kUsage =
     "                      (Session::forwardBatch); tokens/s counts all B\n"
     "  --repeat N          runs of each, best is reported (default 3)\n"
     "  --profile           time every kernel call and print where prefill and\n"
-    "                      decode spend their time, per kernel\n";
+    "                      decode spend their time, per kernel, with the\n"
+    "                      checkpoint tensors each reads (on a GPU: CUDA\n"
+    "                      events around each kernel's launches)\n"
+    "  --logits last|all   the prefill computes the last position's logits\n"
+    "                      (default: generation needs no more; the CPU then\n"
+    "                      runs the last layer's feed-forward for that row\n"
+    "                      only) or every position's (what a kernel profile\n"
+    "                      of full-size projections needs)\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -100,14 +108,16 @@ static void printProfile(const char *what,
             [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
   std::printf("  %s profile (%.3f ms per forward call in kernels):\n", what,
               total / double(runs) * 1e3);
-  for (size_t i = 0; i < kernels.size() && i < 12 && kernels[i].calls > 0; ++i) {
+  for (size_t i = 0; i < kernels.size() && kernels[i].calls > 0; ++i) {
     std::string name = kernels[i].name;
     if (name.size() > 7 && name.compare(name.size() - 7, 7, "_packed") == 0)
       name.resize(name.size() - 7);
-    std::printf("    %-28s %5.1f%%  %9.3f ms  %4lld calls per forward call\n",
+    // What it reads last: bench/gpu_bench.py finds the projections by it.
+    std::printf("    %-28s %5.1f%%  %9.4f ms  %4lld calls per forward call%s%s\n",
                 name.c_str(), total > 0 ? 100.0 * kernels[i].seconds / total : 0.0,
                 kernels[i].seconds / double(runs) * 1e3,
-                (long long)(kernels[i].calls / runs));
+                (long long)(kernels[i].calls / runs), kernels[i].reads.empty() ? "" : "  reads ",
+                kernels[i].reads.c_str());
   }
 }
 
@@ -121,6 +131,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   WeightChoice w;
   int64_t prompt = 128, decode = 32, repeat = 3, batch = 1;
   bool profile = false;
+  LogitRows prefillRows = LogitRows::Last;
   OptionReader opts(argc, argv);
   while (opts.next()) {
     if (opts.is("--help") || opts.is("-h")) {
@@ -140,6 +151,11 @@ int tbc::rt::benchCommand(int argc, char **argv) {
         return fail("--batch needs an integer from 1 to 1024");
     } else if (opts.is("--profile")) {
       profile = true;
+    } else if (opts.is("--logits")) {
+      std::string which;
+      if (!opts.value(which) || (which != "last" && which != "all"))
+        return fail("--logits needs 'last' or 'all'");
+      prefillRows = which == "all" ? LogitRows::All : LogitRows::Last;
     } else if (opts.is("--repeat")) {
       if (!opts.number(repeat, 1, 1000000))
         return fail("--repeat needs a positive integer");
@@ -207,7 +223,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
     }
     auto t0 = Clock::now();
     // Generation needs the prompt's last logits only (LogitRows::Last).
-    if (!Session::forwardBatch(sessions, prompts, out, error, LogitRows::Last))
+    if (!Session::forwardBatch(sessions, prompts, out, error, prefillRows))
       return fail(error);
     bestPrefill = std::min(bestPrefill, secondsSince(t0));
     if (profile)

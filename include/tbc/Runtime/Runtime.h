@@ -148,10 +148,17 @@ public:
   int64_t capacity() const { return capacity_; }
   void reset() { position_ = 0; }
 
-  /// Time spent in each kernel of the module (wall clock around each call,
-  /// all cores' share included), accumulated while profiling is on.
+  /// Time spent in each use of a kernel (wall clock around each call, all
+  /// cores' share included; CUDA events on a GPU), accumulated while
+  /// profiling is on. A use is a kernel and what it reads: the RMS norm
+  /// kernel that every layer's input norm and the final norm share shows as
+  /// two entries, each layer's calls of one of them added up.
   struct KernelTime {
     std::string name;
+    /// The checkpoint tensors this use reads, by module path inside a layer
+    /// ("self_attn.q_proj self_attn.k_proj"), space-separated; empty for
+    /// kernels that read no weight (attention, adds).
+    std::string reads;
     double seconds = 0;
     int64_t calls = 0;
   };
@@ -170,7 +177,8 @@ public:
   /// for, so that each tap holds all the call's tokens.
   void setTapping(bool on);
   const std::vector<Tap> &taps() const { return taps_; }
-  /// Per kernel, in the module's kernel order; clearProfile() zeroes it.
+  /// Per kernel use, in the order of the uses' first steps; clearProfile()
+  /// zeroes it.
   const std::vector<KernelTime> &profile() const { return profile_; }
   void clearProfile();
 
