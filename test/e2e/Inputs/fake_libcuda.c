@@ -1,0 +1,184 @@
+// A stand-in for libcuda.so.1 with no GPU behind it, so that the CUDA
+// executor's host side (module loading, kernel lookup, buffer growth,
+// parameter marshalling, logits and tap read-back, profiling events) runs in
+// CI. Device memory is host memory, filled at allocation with a pattern that
+// depends on the byte offset; kernels are checked against the PTX (the
+// symbol is an .entry, the launch has as many parameters as it declares,
+// the geometry is legal) but do nothing; copies outside an allocation fail
+// with an error naming them. Events tick a clock by 1 microsecond per record.
+//
+// Built by the tests: cc -shared -fPIC -o DIR/libcuda.so.1 fake_libcuda.c
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, LAUNCH_FAILED = 719 };
+
+static char *ptx;      // the loaded module's text
+static int launches;   // kernels launched, reported at exit with FAKE_CUDA_REPORT
+static double clock_us;
+
+struct Allocation { char *base; size_t bytes; };
+static struct Allocation allocations[4096];
+static int allocationCount;
+
+static void report(void) {
+  if (getenv("FAKE_CUDA_REPORT"))
+    fprintf(stderr, "fake libcuda: %d launches\n", launches);
+}
+
+static struct Allocation *owner(uint64_t p, size_t n) {
+  for (int i = 0; i < allocationCount; ++i) {
+    uint64_t b = (uint64_t)(uintptr_t)allocations[i].base;
+    if (p >= b && p + n <= b + allocations[i].bytes)
+      return &allocations[i];
+  }
+  return NULL;
+}
+
+static CUresult outOfBounds(const char *what, uint64_t p, size_t n) {
+  fprintf(stderr, "fake libcuda: %s of %zu bytes at 0x%llx is outside every allocation\n", what, n,
+          (unsigned long long)p);
+  return INVALID_VALUE;
+}
+
+CUresult cuInit(unsigned flags) { (void)flags; atexit(report); return OK; }
+CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return OK; }
+CUresult cuDeviceGetAttribute(int *v, int attribute, int d) {
+  (void)d;
+  *v = attribute == 75 ? 9 : 0; // compute capability 9.0
+  return OK;
+}
+CUresult cuDeviceGetName(char *name, int len, int d) {
+  (void)d;
+  snprintf(name, (size_t)len, "fake GPU (test double)");
+  return OK;
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = (void *)1; return OK; }
+CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return OK; }
+CUresult cuCtxSynchronize(void) { return OK; }
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = r == INVALID_VALUE ? "invalid value (fake)" : r == NOT_FOUND ? "not found (fake)"
+     : r == LAUNCH_FAILED ? "launch failed (fake)" : "error (fake)";
+  return OK;
+}
+
+CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *options,
+                            void **values) {
+  (void)n; (void)options; (void)values;
+  if (!strstr((const char *)image, ".version") || !strstr((const char *)image, ".entry"))
+    return INVALID_PTX;
+  free(ptx);
+  ptx = strdup((const char *)image);
+  *module = ptx;
+  return OK;
+}
+CUresult cuModuleUnload(void *module) { (void)module; return OK; }
+
+// The .entry of `name` in the PTX: a pointer to its '(' or NULL.
+static const char *entry(const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry ")) {
+    const char *s = p + 7;
+    while (*s == ' ')
+      ++s;
+    if (strncmp(s, name, len) == 0 && (s[len] == '(' || s[len] == '\n' || s[len] == ' '))
+      return strchr(s, '(');
+  }
+  return NULL;
+}
+
+CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
+  (void)module;
+  const char *e = entry(name);
+  if (!e)
+    return NOT_FOUND;
+  *fn = (void *)e;
+  return OK;
+}
+
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  (void)shared; (void)stream; (void)extra;
+  if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024 || gy > 65535) {
+    fprintf(stderr, "fake libcuda: illegal launch geometry %ux%ux%u blocks of %ux%ux%u\n", gx, gy,
+            gz, bx, by, bz);
+    return LAUNCH_FAILED;
+  }
+  // Dereference every parameter the entry declares, at its size (a params
+  // array shorter than the PTX's list is read past its end, and a null or
+  // stale pointer in it crashes here).
+  const char *p = (const char *)fn, *end = strchr(p, ')');
+  int count = 0;
+  for (const char *q = strstr(p, ".param"); q && q < end; q = strstr(q + 1, ".param")) {
+    volatile uint64_t sink = strncmp(q, ".param .u32", 11) == 0 || strncmp(q, ".param .b32", 11) == 0
+                                 ? *(const uint32_t *)params[count]
+                                 : *(const uint64_t *)params[count];
+    (void)sink;
+    ++count;
+  }
+  ++launches;
+  return OK;
+}
+
+CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
+  if (allocationCount == 4096)
+    return INVALID_VALUE;
+  char *base = malloc(bytes);
+  if (!base)
+    return INVALID_VALUE;
+  // A pattern by offset, so that a copy from the wrong place shows.
+  for (size_t i = 0; i + 4 <= bytes; i += 4) {
+    float v = (float)((uint32_t)(i / 4 * 2654435761u) % 65521u);
+    memcpy(base + i, &v, 4);
+  }
+  allocations[allocationCount++] = (struct Allocation){base, bytes};
+  *p = (uint64_t)(uintptr_t)base;
+  return OK;
+}
+CUresult cuMemFree_v2(uint64_t p) {
+  for (int i = 0; i < allocationCount; ++i)
+    if ((uint64_t)(uintptr_t)allocations[i].base == p) {
+      free(allocations[i].base);
+      allocations[i] = allocations[--allocationCount];
+      return OK;
+    }
+  return outOfBounds("free", p, 0);
+}
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  if (!owner(dst, n))
+    return outOfBounds("host-to-device copy", dst, n);
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  if (!owner(src, n))
+    return outOfBounds("device-to-host copy", src, n);
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
+  if (!owner(dst, n) || !owner(src, n))
+    return outOfBounds("device-to-device copy", owner(src, n) ? dst : src, n);
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+
+CUresult cuEventCreate(double **e, unsigned flags) {
+  (void)flags;
+  *e = calloc(1, sizeof(double));
+  return *e ? OK : INVALID_VALUE;
+}
+CUresult cuEventRecord(double *e, void *stream) {
+  (void)stream;
+  *e = (clock_us += 1.0);
+  return OK;
+}
+CUresult cuEventSynchronize(double *e) { (void)e; return OK; }
+CUresult cuEventElapsedTime_v2(float *ms, double *a, double *b) {
+  *ms = (float)((*b - *a) / 1000.0);
+  return OK;
+}
+CUresult cuEventDestroy_v2(double *e) { free(e); return OK; }
