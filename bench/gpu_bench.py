@@ -259,7 +259,8 @@ def run(a):
     notes, rows = [], []
 
     def compiled(fn):
-        return torch.compile(fn, dynamic=False) if compile_on else None
+        # Past the budget, no more compiling (minutes for whole models): eager still runs.
+        return torch.compile(fn, dynamic=False) if compile_on and not over_budget() else None
 
     def over_budget():
         return time.time() - started > a.budget_s
@@ -275,6 +276,8 @@ def run(a):
     def add(model, case, tbc, eager, comp, peer, peer_name, floor):
         rows.append(dict(model=model, case=case, tbc_ms=tbc, eager_ms=eager, compile_ms=comp,
                          peer_ms=peer, peer=peer_name, floor_ms=floor))
+        # Rewritten after every case: a run cut off by its time limit keeps what it measured.
+        write_csv(a, rows, gpu)
         r = rows[-1]
         fmt = lambda v: f"{v:9.3f}" if v else "      n/a"
         ratio = lambda p: f"{p / tbc:6.2f}x" if p and tbc else "    n/a"
@@ -295,7 +298,7 @@ def run(a):
             # The layer's wall times compare with transformers' logits_to_keep=1.
             at_layer = tbc_bench(a.tbc_run, module, s512, sh["decode"], logits="last")
             at_rows = tbc_bench(a.tbc_run, module, s_rows, sh["decode"])
-            at_attn = {s: tbc_bench(a.tbc_run, module, s, 0) for s in sh["attn"]
+            at_attn = {s: tbc_bench(a.tbc_run, module, s, 0, logits="last") for s in sh["attn"]
                        if s not in (s512, s_rows)}
             at_attn[s512], at_attn[s_rows] = at_layer, at_rows
         except RuntimeError as e:
@@ -377,7 +380,7 @@ def run(a):
             layer_bytes = 2 * (H * qkv_n + hq * d * H + 3 * H * I)
             e_pre, e_dec = model_times(torch, hf, config, device, s512, sh["decode"], timer, None, notes)
             c_pre, c_dec = (model_times(torch, hf, config, device, s512, sh["decode"], timer, torch, notes)
-                            if compile_on else (None, None))
+                            if compile_on and not over_budget() else (None, None))
             add(model, f"layer prefill {s512}", at_layer["prefill_ms"], e_pre, c_pre, None, "",
                 floor_ms(layer_bytes, 2 * s512 * layer_bytes / 2))
             add(model, f"layer decode kv={s512}", at_layer["decode_ms"], e_dec, c_dec, None, "",
@@ -387,11 +390,15 @@ def run(a):
             torch.cuda.empty_cache()
 
     if not a.no_full and not over_budget():
-        full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth, notes)
+        full_model(a, torch, device, timer, sh, compile_on and time.time() - started < a.budget_s / 2,
+                   add, floor_ms, bandwidth, notes)
     elif not a.no_full:
         notes.append(f"{FULL} (32 layers): skipped, past the --budget-s of {a.budget_s} s")
 
-    write_outputs(a, rows, notes, gpu, bandwidth, flops_rate, torch.__version__)
+    if compile_on and over_budget():
+        notes.append(f"torch.compile left out of the cases after the --budget-s of {a.budget_s} s "
+                     "(and of the 32-layer model past half of it)")
+    write_outputs(a, rows, notes, gpu)
 
 
 def model_times(torch, hf, config, device, prompt, decode, timer, compiler, notes):
@@ -457,11 +464,12 @@ def full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth
         torch.cuda.empty_cache()
 
 
-def write_outputs(a, rows, notes, gpu, bandwidth, flops_rate, torch_version):
+def write_csv(a, rows, gpu):
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "gpu-bench.csv")
     fields = ["gpu", "date", "model", "case", "tbc_ms", "eager_ms", "compile_ms", "peer", "peer_ms",
               "floor_ms", "tbc_vs_eager", "tbc_vs_compile", "tbc_vs_peer", "pct_roofline"]
+    cell = lambda v: f"{v:.4f}" if v else ""
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -469,13 +477,16 @@ def write_outputs(a, rows, notes, gpu, bandwidth, flops_rate, torch_version):
             t = r["tbc_ms"]
             ratio = lambda p: f"{p / t:.3f}" if p and t else ""
             w.writerow(dict(gpu=gpu, date=time.strftime("%Y-%m-%d"), model=r["model"], case=r["case"],
-                            tbc_ms=f"{t:.4f}" if t else "", eager_ms=f"{r['eager_ms']:.4f}" if r["eager_ms"] else "",
-                            compile_ms=f"{r['compile_ms']:.4f}" if r["compile_ms"] else "",
-                            peer=r["peer"], peer_ms=f"{r['peer_ms']:.4f}" if r["peer_ms"] else "",
-                            floor_ms=f"{r['floor_ms']:.4f}", tbc_vs_eager=ratio(r["eager_ms"]),
-                            tbc_vs_compile=ratio(r["compile_ms"]), tbc_vs_peer=ratio(r["peer_ms"]),
+                            tbc_ms=cell(t), eager_ms=cell(r["eager_ms"]), compile_ms=cell(r["compile_ms"]),
+                            peer=r["peer"], peer_ms=cell(r["peer_ms"]), floor_ms=cell(r["floor_ms"]),
+                            tbc_vs_eager=ratio(r["eager_ms"]), tbc_vs_compile=ratio(r["compile_ms"]),
+                            tbc_vs_peer=ratio(r["peer_ms"]),
                             pct_roofline=f"{100 * r['floor_ms'] / t:.1f}" if t else ""))
-    print(f"wrote {path}")
+    return path
+
+
+def write_outputs(a, rows, notes, gpu):
+    print(f"wrote {write_csv(a, rows, gpu)}")
     for n in notes:
         print(f"  note: {n}")
     try:
