@@ -214,16 +214,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
   // With only the last position's logits wanted, the steps after the last
   // attention (row-independent: each row's output needs only that row) run
   // on each sequence's last row alone, as runs of adjacent rows.
-  size_t tailBegin = im.steps.size();
-  if (logitRows == LogitRows::Last) {
-    tailBegin = 0;
-    for (size_t s = 0; s < im.steps.size(); ++s)
-      if (!im.steps[s].caches.empty())
-        tailBegin = s + 1;
-    for (size_t s = tailBegin; s < im.steps.size(); ++s)
-      if (!im.rowParallel[im.steps[s].kernel])
-        tailBegin = im.steps.size();
-  }
+  size_t tailBegin = logitRows == LogitRows::Last ? im.lastRowTail : im.steps.size();
   std::vector<std::pair<int64_t, int64_t>> lastRows; // [begin, end) runs
   for (size_t c = 0; c < chunks.size(); ++c) {
     int64_t row = rowBegin[c] + int64_t(chunks[c].tokens->size()) - 1;

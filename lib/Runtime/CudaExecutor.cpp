@@ -433,11 +433,17 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
     const Step &step = im.steps[stepIndex];
     values.clear();
-    // A memref descriptor: pointer twice, offset, sizes, strides.
+    // With only the last logits wanted, the row-independent steps after the
+    // last attention (the final norm and the head, say) run on the last row
+    // alone: their memrefs start at that row and hold one.
+    bool lastRow = lastRowOnly && stepIndex >= im.lastRowTail;
+    int64_t rows = lastRow ? 1 : T, firstRow = lastRow ? T - 1 : 0;
+    // A memref descriptor: allocated and aligned pointer, offset, sizes,
+    // strides; `skip` bytes move the aligned pointer to the first row.
     auto memref = [&](CUdeviceptr p, int64_t offset, std::initializer_list<int64_t> sizes,
-                      std::initializer_list<int64_t> strides) {
+                      std::initializer_list<int64_t> strides, int64_t skip = 0) {
       values.push_back(int64_t(p));
-      values.push_back(int64_t(p));
+      values.push_back(int64_t(p) + skip);
       values.push_back(offset);
       values.insert(values.end(), sizes);
       values.insert(values.end(), strides);
@@ -463,26 +469,26 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
         memref(b.kind == "token_ids"   ? tokens_.ptr
                : b.kind == "positions" ? positions_.ptr
                                        : lengths_.ptr,
-               0, {T}, {1});
+               0, {rows}, {1}, firstRow * 4);
         continue;
       }
       int root = b.kind == "view" ? b.of : a.id;
       int64_t rootWidth = im.buffers[root].width;
-      memref(activations_[root].ptr, b.kind == "view" ? b.offset : 0, {T, b.width},
-             {rootWidth, 1});
+      memref(activations_[root].ptr, b.kind == "view" ? b.offset : 0, {rows, b.width},
+             {rootWidth, 1}, firstRow * rootWidth * 4);
     }
     for (int c : step.caches)
       memref(caches_[c].ptr, 0, {cacheRows_[c], im.buffers[c].width},
              {im.buffers[c].width, 1});
-    values.push_back(T);
-    values.push_back(past);
+    values.push_back(rows);
+    values.push_back(past + firstRow);
     params.clear();
     for (int64_t &v : values)
       params.push_back(&v);
     const std::vector<LaunchInfo> &launches = im.launches[step.kernel];
     for (size_t l = 0; l < launches.size(); ++l) {
       const LaunchInfo &li = launches[l];
-      int64_t gridY = std::min<int64_t>((T + li.rowsPerBlock - 1) / li.rowsPerBlock, 65535);
+      int64_t gridY = std::min<int64_t>((rows + li.rowsPerBlock - 1) / li.rowsPerBlock, 65535);
       if (!check(d.cuLaunchKernel(executor_.functions_[step.kernel][l], unsigned(li.gridX),
                                   unsigned(gridY), 1, unsigned(li.blockX),
                                   unsigned(li.blockY), 1, 0, nullptr, params.data(), nullptr),

@@ -116,6 +116,13 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
   if (!checkConsistency(m, error))
     return false;
   makeProfileEntries(m);
+  lastRowTail = 0;
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (!steps[s].caches.empty())
+      lastRowTail = s + 1;
+  for (size_t s = lastRowTail; s < steps.size(); ++s)
+    if (!rowParallel[size_t(steps[s].kernel)])
+      lastRowTail = steps.size();
   readByKernels.assign(weightEntries.size(), false);
   for (const Step &step : steps)
     for (const Arg &a : step.args)

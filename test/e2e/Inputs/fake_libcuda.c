@@ -6,6 +6,9 @@
 // symbol is an .entry, the launch has as many parameters as it declares,
 // the geometry is legal) but do nothing; copies outside an allocation fail
 // with an error naming them. Events tick a clock by 1 microsecond per record.
+// FAKE_CUDA_REPORT=1 prints the number of launches at exit; =2 also prints
+// each launch's symbol and row count (the second-to-last parameter, as
+// TbcToCUDA/KernelABI.h orders them) as it happens.
 //
 // Built by the tests: cc -shared -fPIC -o DIR/libcuda.so.1 fake_libcuda.c
 #include <stdint.h>
@@ -90,12 +93,17 @@ static const char *entry(const char *name) {
   return NULL;
 }
 
+struct Function { char name[256]; const char *params; };
+
 CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   (void)module;
   const char *e = entry(name);
   if (!e)
     return NOT_FOUND;
-  *fn = (void *)e;
+  struct Function *f = calloc(1, sizeof(struct Function)); // lives as long as the process
+  snprintf(f->name, sizeof(f->name), "%s", name);
+  f->params = e;
+  *fn = f;
   return OK;
 }
 
@@ -110,15 +118,22 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   // Dereference every parameter the entry declares, at its size (a params
   // array shorter than the PTX's list is read past its end, and a null or
   // stale pointer in it crashes here).
-  const char *p = (const char *)fn, *end = strchr(p, ')');
+  const struct Function *f = fn;
+  const char *p = f->params, *end = strchr(p, ')');
   int count = 0;
+  uint64_t last[2] = {0, 0};
   for (const char *q = strstr(p, ".param"); q && q < end; q = strstr(q + 1, ".param")) {
-    volatile uint64_t sink = strncmp(q, ".param .u32", 11) == 0 || strncmp(q, ".param .b32", 11) == 0
-                                 ? *(const uint32_t *)params[count]
-                                 : *(const uint64_t *)params[count];
-    (void)sink;
+    uint64_t v = strncmp(q, ".param .u32", 11) == 0 || strncmp(q, ".param .b32", 11) == 0
+                     ? *(const uint32_t *)params[count]
+                     : *(const uint64_t *)params[count];
+    last[0] = last[1];
+    last[1] = v;
     ++count;
   }
+  const char *r = getenv("FAKE_CUDA_REPORT");
+  if (r && strcmp(r, "2") == 0)
+    fprintf(stderr, "fake libcuda: launch %s rows=%llu grid.y=%u\n", f->name,
+            (unsigned long long)last[0], gy);
   ++launches;
   return OK;
 }
