@@ -212,9 +212,10 @@ public:
                int64_t past, std::vector<float> &logits, std::string &error) override {
     return run(tokens, positions, past, /*lastRowOnly=*/false, logits, error);
   }
-  /// `lastRowOnly`: copy back the last position's logits only (what
-  /// generation needs; a 512-token prefill of a 128k vocabulary would
-  /// otherwise move 256 MB over PCIe).
+  /// `lastRowOnly`: the last position's logits only (what generation
+  /// needs): the steps from Module::Impl::lastRowTail on run on that row,
+  /// and only it is copied back (a 512-token prefill of a 128k vocabulary
+  /// would otherwise compute 512 head rows and move 256 MB over PCIe).
   bool run(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
            int64_t past, bool lastRowOnly, std::vector<float> &logits, std::string &error);
 
