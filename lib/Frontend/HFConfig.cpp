@@ -128,8 +128,12 @@ RopeSpec ropeFrom(JsonFields &thetaAndPartial, JsonFields *scaling, const ModelS
   JsonFields &r = thetaAndPartial;
   rope.theta = r.optPositive("rope_theta").value_or(defaultTheta);
   double partial = r.getNumber("partial_rotary_factor", defaultPartial);
-  if (r.ok() && !(partial > 0 && partial <= 1))
-    r.fail("partial_rotary_factor", "must be in (0, 1]");
+  if (!(partial > 0 && partial <= 1)) {
+    // Never converted: a factor like 1e38 would overflow the rotary dims.
+    if (r.ok())
+      r.fail("partial_rotary_factor", "must be in (0, 1]");
+    return rope;
+  }
   rope.rotaryDim = int64_t(double(s.headDim) * partial);
   c.rotaryDim = rope.rotaryDim;
   if (scaling && r.ok())
