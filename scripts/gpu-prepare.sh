@@ -18,7 +18,7 @@ for dir in "$root"/test/fixtures/*/; do
   "$tbc" compile "$dir" --target cuda --dtype bf16 -o "$out/$f.bf16.tbcm" 2>/dev/null
 done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
-for f in llama gemma2 qwen3 phi3-longrope-long gpt2; do
+for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all -o "$out/$f.taps.tbcm" 2>/dev/null
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all --dtype bf16 \
     -o "$out/$f.taps-bf16.tbcm" 2>/dev/null

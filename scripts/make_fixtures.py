@@ -65,6 +65,17 @@ FIXTURES = {
                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
                    rope_scaling=dict(rope_type="linear", factor=2.0),
                    hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # Prompts long enough for the CUDA flash attention kernel (16 rows or
+    # more; 64 query rows a block, 64 positions a key tile): 80 tokens make a
+    # second, partly filled block and key tile. Sliding window and soft-cap
+    # (Gemma 2), grouped heads of 32 dims with QK-norm (Qwen3).
+    "gemma2-long": dict(model_type="gemma2", num_hidden_layers=2, num_key_value_heads=2,
+                        head_dim=16, query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
+                        final_logit_softcapping=3.0, sliding_window=24,
+                        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                        max_position_embeddings=128, seq=80),
+    "qwen3-long": dict(model_type="qwen3", num_hidden_layers=2, num_key_value_heads=2,
+                       head_dim=32, max_position_embeddings=128, seq=80),
     "olmo2": dict(model_type="olmo2", num_hidden_layers=2, num_key_value_heads=2),
     "phi3": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=4, pad_token_id=0,
                  bos_token_id=1, eos_token_id=2,
@@ -132,8 +143,12 @@ def save_reference(model, tokens, path):
     seq = tokens.shape[1]
     with torch.no_grad():
         logits = model(tokens).logits[0].float().numpy()
-        out = model.generate(tokens, max_new_tokens=4, do_sample=False, output_logits=True,
-                             return_dict_in_generate=True, pad_token_id=0)
+        # Every prompt token is attended: without a mask generate() would
+        # mask the ids equal to pad_token_id (0 is one of the random ids of
+        # an 80-token prompt).
+        out = model.generate(tokens, attention_mask=torch.ones_like(tokens), max_new_tokens=4,
+                             do_sample=False, output_logits=True, return_dict_in_generate=True,
+                             pad_token_id=0)
     generated = out.sequences[0, seq:].tolist()
     decode_logits = torch.stack([l[0] for l in out.logits]).float().numpy()
     np.save(os.path.join(path, "logits.npy"), logits.astype(np.float32))
@@ -171,6 +186,7 @@ def build_bf16(src, dst):
 def build(name, spec, out_dir):
     spec = dict(spec)
     model_type = spec.pop("model_type")
+    seq = spec.pop("seq", SEQ)
     kwargs = dict(COMMON) if model_type not in OWN_FIELDS else {}
     kwargs.update(spec)
     config = AutoConfig.for_model(model_type, **kwargs)
@@ -185,7 +201,7 @@ def build(name, spec, out_dir):
     for extra in ("generation_config.json",):
         if os.path.exists(os.path.join(path, extra)):
             os.remove(os.path.join(path, extra))
-    tokens = torch.randint(0, config.vocab_size, (1, SEQ), generator=torch.Generator().manual_seed(7))
+    tokens = torch.randint(0, config.vocab_size, (1, seq), generator=torch.Generator().manual_seed(7))
     generated = save_reference(model, tokens, path)
     arch = json.load(open(os.path.join(path, "config.json")))["architectures"][0]
     print(f"{name}: {arch}, {sum(p.numel() for p in model.parameters())} params, "

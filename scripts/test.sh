@@ -7,6 +7,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 "$root/scripts/install-deps.sh"
+# A disassembler for the SASS test (cuda-sass.test), unless one is named.
+if [ -z "${TBC_NVDISASM:-}" ]; then
+  TBC_NVDISASM=$("$root/scripts/fetch-nvdisasm.sh")
+  export TBC_NVDISASM
+fi
 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build"
 ninja -C "$build" check-tbc

@@ -13,9 +13,11 @@
 //   kProjectionRows token rows, so each weight row is read once per 8 tokens
 //   with 128-bit loads; the norm statistic is the prologue, bias / GLU /
 //   activation / soft-cap the epilogue, exactly as `tbc.fused_linear` says;
-// * attention: one warp per (query row, head), online softmax over the
-//   visible cached positions (no score matrix anywhere), head dims split
-//   across the lanes.
+// * attention: in 16-bit modules, a flash kernel on tensor cores for
+//   chunks of 16 rows or more (FlashAttention.cpp); otherwise (decoding, f32
+//   modules) one block per (query row, head), its warps each an online
+//   softmax over a share of the visible cached positions (no score matrix
+//   anywhere), head dims split across the lanes.
 //
 // Arithmetic is f32. The transcendental math ops become libdevice calls in
 // `convert-gpu-to-nvvm` (linked by `gpu-module-to-binary`).
@@ -26,6 +28,8 @@
 #include "tbc/Conversion/Passes.h"
 
 #include "../Common/KernelMath.h"
+#include "FlashAttention.h"
+#include "GpuBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -48,6 +52,8 @@ namespace tbc {
 } // namespace tbc
 
 using namespace tbc;
+using cuda::GpuBuilder;
+using cuda::MmaHalf;
 
 //===----------------------------------------------------------------------===//
 // Launch geometry (TbcToCUDA/KernelABI.h)
@@ -78,13 +84,20 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
 }
 
+bool cuda::usesFlashAttention(Operation *op, StringRef weightType) {
+  auto a = dyn_cast<AttentionOp>(op);
+  return a && (weightType == "bf16" || weightType == "f16") && a.getHeadDim() % kMmaK == 0 &&
+         a.getHeadDim() <= kFlashMaxHeadDim;
+}
+
 SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType) {
   auto pointwise = [](int64_t width) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1};
   };
   if (auto a = dyn_cast<AttentionOp>(op))
     return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
-            Launch{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()), 1}};
+            Launch{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()),
+                   usesFlashAttention(a, weightType) ? kFlashRows : 1}};
   if (usesTensorCores(op, weightType))
     return {Launch{"", 32, kMmaWarps,
                    ceilDiv(ceilDiv(cast<ProjectionOpInterface>(op).getResultWidth(), kMmaCols),
@@ -103,93 +116,6 @@ SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightTy
 }
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Builder helpers
-//===----------------------------------------------------------------------===//
-
-/// Index and f32 arithmetic, GPU ids, loops and warp reductions.
-struct G {
-  OpBuilder &b;
-  Location loc;
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value add(Value x, int64_t c) { return c ? add(x, idx(c)) : x; }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, loc, x, idx(c)); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, loc, x, idx(c)); }
-  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, loc, x, idx(c)); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value lt(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value lt(Value x, int64_t c) { return lt(x, idx(c)); }
-  Value eq(Value x, int64_t c) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
-  }
-  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
-  Value fma(Value x, Value y, Value acc) { return math::FmaOp::create(b, loc, x, y, acc); }
-  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
-  Value rsqrt(Value x) { return fdiv(f32(1.0), math::SqrtOp::create(b, loc, x)); }
-  Value toF32(Value i32) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32); }
-  Value toIndex(Value i32) {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32);
-  }
-
-  Value tid(gpu::Dimension d) { return gpu::ThreadIdOp::create(b, loc, d); }
-  Value bid(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
-  Value gridDim(gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d); }
-
-  Value load(Value m, ValueRange i) { return memref::LoadOp::create(b, loc, m, i); }
-  void store(Value v, Value m, ValueRange i) { memref::StoreOp::create(b, loc, v, m, i); }
-
-  using LoopBody = llvm::function_ref<SmallVector<Value>(Value, ValueRange)>;
-  /// for (iv = lb; iv < ub; iv += step) with loop-carried `init`.
-  SmallVector<Value> loop(Value lb, Value ub, Value step, ValueRange init,
-                          LoopBody body) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
-    if (init.empty()) // the builder added an empty scf.yield: ours replaces it
-      f.getBody()->getTerminator()->erase();
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(f.getBody());
-    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
-    scf::YieldOp::create(b, loc, next);
-    return SmallVector<Value>(f.getResults());
-  }
-  void loop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
-    loop(lb, ub, step, ValueRange{}, [&](Value iv, ValueRange) {
-      body(iv);
-      return SmallVector<Value>{};
-    });
-  }
-  void ifThen(Value cond, llvm::function_ref<void()> body) {
-    auto i = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(i.thenBlock());
-    body();
-  }
-  /// The sum of `v` over the 32 lanes of a warp, in every lane.
-  Value warpSum(Value v) {
-    for (int32_t offset : {16, 8, 4, 2, 1})
-      v = fadd(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
-    return v;
-  }
-};
 
 /// Memref types of the ABI (TbcToCUDA/KernelABI.h).
 MemRefType activationType(MLIRContext *ctx, int64_t width) {
@@ -253,9 +179,21 @@ public:
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = Value();
-      if (auto a = dyn_cast<AttentionOp>(op); a && !launch.suffix.empty())
+      workgroup = flashKeys = flashValues = Value();
+      if (auto a = dyn_cast<AttentionOp>(op); a && !launch.suffix.empty()) {
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(a), loc);
+        if (cuda::usesFlashAttention(a, weightType)) {
+          flashKeys = fn.addWorkgroupAttribution(
+              cuda::flashKeyTileType(ctx, halfType(), a.getHeadDim()), loc);
+          flashValues = fn.addWorkgroupAttribution(
+              cuda::flashValueTileType(ctx, halfType(), a.getHeadDim()), loc);
+          // The tiles are read as 32-bit pairs: a 16-bit array would be
+          // only 2-byte aligned.
+          for (unsigned i : {1u, 2u})
+            fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                           b.getI64IntegerAttr(16));
+        }
+      }
       b.setInsertionPointToStart(&fn.getBody().front());
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
@@ -270,7 +208,7 @@ public:
   }
 
 private:
-  G g;
+  GpuBuilder g;
   OpBuilder &b;
   Location loc;
   gpu::GPUModuleOp gpuModule;
@@ -278,6 +216,7 @@ private:
   StringRef weightType;
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
+  Value flashKeys, flashValues; // the flash attention kernel's shared tiles
 
   /// Shared memory of an attention block: per warp, its running max, its sum
   /// and its 32 * ceil(D / 32) weighted values.
@@ -551,7 +490,7 @@ private:
     Value gain;
     double offset = 0.0;
     /// `x` (a scalar or vector of V elements from column k) times the gain.
-    Value apply(G &g, OpBuilder &b, Location loc, Value x, Value k) const {
+    Value apply(GpuBuilder &g, OpBuilder &b, Location loc, Value x, Value k) const {
       if (!gain)
         return x;
       Value v;
@@ -584,14 +523,14 @@ private:
       return emitRopeLanes(b, loc, col, attr);
     }
     /// z rotated against its partner's zp for token row `t`.
-    Value rotate(G &g, OpBuilder &b, Location loc, Value z, Value zp, Value first,
+    Value rotate(GpuBuilder &g, OpBuilder &b, Location loc, Value z, Value zp, Value first,
                  const RopeLanes &l, Value t) const {
       Value inv = math.inverseFrequency(b, loc, l.i, lengths ? g.load(lengths, t) : Value());
       return math.rotate(b, loc, z, zp, first, g.load(positions, t), inv);
     }
     /// A pair's two columns rotated for token row `t`: z0 (the first of the
     /// pair, `l` its lanes) and its partner z1.
-    std::pair<Value, Value> rotatePair(G &g, OpBuilder &b, Location loc, Value z0, Value z1,
+    std::pair<Value, Value> rotatePair(GpuBuilder &g, OpBuilder &b, Location loc, Value z0, Value z1,
                                        const RopeLanes &l, Value t) const {
       Value inv = math.inverseFrequency(b, loc, l.i, lengths ? g.load(lengths, t) : Value());
       Value position = g.load(positions, t);
@@ -738,32 +677,10 @@ private:
     return success();
   }
 
-  /// The 16-bit type the tensor-core kernels read weights in.
-  Type halfType() {
-    return weightType == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
-  }
-
-  /// Two f32 activations as the packed 16-bit pair of an mma operand
-  /// register (the lower-indexed element in the low half, as mma.sync reads
-  /// it).
-  Value packHalves(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, halfType());
-    Value v = vector::FromElementsOp::create(
-        b, loc, pair,
-        ValueRange{arith::TruncFOp::create(b, loc, halfType(), lo),
-                   arith::TruncFOp::create(b, loc, halfType(), hi)});
-    return mmaOperand(v);
-  }
-  /// A pair as nvvm.mma.sync takes it: f16 as vector<2xf16>, bf16 packed
-  /// in an i32 (MLIR 22 has no bf16 vector form for it).
-  Value mmaOperand(Value pair) {
-    return weightType == "f16" ? pair : bitcastToI32(pair);
-  }
-  Value bitcastToI32(Value pair) {
-    auto one = VectorType::get({1}, b.getI32Type());
-    Value bits = vector::BitCastOp::create(b, loc, one, pair);
-    return vector::ExtractOp::create(b, loc, bits, ArrayRef<int64_t>{0});
-  }
+  /// The 16-bit type the tensor-core kernels read weights in, and their
+  /// mma.sync operands.
+  MmaHalf half() { return MmaHalf{b, loc, weightType == "f16"}; }
+  Type halfType() { return half().type(); }
 
   /// A projection on tensor cores: a warp computes kMmaRows token rows x
   /// kMmaCols output columns (and, for a GLU, the matching up columns) with
@@ -781,9 +698,7 @@ private:
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
     Value n0 = g.mul(g.add(g.mul(g.bid(gpu::Dimension::x), kMmaWarps), g.tid(gpu::Dimension::y)),
                      kMmaCols);
-    NVVM::MMATypes mmaType = weightType == "f16" ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-    auto f32x4 = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), SmallVector<Type>(4, b.getF32Type()));
+    MmaHalf mh = half();
     // The weight row this lane's B registers read for output column `col`
     // (clamped: columns past N compute garbage that is never stored).
     auto weightRow = [&](Value col) { return g.min(col, g.idx(N - 1)); };
@@ -837,26 +752,15 @@ private:
                   Value k1 = g.add(k, 1);
                   Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
                   Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
-                  return packHalves(lo, hi);
+                  return mh.pack(lo, hi);
                 };
                 SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
                                      aReg(rows[1], kHi)};
                 SmallVector<Value> next;
                 for (size_t h = 0; h < wRow.size(); ++h) {
-                  auto bReg = [&](Value k) {
-                    auto pair = vector::LoadOp::create(b, loc, VectorType::get({2}, halfType()),
-                                                       w, ValueRange{wRow[h], k});
-                    pair.setAlignment(4); // k is even and rows hold K % 16 == 0 elements
-                    return mmaOperand(pair);
-                  };
-                  SmallVector<Value> bOps{bReg(kLo), bReg(kHi)};
-                  auto mma = NVVM::MmaOp::create(
-                      b, loc, f32x4, a, bOps, c.slice(4 * h, 4), {kMmaRows, kMmaCols, kMmaK},
-                      std::nullopt, std::nullopt,
-                      std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
-                      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-                  for (int64_t i = 0; i < 4; ++i)
-                    next.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+                  auto bReg = [&](Value k) { return mh.loadPair(w, {wRow[h], k}); };
+                  // k is even and rows hold K % 16 == 0 elements: 4-byte aligned.
+                  llvm::append_range(next, mh.mma(a, {bReg(kLo), bReg(kHi)}, c.slice(4 * h, 4)));
                 }
                 return next;
               });
@@ -934,12 +838,35 @@ private:
     });
   }
 
+  /// The attend launch: the flash kernel (FlashAttention.h) where the op
+  /// and the module's weight type allow it, else the split-KV kernel.
+  LogicalResult attention(AttentionOp a, Value q, Value relativeTable, ValueRange caches,
+                          Value out) {
+    PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
+                      relativeTable);
+    if (!cuda::usesFlashAttention(a, weightType)) {
+      splitKvAttention(a, q, bias, caches, out);
+      return success();
+    }
+    // Decoding (a few rows) keeps the split-KV kernel: a flash block's 64
+    // rows would be mostly idle, and it would read the cache with one block
+    // per head instead of kAttentionSplit warps per row.
+    auto small = scf::IfOp::create(b, loc, g.lt(T, cuda::kFlashMinRows), /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(small.thenBlock());
+    splitKvAttention(a, q, bias, caches, out);
+    b.setInsertionPointToStart(small.elseBlock());
+    cuda::emitFlashAttention(g, half(), a, bias,
+                             {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
+    return success();
+  }
+
   /// One block per (query row, head): warp w runs an online softmax over
   /// the visible positions lo + w, lo + w + S, ... (S = kAttentionSplit), then
   /// warp 0 merges the S partial (max, sum, weighted values) from shared
   /// memory: max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
-  LogicalResult attention(AttentionOp a, Value q, Value relativeTable, ValueRange caches,
-                          Value out) {
+  void splitKvAttention(AttentionOp a, Value q, const PositionBias &bias, ValueRange caches,
+                        Value out) {
     constexpr int64_t S = cuda::kAttentionSplit;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
@@ -949,8 +876,6 @@ private:
     if (a.getSoftcap())
       cap = a.getSoftcap()->convertToDouble();
     int64_t window = a.getWindow().value_or(0);
-    PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
-                      relativeTable);
     Value parts = workgroup; // attentionPartsType(a)
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value h = g.bid(gpu::Dimension::x);
@@ -1022,7 +947,6 @@ private:
       // read them.
       gpu::BarrierOp::create(b, loc);
     });
-    return success();
   }
 
   LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out) {

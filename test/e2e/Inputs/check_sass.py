@@ -2,8 +2,8 @@
 """Assembles every PTX object of a `tbc compile --emit ptx` output with ptxas
 and reads the machine code (cuobjdump -sass, or nvdisasm): for each
 architecture, prints how many projection kernels (k<N>_linear,
-k<N>_fused_linear) hold tensor-core instructions (HMMA) and names those
-that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
+k<N>_fused_linear) and attention kernels (k<N>_attention_attend) hold
+tensor-core instructions (HMMA) and names the projections that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
 
@@ -24,11 +24,15 @@ for chip, ptx in objects:
     marker = r"\n\.text\.([\w.]+):" if nvdisasm else r"\n\s*Function : ([\w.]+)"
     parts = re.split(marker, sass)
     functions = list(zip(parts[1::2], parts[2::2]))
-    projections, without = 0, []
+    projections, without, attention, flash = 0, [], 0, 0
     for name, f in functions:
         if re.fullmatch(r"k\d+_(fused_)?linear", name):
             projections += 1
             if "HMMA" not in f:
                 without.append(name)
+        elif re.fullmatch(r"k\d+_attention_attend", name):
+            attention += 1
+            flash += "HMMA" in f
     print(f"{chip}: {projections - len(without)}/{projections} projection kernels use HMMA"
-          + (f" (not: {', '.join(without)})" if without else ""))
+          + (f" (not: {', '.join(without)})" if without else "")
+          + f"; {flash}/{attention} attention kernels")

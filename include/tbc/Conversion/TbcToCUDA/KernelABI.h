@@ -44,6 +44,15 @@ constexpr int64_t kAttentionSplit = 4;
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
 constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
+/// Flash attention (modules with 16-bit weights, head dims a multiple of 16
+/// up to kFlashMaxHeadDim): a block of kAttentionSplit warps takes
+/// kFlashRows query rows of one head, kMmaRows per warp, and walks the
+/// visible cached positions in tiles of kFlashKeys staged in shared memory,
+/// both products (QK^T and PV) on tensor cores with an online softmax in
+/// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
+/// split-KV kernel in the same function instead.
+constexpr int64_t kFlashRows = kMmaRows * kAttentionSplit, kFlashKeys = 64,
+                  kFlashMaxHeadDim = 128, kFlashMinRows = kMmaRows;
 
 struct Launch {
   std::string suffix; // appended to the kernel's symbol
@@ -58,6 +67,12 @@ struct Launch {
 /// reads its weight as memref<out x in x bf16|f16> (the runtime converts it
 /// at bind time); every other projection reads f32 and runs on the FMA units.
 bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
+
+/// Whether the attention `op` runs the flash kernel (kFlashRows above) in a
+/// module whose weights are stored as `weightType`. Its products round Q, K,
+/// P and V to that 16-bit type, as a bf16 model's attention does, so f32
+/// modules keep the f32 kernel.
+bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
 llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op, llvm::StringRef weightType);

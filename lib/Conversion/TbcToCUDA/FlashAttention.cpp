@@ -1,0 +1,250 @@
+//===- FlashAttention.cpp - tensor-core attention for prefill -------------===//
+//
+// FlashAttention-2's schedule on mma.sync m16n8k16 (f32 accumulation):
+//
+// * a block of 4 warps owns 64 query rows of one head, a warp 16 of them;
+//   each lane holds its two rows' (group, group + 8) query fragments, scaled
+//   and rounded to 16 bits, for the whole walk;
+// * the block walks the positions its rows can see in tiles of 64: all 128
+//   threads copy the tile's keys and (transposed) values from the f32 caches
+//   into shared memory as 16-bit values, then each warp computes its 16 x 64
+//   scores S = Q K^T, applies the soft-cap, position bias and the causal /
+//   window / length masks, and folds them into a running (max, sum, output)
+//   per row: the accumulators of S are already the A fragments of P V (two
+//   adjacent 8-column tiles make one 16-wide k step), so P never leaves
+//   registers;
+// * a warp skips tiles none of its rows can see (causal blocks walk up to
+//   their last row; the first warps of a block stop earlier).
+//
+// Masked scores are -inf. A row whose positions so far are all masked has
+// max -inf; it exponentiates against 0 instead, so that its (zero) sums stay
+// finite. Row sums are kept per lane and added across the 4 lanes of a row
+// at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashAttention.h"
+
+#include "tbc/Conversion/TbcToCUDA/KernelABI.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace tbc::cuda {
+
+static MemRefType sharedTile(MLIRContext *ctx, Type half, int64_t rows, int64_t cols) {
+  // +8 elements (16 bytes) per row: a fragment load's 8 rows (group = 0..7)
+  // start 4 banks apart instead of in the same bank.
+  return MemRefType::get({rows, cols + 8}, half, MemRefLayoutAttrInterface(),
+                         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+
+MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
+  return sharedTile(ctx, half, kFlashKeys, headDim);
+}
+
+MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
+  return sharedTile(ctx, half, headDim, kFlashKeys);
+}
+
+void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
+                        const FlashAttentionOperands &o) {
+  OpBuilder &b = g.b;
+  Location loc = g.loc;
+  const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
+  const int64_t Bc = kFlashKeys, kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
+                dimTiles = D / kMmaCols, threads = 32 * kAttentionSplit;
+  const double scale = a.getScale().convertToDouble();
+  std::optional<double> cap;
+  if (a.getSoftcap())
+    cap = a.getSoftcap()->convertToDouble();
+  const int64_t window = a.getWindow().value_or(0);
+  const bool causal = a.getCausal();
+  Value negInf = g.f32(-std::numeric_limits<float>::infinity());
+
+  Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
+  Value rowInGroup = g.div(lane, 4), quad = g.rem(lane, 4);
+  Value thread = g.add(g.mul(warp, 32), lane);
+  Value h = g.bid(gpu::Dimension::x);
+  Value kvCol = g.mul(g.div(h, group), D), qCol = g.mul(h, D);
+  Value kvLen = g.add(o.past, o.T);
+  Value lastRow = g.sub(o.T, g.idx(1));
+  Value lastPosition = g.sub(kvLen, g.idx(1));
+  Value quadCol = g.mul(quad, 2); // this lane's first column in an 8-wide tile
+
+  Value first = g.mul(g.bid(gpu::Dimension::y), kFlashRows);
+  Value stride = g.mul(g.gridDim(gpu::Dimension::y), kFlashRows);
+  g.loop(first, o.T, stride, [&](Value r0) {
+    // This warp's 16 rows and this lane's two of them (clamped for loads;
+    // rows past T compute what row T - 1 does and are never stored).
+    Value w0 = g.add(r0, g.mul(warp, kMmaRows));
+    Value row[2] = {g.add(w0, rowInGroup), g.add(g.add(w0, rowInGroup), 8)};
+    Value position[2] = {g.add(o.past, row[0]), g.add(o.past, row[1])};
+    SmallVector<Value> q;
+    for (int64_t ks = 0; ks < kSteps; ++ks)
+      for (int64_t reg = 0; reg < 4; ++reg) {
+        Value t = g.min(row[reg % 2], lastRow);
+        Value d = g.add(g.add(qCol, quadCol), ks * kMmaK + (reg / 2) * 8);
+        q.push_back(half.pack(g.fmul(g.load(o.queries, {t, d}), g.f32(scale)),
+                              g.fmul(g.load(o.queries, {t, g.add(d, 1)}), g.f32(scale))));
+      }
+
+    // Positions some row of the block sees: [blockLo, blockHi); of the warp:
+    // [warpLo, warpHi).
+    auto lowest = [&](Value rowBegin) {
+      return window ? g.max(g.idx(0), g.sub(g.add(o.past, rowBegin), g.idx(window - 1)))
+                    : g.idx(0);
+    };
+    auto highest = [&](Value rowEnd) {
+      return causal ? g.add(o.past, g.min(rowEnd, o.T)) : kvLen;
+    };
+    Value blockHi = highest(g.add(r0, kFlashRows));
+    Value tileLo = g.mul(g.div(lowest(r0), Bc), Bc);
+    Value warpLo = lowest(w0), warpHi = highest(g.add(w0, kMmaRows));
+
+    // State per lane: max and partial sum of its two rows, its 16 x D output
+    // accumulators (dimTiles x 4).
+    SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
+    init.append(dimTiles * 4, g.f32(0.0));
+    SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
+                                                                            ValueRange s) {
+      // The previous tile's readers are done; stage this one (positions
+      // past the cache are zeros: its rows beyond may hold anything, and
+      // a NaN there times a zero weight would still be NaN).
+      gpu::BarrierOp::create(b, loc);
+      g.loop(thread, g.idx(Bc * D / 2), g.idx(threads), [&](Value e) {
+        Value j = g.div(e, D / 2), d = g.mul(g.rem(e, D / 2), 2);
+        Value pos = g.add(j0, j);
+        Value inCache = g.lt(pos, kvLen);
+        Value cacheRow = g.min(pos, lastPosition);
+        auto pairOf = [&](Value cache) {
+          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getF32Type()), cache,
+                                          ValueRange{cacheRow, g.add(kvCol, d)});
+          v.setAlignment(8); // even column of a row of even width
+          Value lo = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
+          Value hi = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{1});
+          return std::pair{g.select(inCache, lo, g.f32(0.0)), g.select(inCache, hi, g.f32(0.0))};
+        };
+        auto [k0, k1] = pairOf(o.keyCache);
+        auto keyPair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, half.type()),
+            ValueRange{arith::TruncFOp::create(b, loc, half.type(), k0),
+                       arith::TruncFOp::create(b, loc, half.type(), k1)});
+        vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
+        auto [v0, v1] = pairOf(o.valueCache);
+        g.store(arith::TruncFOp::create(b, loc, half.type(), v0), o.valueTile, {d, j});
+        g.store(arith::TruncFOp::create(b, loc, half.type(), v1), o.valueTile,
+                {g.add(d, 1), j});
+      });
+      gpu::BarrierOp::create(b, loc);
+
+      Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
+      auto step = scf::IfOp::create(b, loc, s.getTypes(), seen, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&step.getElseRegion().front());
+        scf::YieldOp::create(b, loc, s);
+        b.setInsertionPointToStart(&step.getThenRegion().front());
+        // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
+        // position j0 + 8 nt + quadCol + i % 2.
+        SmallVector<SmallVector<Value>> score(keyTiles);
+        Value keyRow = rowInGroup;
+        for (int64_t nt = 0; nt < keyTiles; ++nt) {
+          SmallVector<Value> acc(4, g.f32(0.0));
+          Value kr = g.add(keyRow, nt * kMmaCols);
+          for (int64_t ks = 0; ks < kSteps; ++ks) {
+            Value k = g.add(quadCol, ks * kMmaK);
+            acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),
+                           {half.loadPair(o.keyTile, {kr, k}),
+                            half.loadPair(o.keyTile, {kr, g.add(k, 8)})},
+                           acc);
+          }
+          for (int64_t i = 0; i < 4; ++i) {
+            Value pos = g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
+            Value p = position[i / 2];
+            Value v = acc[i];
+            if (cap)
+              v = emitSoftcap(b, loc, *cap, v);
+            if (Value term = bias.at(b, loc, h, p, pos))
+              v = g.fadd(v, term);
+            Value visible = g.lt(pos, kvLen);
+            if (causal)
+              visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
+            if (window)
+              visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+            acc[i] = g.select(visible, v, negInf);
+          }
+          score[nt] = acc;
+        }
+        // Online softmax of the two rows; the 4 lanes of a row agree on its
+        // max through two butterfly steps.
+        Value base[2], corr[2], sum[2];
+        SmallVector<Value> next(4);
+        for (int r = 0; r < 2; ++r) {
+          Value m = negInf;
+          for (int64_t nt = 0; nt < keyTiles; ++nt)
+            m = g.fmax(m, g.fmax(score[nt][2 * r], score[nt][2 * r + 1]));
+          for (int32_t offset : {1, 2})
+            m = g.fmax(m, gpu::ShuffleOp::create(b, loc, m, offset, 32, gpu::ShuffleMode::XOR)
+                              .getShuffleResult());
+          Value mNew = g.fmax(s[r], m);
+          Value allMasked = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+          base[r] = g.select(allMasked, g.f32(0.0), mNew);
+          corr[r] = g.exp(g.fsub(s[r], base[r]));
+          next[r] = mNew;
+          sum[r] = g.fmul(s[2 + r], corr[r]);
+        }
+        for (int64_t nt = 0; nt < keyTiles; ++nt)
+          for (int64_t i = 0; i < 4; ++i) {
+            score[nt][i] = g.exp(g.fsub(score[nt][i], base[i / 2]));
+            sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
+          }
+        next[2] = sum[0];
+        next[3] = sum[1];
+        // O = O * corr + P V, k over the tile's positions 16 at a time.
+        SmallVector<Value> out;
+        for (int64_t dt = 0; dt < dimTiles; ++dt)
+          for (int64_t i = 0; i < 4; ++i)
+            out.push_back(g.fmul(s[4 + 4 * dt + i], corr[i / 2]));
+        for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
+          const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
+          SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
+                               half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])};
+          Value k = g.add(quadCol, kt * kMmaK);
+          for (int64_t dt = 0; dt < dimTiles; ++dt) {
+            Value vr = g.add(rowInGroup, dt * kMmaCols);
+            SmallVector<Value> acc =
+                half.mma(p, {half.loadPair(o.valueTile, {vr, k}),
+                             half.loadPair(o.valueTile, {vr, g.add(k, 8)})},
+                         ArrayRef<Value>(out).slice(4 * dt, 4));
+            std::copy(acc.begin(), acc.end(), out.begin() + 4 * dt);
+          }
+        }
+        next.append(out);
+        scf::YieldOp::create(b, loc, next);
+      }
+      return SmallVector<Value>(step.getResults());
+    });
+
+    // out = O / (the row's sum over its 4 lanes).
+    Value inv[2];
+    for (int r = 0; r < 2; ++r) {
+      Value l = state[2 + r];
+      for (int32_t offset : {1, 2})
+        l = g.fadd(l, gpu::ShuffleOp::create(b, loc, l, offset, 32, gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+      inv[r] = g.fdiv(g.f32(1.0), l);
+    }
+    for (int r = 0; r < 2; ++r)
+      g.ifThen(g.lt(row[r], o.T), [&] {
+        for (int64_t dt = 0; dt < dimTiles; ++dt)
+          for (int64_t c = 0; c < 2; ++c) {
+            Value d = g.add(g.add(qCol, quadCol), dt * kMmaCols + c);
+            g.store(g.fmul(state[4 + 4 * dt + 2 * r + c], inv[r]), o.out, {row[r], d});
+          }
+      });
+  });
+}
+
+} // namespace tbc::cuda

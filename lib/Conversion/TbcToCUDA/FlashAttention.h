@@ -1,0 +1,41 @@
+//===- FlashAttention.h - tensor-core attention for prefill -----*- C++ -*-===//
+//
+// The flash kernel of `tbc.attention` in 16-bit modules (KernelABI.h,
+// kFlashRows): scores and the softmax never leave registers, keys and values
+// are staged in shared memory a tile of kFlashKeys positions at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_CONVERSION_TBCTOCUDA_FLASHATTENTION_H
+#define TBC_LIB_CONVERSION_TBCTOCUDA_FLASHATTENTION_H
+
+#include "GpuBuilder.h"
+
+#include "../Common/KernelMath.h"
+
+namespace tbc::cuda {
+
+/// Shared memory of the flash kernel: the key tile [kFlashKeys, D] and the
+/// value tile transposed [D, kFlashKeys] (so that PV's B operand, a pair of
+/// consecutive positions, is one 32-bit word), each row padded by 8
+/// elements so that the 8 rows a warp's fragment load touches fall in 8
+/// different banks.
+mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
+mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
+
+/// What the kernel reads and writes: the [T, H * D] queries and output, the
+/// [positions, KV * D] f32 caches (the chunk already appended), the chunk's
+/// rows T and the positions cached before it, and the two shared tiles.
+struct FlashAttentionOperands {
+  Value queries, keyCache, valueCache, out, T, past, keyTile, valueTile;
+};
+
+/// The body of the flash kernel for attention `a` (one block per
+/// (kFlashRows query rows, head)); `bias` adds ALiBi or relative position
+/// terms, if the op has them.
+void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
+                        const FlashAttentionOperands &o);
+
+} // namespace tbc::cuda
+
+#endif // TBC_LIB_CONVERSION_TBCTOCUDA_FLASHATTENTION_H

@@ -1,0 +1,179 @@
+//===- GpuBuilder.h - terse op builders for the CUDA kernels ----*- C++ -*-===//
+//
+// The kernels of TbcToCUDA are written op by op; these helpers keep a
+// kernel's arithmetic readable: index and f32 arithmetic, GPU ids, scf
+// loops and warp reductions, and the mma.sync m16n8k16 operands of the
+// 16-bit tensor-core kernels (projections and flash attention).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_CONVERSION_TBCTOCUDA_GPUBUILDER_H
+#define TBC_LIB_CONVERSION_TBCTOCUDA_GPUBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace tbc::cuda {
+
+using mlir::Location;
+using mlir::OpBuilder;
+using mlir::SmallVector;
+using mlir::Type;
+using mlir::Value;
+using mlir::ValueRange;
+namespace arith = mlir::arith;
+namespace gpu = mlir::gpu;
+namespace math = mlir::math;
+namespace memref = mlir::memref;
+namespace scf = mlir::scf;
+
+/// Index and f32 arithmetic, GPU ids, loops and warp reductions.
+struct GpuBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t c) { return c ? add(x, idx(c)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, loc, x, idx(c)); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, loc, x, idx(c)); }
+  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, loc, x, idx(c)); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value lt(Value x, int64_t c) { return lt(x, idx(c)); }
+  Value eq(Value x, int64_t c) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value acc) { return math::FmaOp::create(b, loc, x, y, acc); }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value rsqrt(Value x) { return fdiv(f32(1.0), math::SqrtOp::create(b, loc, x)); }
+  Value toF32(Value i32) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32); }
+  Value toIndex(Value i32) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32);
+  }
+
+  Value tid(gpu::Dimension d) { return gpu::ThreadIdOp::create(b, loc, d); }
+  Value bid(gpu::Dimension d) { return gpu::BlockIdOp::create(b, loc, d); }
+  Value gridDim(gpu::Dimension d) { return gpu::GridDimOp::create(b, loc, d); }
+
+  Value load(Value m, ValueRange i) { return memref::LoadOp::create(b, loc, m, i); }
+  void store(Value v, Value m, ValueRange i) { memref::StoreOp::create(b, loc, v, m, i); }
+
+  using LoopBody = llvm::function_ref<SmallVector<Value>(Value, ValueRange)>;
+  /// for (iv = lb; iv < ub; iv += step) with loop-carried `init`.
+  SmallVector<Value> loop(Value lb, Value ub, Value step, ValueRange init,
+                          LoopBody body) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
+    if (init.empty()) // the builder added an empty scf.yield: ours replaces it
+      f.getBody()->getTerminator()->erase();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(f.getResults());
+  }
+  void loop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
+    loop(lb, ub, step, ValueRange{}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+  void ifThen(Value cond, llvm::function_ref<void()> body) {
+    auto i = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(i.thenBlock());
+    body();
+  }
+  /// The sum of `v` over the 32 lanes of a warp, in every lane.
+  Value warpSum(Value v) {
+    for (int32_t offset : {16, 8, 4, 2, 1})
+      v = fadd(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+    return v;
+  }
+};
+
+/// The 16-bit operand type of a tensor-core kernel (bf16 or f16) and how
+/// nvvm.mma.sync m16n8k16 (f32 accumulators, A row-major, B column-major)
+/// takes its pairs. Fragment layout (PTX ISA, mma.m16n8k16): lane =
+/// 4 * group + quad; A registers hold rows group and group + 8 at k =
+/// 2 * quad (+1) and 2 * quad + 8 (+1); B registers hold column group at
+/// the same k; accumulators i = 0..3 hold row (i < 2 ? group : group + 8),
+/// column 2 * quad + i % 2.
+struct MmaHalf {
+  OpBuilder &b;
+  Location loc;
+  bool f16; // else bf16
+
+  Type type() { return f16 ? Type(b.getF16Type()) : Type(b.getBF16Type()); }
+  /// Two f32 values as the packed 16-bit pair of an operand register (the
+  /// lower-indexed element in the low half, as mma.sync reads it).
+  Value pack(Value lo, Value hi) {
+    auto pair = mlir::VectorType::get({2}, type());
+    Value v = mlir::vector::FromElementsOp::create(
+        b, loc, pair,
+        ValueRange{mlir::arith::TruncFOp::create(b, loc, type(), lo),
+                   mlir::arith::TruncFOp::create(b, loc, type(), hi)});
+    return operand(v);
+  }
+  /// A vector<2x16-bit> pair as nvvm.mma.sync takes it: f16 as is, bf16
+  /// packed in an i32 (MLIR 22 has no bf16 vector form for it).
+  Value operand(Value pair) {
+    if (f16)
+      return pair;
+    auto one = mlir::VectorType::get({1}, b.getI32Type());
+    Value bits = mlir::vector::BitCastOp::create(b, loc, one, pair);
+    return mlir::vector::ExtractOp::create(b, loc, bits, llvm::ArrayRef<int64_t>{0});
+  }
+  /// The pair at `indices` of a 16-bit memref (the last index even, rows of
+  /// an even length: 4-byte aligned), as an operand register.
+  Value loadPair(Value memref, ValueRange indices) {
+    auto pair = mlir::vector::LoadOp::create(b, loc, mlir::VectorType::get({2}, type()),
+                                             memref, indices);
+    pair.setAlignment(4);
+    return operand(pair);
+  }
+  /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
+  /// f32; returns the 4 new accumulators.
+  SmallVector<Value> mma(ValueRange a, ValueRange bOps, ValueRange acc) {
+    auto f32x4 = mlir::LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(4, b.getF32Type()));
+    mlir::NVVM::MMATypes t = f16 ? mlir::NVVM::MMATypes::f16 : mlir::NVVM::MMATypes::bf16;
+    auto op = mlir::NVVM::MmaOp::create(
+        b, loc, f32x4, a, bOps, acc, {16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<mlir::NVVM::MMATypes, 2>{t, t},
+        std::array<mlir::NVVM::MMALayout, 2>{mlir::NVVM::MMALayout::row,
+                                             mlir::NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, op, i));
+    return out;
+  }
+};
+
+} // namespace tbc::cuda
+
+#endif // TBC_LIB_CONVERSION_TBCTOCUDA_GPUBUILDER_H
