@@ -80,12 +80,17 @@ def prepare(a):
         folder = os.path.join(a.out, name)
         os.makedirs(folder, exist_ok=True)
         json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=1)
-        module = os.path.join(a.out, f"{name}.tbcm")
-        cmd = [a.tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", "-o", module]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"gpu_bench prepare: {' '.join(cmd)} failed:\n{r.stderr}")
-        print(f"  {module} ({os.path.getsize(module) >> 10} KiB)")
+        variants = [("", [])]
+        if layers and a.target == "cuda":  # the flash kernel's A/B: split-KV attention
+            variants.append((".splitkv", ["--cuda-attention", "split-kv"]))
+        for suffix, flags in variants:
+            module = os.path.join(a.out, f"{name}{suffix}.tbcm")
+            cmd = [a.tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", *flags,
+                   "-o", module]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"gpu_bench prepare: {' '.join(cmd)} failed:\n{r.stderr}")
+            print(f"  {module} ({os.path.getsize(module) >> 10} KiB)")
     json.dump({"target": a.target, "tiny": a.tiny}, open(os.path.join(a.out, "bench.json"), "w"))
 
 
@@ -301,6 +306,11 @@ def run(a):
             at_attn = {s: tbc_bench(a.tbc_run, module, s, 0, logits="last") for s in sh["attn"]
                        if s not in (s512, s_rows)}
             at_attn[s512], at_attn[s_rows] = at_layer, at_rows
+            # The same prefills with split-KV attention (prepared for CUDA
+            # only): what the flash kernel gains, in the same run.
+            split = os.path.join(a.modules, f"{model}.splitkv.tbcm")
+            at_split = ({s: tbc_bench(a.tbc_run, split, s, 0, logits="last") for s in sh["attn"]}
+                        if os.path.exists(split) else {})
         except RuntimeError as e:
             notes.append(f"{model}: tbc failed: {e}")
             continue
@@ -360,9 +370,14 @@ def run(a):
                                notes) if cf_attn else None)
                 best, name = best_sdpa(torch, timer, q, k, v, scale, hq, hkv, notes)
                 flops = 4 * hq * d * s * s / 2  # causal: half the score matrix
+                floor = floor_ms(2 * 2 * s * d * (2 * hq + 2 * hkv), flops)
+                peer_name = f"sdpa {name}{' no cap' if capped else ''}"
                 add(model, f"attention prefill {s}", kernels_ms(prof, is_attention), eager, comp,
-                    best, f"sdpa {name}{' no cap' if capped else ''}",
-                    floor_ms(2 * 2 * s * d * (2 * hq + 2 * hkv), flops))
+                    best, peer_name, floor)
+                if s in at_split:
+                    add(model, f"attention prefill {s} split-KV",
+                        kernels_ms(at_split[s]["profile"]["prefill"], is_attention), eager, comp,
+                        best, peer_name, floor)
                 del q, k, v
             kv = sh["decode_kv"]
             prof = at_rows["profile"].get("decode") if kv == s_rows else None

@@ -417,6 +417,10 @@ def main():
     p.add_argument("--llama-path", help="import llama_cpp from this folder (e.g. a build for "
                    "AVX2 only: pip install --target DIR llama-cpp-python with CMAKE_ARGS="
                    "'-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF')")
+    p.add_argument("--settle-ms", type=float, default=200.0,
+                   help="pause before each timed call, so that the previous engine's worker "
+                   "threads (OpenMP spin-waits in PyTorch and llama.cpp) are idle when the next "
+                   "one starts (default 200)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
@@ -444,7 +448,8 @@ def main():
         versions += f", llama-cpp-python {llama_cpp.__version__}"
         info = llama_cpp.llama_print_system_info().decode()
         versions += f" ({a.llama_path or 'default build'}: {info.strip()})"
-    print(versions + f"; tbc --cpu {a.cpu}; {a.rounds} interleaved rounds, medians")
+    print(versions + f"; tbc --cpu {a.cpu}; {a.rounds} interleaved rounds, medians, "
+          f"{a.settle_ms:g} ms settle before each timed call")
     rows = []
     rng = np.random.default_rng(1)
     for hidden in [int(x) for x in a.sizes.split(",")]:
@@ -497,6 +502,7 @@ def main():
                     for P in prompts:
                         prompt = rng.integers(3, VOCAB, P).tolist()
                         for proc in procs:
+                            time.sleep(a.settle_ms / 1e3)
                             t = proc.ask("time", (prompt, a.decode if P == 64 else 0))
                             if t and r > 0:
                                 times[(proc.name, P)].append(P / t[0])

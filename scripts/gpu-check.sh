@@ -33,11 +33,14 @@ done
 echo "== conformance (bf16 weights on tensor cores, f32 activations; within 2e-2, greedy tokens where the top-2 margin allows)"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
-  printf '%-24s %-8s ' "$f" "bf16"
-  out=$("$build/bin/tbc-conformance" "$mods/$f.bf16.tbcm" "$dir" --tolerance 2e-2 2>&1)
-  rc=$?
-  echo "$out" | tr '\n' ' ' | cut -c1-200; echo
-  [ $rc -eq 0 ] || status=1
+  for kind in bf16 bf16-splitkv; do
+    [ -e "$mods/$f.$kind.tbcm" ] || continue
+    printf '%-24s %-8s ' "$f" "$kind"
+    out=$("$build/bin/tbc-conformance" "$mods/$f.$kind.tbcm" "$dir" --tolerance 2e-2 2>&1)
+    rc=$?
+    echo "$out" | tr '\n' ' ' | cut -c1-200; echo
+    [ $rc -eq 0 ] || status=1
+  done
 done
 echo "== tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
 for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do

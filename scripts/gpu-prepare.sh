@@ -17,6 +17,13 @@ for dir in "$root"/test/fixtures/*/; do
   # bf16 weights, tensor-core projections (activations f32).
   "$tbc" compile "$dir" --target cuda --dtype bf16 -o "$out/$f.bf16.tbcm" 2>/dev/null
 done
+# The long-prompt fixtures once more with split-KV attention: should the
+# flash kernel (the bf16 default for prefill) fail, this tells whether it is
+# the one to blame.
+for f in gemma2-long qwen3-long; do
+  "$tbc" compile "$root/test/fixtures/$f" --target cuda --dtype bf16 --cuda-attention split-kv \
+    -o "$out/$f.bf16-splitkv.tbcm" 2>/dev/null
+done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all -o "$out/$f.taps.tbcm" 2>/dev/null

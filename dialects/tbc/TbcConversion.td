@@ -83,6 +83,9 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
            "Storage type of projection weights: f32 (FMA kernels) or bf16 (tensor cores)">,
+    Option<"flashAttention", "flash-attention", "bool", /*default=*/"true",
+           "With 16-bit weights, run prefill attention as the tensor-core flash kernel "
+           "(false: the split-KV kernel everywhere)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

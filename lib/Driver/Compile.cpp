@@ -190,6 +190,11 @@ int tbc::compileMain(int argc, char **argv) {
       "cuda-arch", cl::cat(cat), cl::CommaSeparated, cl::value_desc("sm_80,sm_90"),
       cl::desc("GPU architectures of --target cuda (default sm_80,sm_90): one "
                "PTX per architecture in the module"));
+  static cl::opt<std::string> cudaAttention(
+      "cuda-attention", cl::cat(cat), cl::init("flash"), cl::value_desc("flash|split-kv"),
+      cl::desc("--target cuda with 16-bit weights: prefill attention as the "
+               "tensor-core flash kernel (default) or the split-KV kernel that "
+               "decoding and f32 modules use"));
   static cl::opt<std::string> cpu(
       "cpu", cl::cat(cat), cl::init("host"), cl::value_desc("name"),
       cl::desc("--target cpu: the processor to generate code for (host: this one; "
@@ -251,6 +256,9 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cpuFeatures = cpuFeatures;
   if (!cudaArch.empty())
     targetOptions.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
+  if (cudaAttention != "flash" && cudaAttention != "split-kv")
+    return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
+  targetOptions.cudaFlashAttention = cudaAttention == "flash";
   if (std::string why = backend->checkOptions(targetOptions); !why.empty())
     return fail(why);
   // The stages `--emit` can stop at, in pipeline order.

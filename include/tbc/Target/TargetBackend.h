@@ -53,6 +53,9 @@ struct TargetOptions {
   /// How weights are stored where the backend can choose (`--dtype`):
   /// f32, or bf16 (CUDA: tensor-core projections). Activations are f32.
   std::string weightType = "f32";
+  /// CUDA: prefill attention of 16-bit modules as the tensor-core flash
+  /// kernel (`--cuda-attention flash`, the default) or split-KV.
+  bool cudaFlashAttention = true;
   /// CPU: the processor to generate code for (`--cpu`; host: this one) and
   /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
   std::string cpu = "host";

@@ -84,20 +84,21 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
 }
 
-bool cuda::usesFlashAttention(Operation *op, StringRef weightType) {
+bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed) {
   auto a = dyn_cast<AttentionOp>(op);
-  return a && (weightType == "bf16" || weightType == "f16") && a.getHeadDim() % kMmaK == 0 &&
+  return allowed && a && (weightType == "bf16" || weightType == "f16") && a.getHeadDim() % kMmaK == 0 &&
          a.getHeadDim() <= kFlashMaxHeadDim;
 }
 
-SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType) {
+SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType,
+                                               bool flashAttention) {
   auto pointwise = [](int64_t width) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1};
   };
   if (auto a = dyn_cast<AttentionOp>(op))
     return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
             Launch{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()),
-                   usesFlashAttention(a, weightType) ? kFlashRows : 1}};
+                   usesFlashAttention(a, weightType, flashAttention) ? kFlashRows : 1}};
   if (usesTensorCores(op, weightType))
     return {Launch{"", 32, kMmaWarps,
                    ceilDiv(ceilDiv(cast<ProjectionOpInterface>(op).getResultWidth(), kMmaCols),
@@ -140,9 +141,9 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType)
+          StringRef weightType, bool flash)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
-        weightType(weightType) {}
+        weightType(weightType), flash(flash) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
@@ -169,7 +170,7 @@ public:
       args.append({cache, cache});
     }
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
-    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType)) {
+    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -182,7 +183,7 @@ public:
       workgroup = flashKeys = flashValues = Value();
       if (auto a = dyn_cast<AttentionOp>(op); a && !launch.suffix.empty()) {
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(a), loc);
-        if (cuda::usesFlashAttention(a, weightType)) {
+        if (cuda::usesFlashAttention(a, weightType, flash)) {
           flashKeys = fn.addWorkgroupAttribution(
               cuda::flashKeyTileType(ctx, halfType(), a.getHeadDim()), loc);
           flashValues = fn.addWorkgroupAttribution(
@@ -214,6 +215,7 @@ private:
   gpu::GPUModuleOp gpuModule;
   int index;
   StringRef weightType;
+  bool flash; // the pass's flash-attention option
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
@@ -844,7 +846,7 @@ private:
                           Value out) {
     PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
                       relativeTable);
-    if (!cuda::usesFlashAttention(a, weightType)) {
+    if (!cuda::usesFlashAttention(a, weightType, flash)) {
       splitKvAttention(a, q, bias, caches, out);
       return success();
     }
@@ -992,7 +994,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tbc_kernels");
     int index = 0;
     for (func::FuncOp kernel : kernels) {
-      Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType);
+      Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

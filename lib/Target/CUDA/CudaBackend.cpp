@@ -73,8 +73,8 @@ public:
     std::string nvvm = nvvmPipeline(options.cudaArchs);
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
-         [weightType = options.weightType](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType}));
+         [weightType = options.weightType, flash = options.cudaFlashAttention](OpPassManager &pm) {
+           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash}));
            // Readable IR for --emit gpu: constants folded and shared.
            pm.addPass(createCanonicalizerPass());
            pm.addPass(createCSEPass());
@@ -116,7 +116,8 @@ public:
                                          const TargetOptions &options) const override {
     std::vector<manifest::Launch> out;
     for (const cuda::Launch &l :
-         cuda::launchesFor(&kernel.getBody().front().front(), options.weightType))
+         cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
+                           options.cudaFlashAttention))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
                      l.rowsPerBlock});
     return out;

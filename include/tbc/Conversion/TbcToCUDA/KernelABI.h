@@ -71,11 +71,13 @@ bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
 /// Whether the attention `op` runs the flash kernel (kFlashRows above) in a
 /// module whose weights are stored as `weightType`. Its products round Q, K,
 /// P and V to that 16-bit type, as a bf16 model's attention does, so f32
-/// modules keep the f32 kernel.
-bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType);
+/// modules keep the f32 kernel. `allowed`: the flash-attention option of
+/// --tbc-lower-to-gpu (tbc compile --cuda-attention).
+bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool allowed = true);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
-llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op, llvm::StringRef weightType);
+llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
+                                         bool flashAttention = true);
 
 /// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
 /// [in, out] Conv1D weights: the runtime transposes them at bind time as a
