@@ -66,7 +66,7 @@ FIXTURES = {
                    rope_scaling=dict(rope_type="linear", factor=2.0),
                    hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
     # Prompts long enough for the CUDA flash attention kernel (16 rows or
-    # more; 64 query rows a block, 64 positions a key tile): 80 tokens make a
+    # more; 64 query rows a block, 32 positions a key tile): 80 tokens make a
     # second, partly filled block and key tile. Sliding window and soft-cap
     # (Gemma 2), grouped heads of 32 dims with QK-norm (Qwen3).
     "gemma2-long": dict(model_type="gemma2", num_hidden_layers=2, num_key_value_heads=2,

@@ -5,9 +5,9 @@
 // * a block of 4 warps owns 64 query rows of one head, a warp 16 of them;
 //   each lane holds its two rows' (group, group + 8) query fragments, scaled
 //   and rounded to 16 bits, for the whole walk;
-// * the block walks the positions its rows can see in tiles of 64: all 128
+// * the block walks the positions its rows can see in tiles of 32: all 128
 //   threads copy the tile's keys and (transposed) values from the f32 caches
-//   into shared memory as 16-bit values, then each warp computes its 16 x 64
+//   into shared memory as 16-bit values, then each warp computes its 16 x 32
 //   scores S = Q K^T, applies the soft-cap, position bias and the causal /
 //   window / length masks, and folds them into a running (max, sum, output)
 //   per row: the accumulators of S are already the A fragments of P V (two
@@ -234,7 +234,10 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       for (int32_t offset : {1, 2})
         l = g.fadd(l, gpu::ShuffleOp::create(b, loc, l, offset, 32, gpu::ShuffleMode::XOR)
                           .getShuffleResult());
-      inv[r] = g.fdiv(g.f32(1.0), l);
+      // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
+      // products' result: IEEE division calls a slow-path subroutine whose
+      // calling convention spilled registers on sm_90.
+      inv[r] = arith::DivFOp::create(b, loc, g.f32(1.0), l, arith::FastMathFlags::afn);
     }
     for (int r = 0; r < 2; ++r)
       g.ifThen(g.lt(row[r], o.T), [&] {

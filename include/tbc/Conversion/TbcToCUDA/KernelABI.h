@@ -51,7 +51,7 @@ constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// both products (QK^T and PV) on tensor cores with an online softmax in
 /// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
 /// split-KV kernel in the same function instead.
-constexpr int64_t kFlashRows = kMmaRows * kAttentionSplit, kFlashKeys = 64,
+constexpr int64_t kFlashRows = kMmaRows * kAttentionSplit, kFlashKeys = 32,
                   kFlashMaxHeadDim = 128, kFlashMinRows = kMmaRows;
 
 struct Launch {
