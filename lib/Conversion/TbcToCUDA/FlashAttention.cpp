@@ -178,17 +178,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           score[nt] = acc;
         }
         // Online softmax of the two rows; the 4 lanes of a row agree on its
-        // max through two butterfly steps.
+        // max.
         Value base[2], corr[2], sum[2];
         SmallVector<Value> next(4);
         for (int r = 0; r < 2; ++r) {
           Value m = negInf;
           for (int64_t nt = 0; nt < keyTiles; ++nt)
             m = g.fmax(m, g.fmax(score[nt][2 * r], score[nt][2 * r + 1]));
-          for (int32_t offset : {1, 2})
-            m = g.fmax(m, gpu::ShuffleOp::create(b, loc, m, offset, 32, gpu::ShuffleMode::XOR)
-                              .getShuffleResult());
-          Value mNew = g.fmax(s[r], m);
+          Value mNew = g.fmax(s[r], g.rowQuadMax(m));
           Value allMasked = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
           base[r] = g.select(allMasked, g.f32(0.0), mNew);
           corr[r] = g.exp(g.fsub(s[r], base[r]));
@@ -230,10 +227,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     // out = O / (the row's sum over its 4 lanes).
     Value inv[2];
     for (int r = 0; r < 2; ++r) {
-      Value l = state[2 + r];
-      for (int32_t offset : {1, 2})
-        l = g.fadd(l, gpu::ShuffleOp::create(b, loc, l, offset, 32, gpu::ShuffleMode::XOR)
-                          .getShuffleResult());
+      Value l = g.rowQuadSum(state[2 + r]);
       // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
       // products' result: IEEE division calls a slow-path subroutine whose
       // calling convention spilled registers on sm_90.

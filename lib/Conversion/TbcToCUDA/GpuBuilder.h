@@ -19,6 +19,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <initializer_list>
+
 namespace tbc::cuda {
 
 using mlir::Location;
@@ -107,12 +109,27 @@ struct GpuBuilder {
     b.setInsertionPointToStart(i.thenBlock());
     body();
   }
+  /// v combined with its XOR-butterfly partners `offsets` apart, in every
+  /// lane: {16, 8, 4, 2, 1} spans the warp, {1, 2} the 4 lanes of an mma
+  /// fragment row (lane / 4).
+  Value butterfly(Value v, std::initializer_list<int32_t> offsets,
+                  llvm::function_ref<Value(Value, Value)> combine) {
+    for (int32_t offset : offsets)
+      v = combine(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+    return v;
+  }
   /// The sum of `v` over the 32 lanes of a warp, in every lane.
   Value warpSum(Value v) {
-    for (int32_t offset : {16, 8, 4, 2, 1})
-      v = fadd(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
-    return v;
+    return butterfly(v, {16, 8, 4, 2, 1}, [&](Value x, Value y) { return fadd(x, y); });
+  }
+  /// The sum / max of `v` over the 4 lanes that hold one row of an mma
+  /// fragment (MmaHalf), in each of them.
+  Value rowQuadSum(Value v) {
+    return butterfly(v, {1, 2}, [&](Value x, Value y) { return fadd(x, y); });
+  }
+  Value rowQuadMax(Value v) {
+    return butterfly(v, {1, 2}, [&](Value x, Value y) { return fmax(x, y); });
   }
 };
 

@@ -86,8 +86,8 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
 
 bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed) {
   auto a = dyn_cast<AttentionOp>(op);
-  return allowed && a && (weightType == "bf16" || weightType == "f16") && a.getHeadDim() % kMmaK == 0 &&
-         a.getHeadDim() <= kFlashMaxHeadDim;
+  return allowed && a && (weightType == "bf16" || weightType == "f16") &&
+         a.getHeadDim() % kMmaK == 0 && a.getHeadDim() <= kFlashMaxHeadDim;
 }
 
 SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType,
@@ -687,11 +687,7 @@ private:
   /// A projection on tensor cores: a warp computes kMmaRows token rows x
   /// kMmaCols output columns (and, for a GLU, the matching up columns) with
   /// mma.sync m16n8k16, bf16 weights [out, in] and activations rounded to
-  /// bf16, accumulating in f32. Fragment layout (PTX ISA, mma.m16n8k16
-  /// .bf16): lane = 4 * group + quad; A registers hold rows group and
-  /// group + 8 at k = 2 * quad (+1) and 2 * quad + 8 (+1); B registers hold
-  /// column group at the same k; the accumulators rows group and group + 8 at
-  /// columns 2 * quad (+1).
+  /// bf16, accumulating in f32 (fragment layout: MmaHalf in GpuBuilder.h).
   LogicalResult mmaProjection(Value x, Value w, Value out, const Epilogue &e,
                               const InputGain &gain, double eps, const Rotary *rope) {
     using namespace cuda;
@@ -719,11 +715,7 @@ private:
                               [&](Value k, ValueRange acc) {
                                 return SmallVector<Value>{g.fadd(acc[0], f(k))};
                               })[0];
-          for (int32_t offset : {1, 2})
-            part = g.fadd(part, gpu::ShuffleOp::create(b, loc, part, offset, 32,
-                                                       gpu::ShuffleMode::XOR)
-                                    .getShuffleResult());
-          return part;
+          return g.rowQuadSum(part);
         };
         for (int r = 0; r < 2 && e.norm; ++r) {
           auto at = [&](Value k) { return g.load(x, {rows[r], k}); };
