@@ -93,13 +93,13 @@ struct Module::Impl {
   /// Session::profile()'s entries (kernel uses: a kernel and what it
   /// reads), zeroed, and the entry each step's time goes to.
   std::vector<Session::KernelTime> profileEntries;
+  std::vector<int> profileEntryOfStep;
+  void makeProfileEntries(const Module &m);
   /// The first of the steps after the last attention when all of them are
   /// row-independent (each output row needs only its input row), else
   /// steps.size(): with only the last position's logits wanted
   /// (LogitRows::Last), executors run these steps on the last row alone.
   size_t lastRowTail = 0;
-  std::vector<int> profileEntryOfStep;
-  void makeProfileEntries(const Module &m);
   /// The tensor taps (buffer by buffer id), in the order steps write them.
   std::vector<manifest::Tap> taps;
   /// Positions a sequence may reach: the rows of a learned position table.

@@ -222,7 +222,8 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       sessions.push_back(owned.back().get());
     }
     auto t0 = Clock::now();
-    // Generation needs the prompt's last logits only (LogitRows::Last).
+    // Generation needs the prompt's last logits only (LogitRows::Last, the
+    // default); --logits all times every position's.
     if (!Session::forwardBatch(sessions, prompts, out, error, prefillRows))
       return fail(error);
     bestPrefill = std::min(bestPrefill, secondsSince(t0));

@@ -90,7 +90,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                               g.fmul(g.load(o.queries, {t, g.add(d, 1)}), g.f32(scale))));
       }
 
-    // Positions some row of the block sees: [blockLo, blockHi); of the warp:
+    // Positions some row of the block sees: [lowest(r0), blockHi), walked
+    // from tileLo (that rounded down to a tile); some row of the warp:
     // [warpLo, warpHi).
     auto lowest = [&](Value rowBegin) {
       return window ? g.max(g.idx(0), g.sub(g.add(o.past, rowBegin), g.idx(window - 1)))
@@ -127,11 +128,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           return std::pair{g.select(inCache, lo, g.f32(0.0)), g.select(inCache, hi, g.f32(0.0))};
         };
         auto [k0, k1] = pairOf(o.keyCache);
-        auto keyPair = vector::FromElementsOp::create(
-            b, loc, VectorType::get({2}, half.type()),
-            ValueRange{arith::TruncFOp::create(b, loc, half.type(), k0),
-                       arith::TruncFOp::create(b, loc, half.type(), k1)});
-        vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
+        vector::StoreOp::create(b, loc, half.pair(k0, k1), o.keyTile, ValueRange{j, d})
+            .setAlignment(4);
         auto [v0, v1] = pairOf(o.valueCache);
         g.store(arith::TruncFOp::create(b, loc, half.type(), v0), o.valueTile, {d, j});
         g.store(arith::TruncFOp::create(b, loc, half.type(), v1), o.valueTile,
@@ -149,10 +147,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
         // position j0 + 8 nt + quadCol + i % 2.
         SmallVector<SmallVector<Value>> score(keyTiles);
-        Value keyRow = rowInGroup;
         for (int64_t nt = 0; nt < keyTiles; ++nt) {
           SmallVector<Value> acc(4, g.f32(0.0));
-          Value kr = g.add(keyRow, nt * kMmaCols);
+          Value kr = g.add(rowInGroup, nt * kMmaCols);
           for (int64_t ks = 0; ks < kSteps; ++ks) {
             Value k = g.add(quadCol, ks * kMmaK);
             acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),

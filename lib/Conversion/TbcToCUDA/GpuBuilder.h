@@ -146,16 +146,16 @@ struct MmaHalf {
   bool f16; // else bf16
 
   Type type() { return f16 ? Type(b.getF16Type()) : Type(b.getBF16Type()); }
-  /// Two f32 values as the packed 16-bit pair of an operand register (the
-  /// lower-indexed element in the low half, as mma.sync reads it).
-  Value pack(Value lo, Value hi) {
-    auto pair = mlir::VectorType::get({2}, type());
-    Value v = mlir::vector::FromElementsOp::create(
-        b, loc, pair,
+  /// Two f32 values rounded to a vector<2x16-bit> pair.
+  Value pair(Value lo, Value hi) {
+    return mlir::vector::FromElementsOp::create(
+        b, loc, mlir::VectorType::get({2}, type()),
         ValueRange{mlir::arith::TruncFOp::create(b, loc, type(), lo),
                    mlir::arith::TruncFOp::create(b, loc, type(), hi)});
-    return operand(v);
   }
+  /// Two f32 values as the packed 16-bit pair of an operand register (the
+  /// lower-indexed element in the low half, as mma.sync reads it).
+  Value pack(Value lo, Value hi) { return operand(pair(lo, hi)); }
   /// A vector<2x16-bit> pair as nvvm.mma.sync takes it: f16 as is, bf16
   /// packed in an i32 (MLIR 22 has no bf16 vector form for it).
   Value operand(Value pair) {
