@@ -62,7 +62,23 @@ for t in safetensors config module ir; do
   echo "== fuzzing $t for ${seconds}s"
   regress="$root/fuzz/regressions/$t"
   seeds=("$work/corpus-$t"); [ -d "$regress" ] && seeds+=("$regress")
-  (cd "$work" && "./${t}_fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-      -rss_limit_mb=4096 -print_final_stats=1 "${seeds[@]}" 2>&1 | tail -3) || status=1
+  log="$work/$t.log"
+  rm -f "$work/$t-artifacts/"* 2>/dev/null || true
+  mkdir -p "$work/$t-artifacts"
+  if (cd "$work" && "./${t}_fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$work/$t-artifacts/" "${seeds[@]}" >"$log" 2>&1); then
+    tail -3 "$log"
+  else
+    # CI keeps only this output: print the report and the input itself, so
+    # that a crash found on another machine can be reproduced here.
+    status=1
+    echo "!! ${t}_fuzzer failed; its report:"
+    grep -v -E '^#[0-9]+' "$log" | tail -60
+    for a in "$work/$t-artifacts/"*; do
+      [ -f "$a" ] || continue
+      echo "!! input $(basename "$a") ($(stat -c %s "$a") bytes), base64:"
+      head -c 16384 "$a" | base64 -w 120
+    done
+  fi
 done
 exit $status
