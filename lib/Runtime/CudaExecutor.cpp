@@ -489,6 +489,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     const std::vector<LaunchInfo> &launches = im.launches[step.kernel];
     for (size_t l = 0; l < launches.size(); ++l) {
       const LaunchInfo &li = launches[l];
+      if (!li.serves(rows))
+        continue; // a variant for chunks of another size
       int64_t gridY = std::min<int64_t>((rows + li.rowsPerBlock - 1) / li.rowsPerBlock, 65535);
       if (!check(d.cuLaunchKernel(executor_.functions_[step.kernel][l], unsigned(li.gridX),
                                   unsigned(gridY), 1, unsigned(li.blockX),

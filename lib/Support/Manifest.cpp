@@ -74,7 +74,8 @@ std::string kernel(size_t id, const Kernel &k) {
       s += std::string(i ? ", " : "") + "{\"symbol\": " + json::quote(l.symbol) +
            ", \"block\": " + ints(std::vector<int64_t>{l.blockX, l.blockY}) +
            ", \"grid_x\": " + std::to_string(l.gridX) +
-           ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) + "}";
+           ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) +
+           ", \"rows\": " + ints(std::vector<int64_t>{l.minRows, l.maxRows}) + "}";
     }
     s += "]";
   }
@@ -152,12 +153,31 @@ const json::Value *member(const json::Value &v, const char *key, json::Value::Ki
 
 bool readLaunch(const json::Value &l, Launch &info) {
   const json::Value *s = l.get("symbol"), *gx = l.get("grid_x"), *rows = l.get("rows_per_block");
-  std::vector<int64_t> b;
+  std::vector<int64_t> b, range;
   if (!s || !s->isString() || !readInts(l.get("block"), b) || b.size() != 2 || !gx ||
-      !gx->isInteger() || !rows || !rows->isInteger())
+      !gx->isInteger() || !rows || !rows->isInteger() || !readInts(l.get("rows"), range) ||
+      range.size() != 2)
     return false;
-  info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt()};
+  info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt(), range[0], range[1]};
   return true;
+}
+
+/// Whether every chunk size (1 row and up) is served by some launch: a
+/// chunk no launch serves would leave the kernel's results unwritten.
+bool coversEveryChunk(const std::vector<Launch> &launches) {
+  for (int64_t rows = 1;;) {
+    int64_t next = rows; // past the furthest range holding `rows`
+    for (const Launch &l : launches) {
+      if (!l.serves(rows))
+        continue;
+      if (l.maxRows == 0)
+        return true;
+      next = std::max(next, l.maxRows + 1);
+    }
+    if (next == rows)
+      return false;
+    rows = next;
+  }
 }
 } // namespace
 
@@ -311,8 +331,14 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         if (info.blockX < 1 || info.blockY < 1 || info.blockX * info.blockY > 1024 ||
             info.gridX < 1 || info.gridX > (int64_t(1) << 31) - 1 || info.rowsPerBlock < 1)
           return bad("kernel '" + kernel.symbol + "' has a launch outside the GPU's limits");
+        // (Bounded, so that coversEveryChunk's maxRows + 1 cannot overflow.)
+        if (info.minRows < 1 || info.maxRows < 0 || info.maxRows > (int64_t(1) << 40) ||
+            (info.maxRows && info.maxRows < info.minRows))
+          return bad("kernel '" + kernel.symbol + "' has a launch with a malformed row range");
         kernel.launches.push_back(std::move(info));
       }
+      if (!kernel.launches.empty() && !coversEveryChunk(kernel.launches))
+        return bad("kernel '" + kernel.symbol + "' has no launch for some chunk sizes");
     }
     const json::Value *sig = k.get("signature");
     if (!sig || !sig->isArray())

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 using namespace tbc;
 using namespace tbc::manifest;
 
@@ -73,13 +75,13 @@ TEST(Manifest, WrittenManifestReadsBack) {
 
 TEST(Manifest, AnotherVersionIsRefused) {
   std::string text = write(sample());
-  size_t at = text.find("\"version\": 2");
+  size_t at = text.find("\"version\": 3");
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 12, "\"version\": 1");
+  text.replace(at, 12, "\"version\": 2");
   Manifest out;
   std::string error;
   EXPECT_FALSE(read(text, out, error));
-  EXPECT_NE(error.find("this runtime reads version 2; compile the model again"),
+  EXPECT_NE(error.find("this runtime reads version 3; compile the model again"),
             std::string::npos)
       << error;
 }
@@ -96,6 +98,42 @@ TEST(Manifest, ReferencesAreChecked) {
   m.kernels[1].work->align = 0;
   EXPECT_FALSE(read(write(m), out, error));
   EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a malformed work range");
+}
+
+// Launch variants by chunk size: each serves its row range, and together
+// they must serve every chunk, or a chunk would leave the kernel's results
+// unwritten.
+TEST(Manifest, LaunchVariantsServeEveryChunkSize) {
+  Manifest m = sample();
+  m.kernels[1].launches = {Launch{"k1_linear_row1", 32, 8, 12, 1, 1, 1},
+                           Launch{"k1_linear_rows8", 32, 8, 12, 8, 2, 15},
+                           Launch{"k1_linear", 32, 4, 3, 16, 16, 0}};
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  const std::vector<Launch> &ls = out.kernels[1].launches;
+  ASSERT_EQ(ls.size(), 3u);
+  EXPECT_EQ(ls[1].minRows, 2);
+  EXPECT_EQ(ls[1].maxRows, 15);
+  EXPECT_TRUE(ls[0].serves(1));
+  EXPECT_FALSE(ls[0].serves(2));
+  EXPECT_TRUE(ls[1].serves(15));
+  EXPECT_FALSE(ls[1].serves(16));
+  EXPECT_TRUE(ls[2].serves(16));
+  EXPECT_TRUE(ls[2].serves(1 << 20));
+
+  m.kernels[1].launches[1].maxRows = 14; // 15 rows: no launch
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has no launch for some chunk sizes");
+  m.kernels[1].launches[1].maxRows = 1; // [2, 1]
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a launch with a malformed row range");
+  m.kernels[1].launches[1].maxRows = INT64_MAX;
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a launch with a malformed row range");
+  m.kernels[1].launches = {Launch{"k1_linear", 32, 4, 3, 16, 1, 64}}; // none past 64
+  EXPECT_FALSE(read(write(m), out, error));
+  EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has no launch for some chunk sizes");
 }
 
 TEST(Manifest, ConvertedWeightsCarryTheirType) {

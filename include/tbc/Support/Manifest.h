@@ -24,7 +24,7 @@
 namespace tbc::manifest {
 
 /// The manifest's format version: a runtime refuses any other.
-inline constexpr int64_t kVersion = 2;
+inline constexpr int64_t kVersion = 3;
 
 struct Model {
   std::string architecture;
@@ -86,10 +86,16 @@ struct WorkRange {
   int64_t align = 1;
 };
 
-/// One device function of a kernel and its launch geometry (CUDA).
+/// One device function of a kernel and its launch geometry (CUDA). A
+/// kernel's launches run in order, each only for chunks whose row count is
+/// in [minRows, maxRows] (maxRows 0: no bound), so that one op can have
+/// variants by chunk size (a GEMV for decoding, a tensor-core GEMM for
+/// prefill) and the runtime picks per call.
 struct Launch {
   std::string symbol;
   int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;
+  int64_t minRows = 1, maxRows = 0;
+  bool serves(int64_t rows) const { return rows >= minRows && (maxRows == 0 || rows <= maxRows); }
 };
 
 struct Kernel {

@@ -10,9 +10,11 @@
 // * norms (RMS with groups, Layer, add+norm): one warp per row (or group),
 //   two passes over it in registers' reach, butterfly shuffles for the sums;
 // * projections (plain and fused): one warp per output column and
-//   kProjectionRows token rows, so each weight row is read once per 8 tokens
-//   with 128-bit loads; the norm statistic is the prologue, bias / GLU /
-//   activation / soft-cap the epilogue, exactly as `tbc.fused_linear` says;
+//   kProjectionRows token rows (one when decoding a token: a GEMV), so each
+//   weight row is read once per 8 tokens with 128-bit loads; with 16-bit
+//   weights, chunks of 16 rows and up on tensor cores instead. The norm
+//   statistic is the prologue, bias / GLU / activation / soft-cap the
+//   epilogue, exactly as `tbc.fused_linear` says;
 // * attention: in 16-bit modules, a flash kernel on tensor cores for
 //   chunks of 16 rows or more (FlashAttention.cpp); otherwise (decoding, f32
 //   modules) one block per (query row, head), its warps each an online
@@ -90,23 +92,36 @@ bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed)
          a.getHeadDim() % kMmaK == 0 && a.getHeadDim() <= kFlashMaxHeadDim;
 }
 
-SmallVector<cuda::Launch, 2> cuda::launchesFor(Operation *op, StringRef weightType,
+SmallVector<cuda::Launch, 3> cuda::launchesFor(Operation *op, StringRef weightType,
                                                bool flashAttention) {
-  auto pointwise = [](int64_t width) {
-    return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1};
+  auto pointwise = [](int64_t width, Body body = Body::op) {
+    return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
-  if (auto a = dyn_cast<AttentionOp>(op))
-    return {pointwise(a.getNumKvHeads() * a.getHeadDim()) /*append*/,
-            Launch{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()),
-                   usesFlashAttention(a, weightType, flashAttention) ? kFlashRows : 1}};
-  if (usesTensorCores(op, weightType))
-    return {Launch{"", 32, kMmaWarps,
-                   ceilDiv(ceilDiv(cast<ProjectionOpInterface>(op).getResultWidth(), kMmaCols),
-                           kMmaWarps),
-                   kMmaRows}};
-  if (auto p = dyn_cast<ProjectionOpInterface>(op))
-    return {Launch{"", 32, kWarpsPerBlock, ceilDiv(p.getResultWidth(), kWarpsPerBlock),
-                   kProjectionRows}};
+  if (auto a = dyn_cast<AttentionOp>(op)) {
+    Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
+    Launch splitKv{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()), 1, Body::splitKv};
+    if (!usesFlashAttention(a, weightType, flashAttention))
+      return {append, splitKv};
+    splitKv.maxRows = kFlashMinRows - 1;
+    return {append, splitKv,
+            Launch{"_attend_flash", 32, kAttentionSplit, int64_t(a.getNumHeads()), kFlashRows,
+                   Body::flash, kFlashMinRows}};
+  }
+  if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
+    // Decoding one token: a GEMV; a few rows: kProjectionRows per weight
+    // read; with 16-bit weights, chunks of kMmaRows and up on tensor cores.
+    int64_t fmaGrid = ceilDiv(p.getResultWidth(), kWarpsPerBlock);
+    bool mma = usesTensorCores(op, weightType);
+    SmallVector<Launch, 3> variants{
+        Launch{"_row1", 32, kWarpsPerBlock, fmaGrid, 1, Body::fma, 1, 1},
+        Launch{mma ? "_rows8" : "", 32, kWarpsPerBlock, fmaGrid, kProjectionRows, Body::fma, 2,
+               mma ? kMmaRows - 1 : 0}};
+    if (mma)
+      variants.push_back(Launch{"", 32, kMmaWarps,
+                                ceilDiv(ceilDiv(p.getResultWidth(), kMmaCols), kMmaWarps),
+                                kMmaRows, Body::mma, kMmaRows});
+    return variants;
+  }
   if (auto n = dyn_cast<NormOpInterface>(op))
     return {Launch{"", 32, kWarpsPerBlock, ceilDiv(n.getNumGroups(), kWarpsPerBlock), 1}};
   if (isa<AddNormOp>(op))
@@ -181,19 +196,18 @@ public:
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = Value();
-      if (auto a = dyn_cast<AttentionOp>(op); a && !launch.suffix.empty()) {
-        workgroup = fn.addWorkgroupAttribution(attentionPartsType(a), loc);
-        if (cuda::usesFlashAttention(a, weightType, flash)) {
-          flashKeys = fn.addWorkgroupAttribution(
-              cuda::flashKeyTileType(ctx, halfType(), a.getHeadDim()), loc);
-          flashValues = fn.addWorkgroupAttribution(
-              cuda::flashValueTileType(ctx, halfType(), a.getHeadDim()), loc);
-          // The tiles are read as 32-bit pairs: a 16-bit array would be
-          // only 2-byte aligned.
-          for (unsigned i : {1u, 2u})
-            fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                           b.getI64IntegerAttr(16));
-        }
+      if (launch.body == cuda::Body::splitKv)
+        workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
+      if (launch.body == cuda::Body::flash) {
+        int64_t D = cast<AttentionOp>(op).getHeadDim();
+        flashKeys = fn.addWorkgroupAttribution(cuda::flashKeyTileType(ctx, halfType(), D), loc);
+        flashValues =
+            fn.addWorkgroupAttribution(cuda::flashValueTileType(ctx, halfType(), D), loc);
+        // The tiles are read as 32-bit pairs: a 16-bit array would be only
+        // 2-byte aligned.
+        for (unsigned i : {0u, 1u})
+          fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                         b.getI64IntegerAttr(16));
       }
       b.setInsertionPointToStart(&fn.getBody().front());
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
@@ -235,14 +249,15 @@ private:
                      ValueRange out, ValueRange caches) {
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](AttentionOp a) {
-          if (launch.suffix.empty())
+          if (launch.body == cuda::Body::cacheAppend)
             return appendToCaches(in[1], in[2], caches);
-          return attention(a, in[0], a.getRelativeBias() ? in[3] : Value(), caches, out[0]);
+          return attention(a, launch.body, in[0], a.getRelativeBias() ? in[3] : Value(),
+                           caches, out[0]);
         })
         .Case([&](LinearOp l) {
-          return projection(in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {}, out[0],
-                            std::nullopt, 0.0, std::nullopt, false, std::nullopt, nullptr,
-                            cuda::usesTensorCores(l, weightType));
+          return projection(launch, in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {},
+                            out[0], std::nullopt, 0.0, std::nullopt, false, std::nullopt,
+                            nullptr);
         })
         .Case([&](FusedLinearOp f) {
           unsigned next = 2;
@@ -260,10 +275,9 @@ private:
             rope.emplace(b, loc, attr, gpuModule, "rope_inv_freq_" + std::to_string(index),
                          positions, lengths);
           }
-          return projection(in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
+          return projection(launch, in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
-                            f.getGlu(), cap, rope ? &*rope : nullptr,
-                            cuda::usesTensorCores(f, weightType));
+                            f.getGlu(), cap, rope ? &*rope : nullptr);
         })
         .Case([&](NormOpInterface n) {
           return rowNorm(n.getNormKind(), Value(), in[0], in[1],
@@ -449,8 +463,6 @@ private:
     return success();
   }
 
-  /// One warp per output column o and kProjectionRows token rows:
-  /// z = prologue(x W[o]^T) + b[o], then the epilogue.
   /// The projection epilogue for one output element: accumulator `z(h)`
   /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
   /// activation, then the soft-cap, exactly as tbc.fused_linear says.
@@ -547,19 +559,26 @@ private:
   Value boolean(bool v) { return arith::ConstantOp::create(b, loc, b.getBoolAttr(v)); }
   Value negate(Value c) { return arith::XOrIOp::create(b, loc, c, boolean(true)); }
 
-  LogicalResult projection(Value x, Value w, Value bias, Value corr, const InputGain &gain,
-                           Value out, std::optional<NormKind> norm, double eps,
-                           std::optional<Activation> act, bool glu,
-                           std::optional<double> cap, const Rotary *rope, bool tensorCores) {
+  /// A projection: on tensor cores (Body::mma), or on the FMA units with one
+  /// warp per output column o and launch.rowsPerBlock token rows:
+  /// z = prologue(x W[o]^T) + b[o], then the epilogue.
+  LogicalResult projection(const cuda::Launch &launch, Value x, Value w, Value bias, Value corr,
+                           const InputGain &gain, Value out, std::optional<NormKind> norm,
+                           double eps, std::optional<Activation> act, bool glu,
+                           std::optional<double> cap, const Rotary *rope) {
     Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
-    if (tensorCores)
+    if (launch.body == cuda::Body::mma)
       return mmaProjection(x, w, out, e, gain, eps, rope);
-    constexpr int64_t R = cuda::kProjectionRows;
+    const int64_t R = launch.rowsPerBlock;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
+    // 16-bit weights (those the tensor-core variant reads: K % kMmaK == 0)
+    // come 8 per 128-bit load, widened to f32 in registers; f32 weights 4.
+    bool halfWeights = !wType.getElementType().isF32();
     int64_t K = width(x), N = width(out);
-    int64_t V = K % 4 == 0 ? 4 : 1; // 128-bit loads when rows allow
-    auto vec = VectorType::get({V}, b.getF32Type());
+    int64_t V = halfWeights ? 8 : K % 4 == 0 ? 4 : 1; // weights per lane per step
+    int64_t A = std::min<int64_t>(V, 4);               // accumulator width
+    auto vec = VectorType::get({A}, b.getF32Type());
     Value lane = g.tid(gpu::Dimension::x);
     Value o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
                     g.tid(gpu::Dimension::y));
@@ -570,22 +589,35 @@ private:
                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}});
       transposed = false;
     }
-    auto loadW = [&](Value row, Value k) -> Value {
+    // W[row, k .. k + V) as V / A vectors of A floats.
+    auto loadW = [&](Value row, Value k) -> SmallVector<Value, 2> {
       if (V == 1) {
         SmallVector<Value> at{row, k};
         if (transposed) // [out, in, 1]: row-major with a unit trailing dim
           at.push_back(g.idx(0));
-        return vector::BroadcastOp::create(b, loc, vec, g.load(w, at));
+        return {vector::BroadcastOp::create(b, loc, vec, g.load(w, at))};
       }
-      auto load = vector::LoadOp::create(b, loc, vec, w, ValueRange{row, k});
-      load.setAlignment(16); // rows of K % 4 == 0 floats from a 256-byte base
-      return load;
+      auto raw = VectorType::get({V}, wType.getElementType());
+      auto load = vector::LoadOp::create(b, loc, raw, w, ValueRange{row, k});
+      load.setAlignment(16); // rows of K % V == 0 elements from a 256-byte base
+      if (!halfWeights)
+        return {load};
+      Value wide =
+          arith::ExtFOp::create(b, loc, VectorType::get({V}, b.getF32Type()), load.getResult());
+      SmallVector<Value, 2> parts;
+      for (int64_t s = 0; s < V; s += A)
+        parts.push_back(vector::ExtractStridedSliceOp::create(
+            b, loc, wide, ArrayRef<int64_t>{s}, ArrayRef<int64_t>{A}, ArrayRef<int64_t>{1}));
+      return parts;
     };
-    auto loadX = [&](Value t, Value k) -> Value {
+    // x[t, k + s * A .. + A) times the input gain, for each part s of loadW.
+    auto loadX = [&](Value t, Value k, int64_t s) -> Value {
       if (V == 1)
         return vector::BroadcastOp::create(b, loc, vec,
                                            gain.apply(g, b, loc, g.load(x, {t, k}), k));
-      return gain.apply(g, b, loc, vector::LoadOp::create(b, loc, vec, x, ValueRange{t, k}), k);
+      Value ks = g.add(k, s * A);
+      return gain.apply(g, b, loc, vector::LoadOp::create(b, loc, vec, x, ValueRange{t, ks}),
+                        ks);
     };
     g.ifThen(g.lt(o, N), [&] {
       forRowTiles(R, [&](Value t0) {
@@ -615,18 +647,32 @@ private:
         }
         // Main loop: R dot products per weight row read (a GLU's gate and
         // up rows, a RoPE pair's two rows).
+        // Decoding reads each weight once per token: the GEMV (R == 1)
+        // issues U steps' loads before their FMAs, so that more of the
+        // weight is in flight per warp (the loop is not unrolled otherwise).
+        int64_t U = 1;
+        while (R == 1 && U < 4 && K % (2 * U * 32 * V) == 0)
+          U *= 2;
         auto dot = [&](ArrayRef<Value> weightRows) {
           SmallVector<Value> init(R * weightRows.size(), zero);
           return g.loop(
-              g.mul(lane, V), g.idx(K), g.idx(32 * V), init, [&](Value k, ValueRange a) {
-                SmallVector<Value> wv;
-                for (Value row : weightRows)
-                  wv.push_back(loadW(row, k));
-                SmallVector<Value> next;
-                for (size_t h = 0; h < wv.size(); ++h)
+              g.mul(lane, V), g.idx(K), g.idx(32 * V * U), init, [&](Value k0, ValueRange a) {
+                SmallVector<Value> ks;
+                SmallVector<SmallVector<SmallVector<Value, 2>>> wv(U); // [u][row][part]
+                for (int64_t u = 0; u < U; ++u) {
+                  ks.push_back(u ? g.add(k0, u * 32 * V) : k0);
+                  for (Value row : weightRows)
+                    wv[u].push_back(loadW(row, ks[u]));
+                }
+                SmallVector<Value> next(a.begin(), a.end());
+                for (int64_t u = 0; u < U; ++u)
                   for (int64_t r = 0; r < R; ++r)
-                    next.push_back(vector::FMAOp::create(b, loc, loadX(rows[r], k), wv[h],
-                                                         a[h * R + r]));
+                    for (size_t s = 0; s < wv[u][0].size(); ++s) {
+                      Value xv = loadX(rows[r], ks[u], int64_t(s));
+                      for (size_t h = 0; h < weightRows.size(); ++h)
+                        next[h * R + r] =
+                            vector::FMAOp::create(b, loc, xv, wv[u][h][s], next[h * R + r]);
+                    }
                 return next;
               });
         };
@@ -834,24 +880,19 @@ private:
 
   /// The attend launch: the flash kernel (FlashAttention.h) where the op
   /// and the module's weight type allow it, else the split-KV kernel.
-  LogicalResult attention(AttentionOp a, Value q, Value relativeTable, ValueRange caches,
-                          Value out) {
+  /// Decoding (a few rows) runs the split-KV kernel even where the flash
+  /// kernel exists: a flash block's 64 rows would be mostly idle, and it
+  /// would read the cache with one block per head instead of
+  /// kAttentionSplit warps per row.
+  LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value relativeTable,
+                          ValueRange caches, Value out) {
     PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
                       relativeTable);
-    if (!cuda::usesFlashAttention(a, weightType, flash)) {
+    if (body == cuda::Body::flash)
+      cuda::emitFlashAttention(g, half(), a, bias,
+                               {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
+    else
       splitKvAttention(a, q, bias, caches, out);
-      return success();
-    }
-    // Decoding (a few rows) keeps the split-KV kernel: a flash block's 64
-    // rows would be mostly idle, and it would read the cache with one block
-    // per head instead of kAttentionSplit warps per row.
-    auto small = scf::IfOp::create(b, loc, g.lt(T, cuda::kFlashMinRows), /*withElse=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(small.thenBlock());
-    splitKvAttention(a, q, bias, caches, out);
-    b.setInsertionPointToStart(small.elseBlock());
-    cuda::emitFlashAttention(g, half(), a, bias,
-                             {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
     return success();
   }
 

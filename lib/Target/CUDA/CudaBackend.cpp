@@ -119,7 +119,7 @@ public:
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
                            options.cudaFlashAttention))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
-                     l.rowsPerBlock});
+                     l.rowsPerBlock, l.minRows, l.maxRows});
     return out;
   }
 

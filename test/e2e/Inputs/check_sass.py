@@ -2,7 +2,9 @@
 """Assembles every PTX object of a `tbc compile --emit ptx` output with ptxas
 and reads the machine code (cuobjdump -sass, or nvdisasm): for each
 architecture, prints how many projection kernels (k<N>_linear,
-k<N>_fused_linear) and attention kernels (k<N>_attention_attend) hold
+k<N>_fused_linear: the variant for chunks of 16 rows and up; the decoding
+variants, _row1 and _rows8, are FMA GEMVs) and attention kernels
+(k<N>_attention_attend, the split-KV kernel, and _attend_flash) hold
 tensor-core instructions (HMMA) and names the projections that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
@@ -30,7 +32,7 @@ for chip, ptx in objects:
             projections += 1
             if "HMMA" not in f:
                 without.append(name)
-        elif re.fullmatch(r"k\d+_attention_attend", name):
+        elif re.fullmatch(r"k\d+_attention_attend(_flash)?", name):
             attention += 1
             flash += "HMMA" in f
     print(f"{chip}: {projections - len(without)}/{projections} projection kernels use HMMA"

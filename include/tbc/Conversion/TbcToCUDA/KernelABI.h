@@ -5,7 +5,9 @@
 // it in the manifest for the runtime's CUDA executor):
 //
 // * Every outlined tbc kernel becomes one or more `gpu.func`s, launched in
-//   order (attention: append the chunk to the key/value caches, then attend).
+//   order (attention: append the chunk to the key/value caches, then attend),
+//   each for the chunk sizes in its row range: an op can have variants by
+//   chunk size, of which the runtime launches the one serving the chunk.
 // * Each takes the kernel's operands, its results, the key/value caches
 //   (attention), then two i64 scalars: T (rows of the chunk) and the number
 //   of positions cached before it. Activations are [T, width] memrefs with a
@@ -34,7 +36,9 @@ constexpr int64_t kPointwiseBlock = 256;
 /// Warps of a block in row-reduction and projection kernels.
 constexpr int64_t kWarpsPerBlock = 8;
 /// Token rows a projection warp computes at once (each weight row it reads
-/// serves this many tokens).
+/// serves this many tokens) in the FMA kernel; a chunk of one row (decoding
+/// a token) has its own variant computing one, as a GEMV: the weight is read
+/// once either way, and the 7 clamped rows would only cost loads and FMAs.
 constexpr int64_t kProjectionRows = 8;
 /// Warps that share one (query row, head) of attention, each taking every
 /// kAttentionSplit-th cached position (split-KV): a long cache is read by
@@ -43,6 +47,9 @@ constexpr int64_t kAttentionSplit = 4;
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
+/// Chunks of fewer than kMmaRows rows (decoding) would leave most of each
+/// tile idle: they run the FMA kernel's variants, reading the same 16-bit
+/// weights with 128-bit loads.
 constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// Flash attention (modules with 16-bit weights, head dims a multiple of 16
 /// up to kFlashMaxHeadDim): a block of kAttentionSplit warps takes
@@ -50,15 +57,27 @@ constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// visible cached positions in tiles of kFlashKeys staged in shared memory,
 /// both products (QK^T and PV) on tensor cores with an online softmax in
 /// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
-/// split-KV kernel in the same function instead.
+/// split-KV kernel, a variant of its own.
 constexpr int64_t kFlashRows = kMmaRows * kAttentionSplit, kFlashKeys = 32,
                   kFlashMaxHeadDim = 128, kFlashMinRows = kMmaRows;
+
+/// What a gpu.func of an op computes, where the op has more than one.
+enum class Body {
+  op,          // the op itself, the only function (norms, pointwise ops)
+  cacheAppend, // attention: the chunk's keys and values into the caches
+  splitKv,     // attention: kAttentionSplit warps per (query row, head)
+  flash,       // attention: the flash kernel on tensor cores
+  fma,         // projection: a warp per output column, rowsPerBlock rows
+  mma,         // projection: tensor-core tiles
+};
 
 struct Launch {
   std::string suffix; // appended to the kernel's symbol
   int64_t blockX = 1, blockY = 1;
   int64_t gridX = 1;
   int64_t rowsPerBlock = 1;
+  Body body = Body::op;
+  int64_t minRows = 1, maxRows = 0; // the chunks it serves (0: no bound)
 };
 
 /// Whether the projection `op` runs on tensor cores when weights are stored
@@ -76,7 +95,7 @@ bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
 bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool allowed = true);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
-llvm::SmallVector<Launch, 2> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
+llvm::SmallVector<Launch, 3> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
                                          bool flashAttention = true);
 
 /// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
