@@ -54,7 +54,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Location loc = g.loc;
   const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
   const int64_t Bc = kFlashKeys, kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
-                dimTiles = D / kMmaCols, threads = 32 * kAttentionSplit;
+                dimTiles = D / kMmaCols, threads = 32 * kFlashWarps;
   const double scale = a.getScale().convertToDouble();
   std::optional<double> cap;
   if (a.getSoftcap())

@@ -99,12 +99,12 @@ SmallVector<cuda::Launch, 3> cuda::launchesFor(Operation *op, StringRef weightTy
   };
   if (auto a = dyn_cast<AttentionOp>(op)) {
     Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
-    Launch splitKv{"_attend", 32, kAttentionSplit, int64_t(a.getNumHeads()), 1, Body::splitKv};
+    Launch splitKv{"_attend", 32, kSplitKvWarps, int64_t(a.getNumHeads()), 1, Body::splitKv};
     if (!usesFlashAttention(a, weightType, flashAttention))
       return {append, splitKv};
     splitKv.maxRows = kFlashMinRows - 1;
     return {append, splitKv,
-            Launch{"_attend_flash", 32, kAttentionSplit, int64_t(a.getNumHeads()), kFlashRows,
+            Launch{"_attend_flash", 32, kFlashWarps, int64_t(a.getNumHeads()), kFlashRows,
                    Body::flash, kFlashMinRows}};
   }
   if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
@@ -239,7 +239,7 @@ private:
   MemRefType attentionPartsType(AttentionOp a) {
     int64_t stride = 2 + 32 * ceilDiv(a.getHeadDim(), 32);
     return MemRefType::get(
-        {cuda::kAttentionSplit, stride}, b.getF32Type(), MemRefLayoutAttrInterface(),
+        {cuda::kSplitKvWarps, stride}, b.getF32Type(), MemRefLayoutAttrInterface(),
         gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   }
 
@@ -883,7 +883,7 @@ private:
   /// Decoding (a few rows) runs the split-KV kernel even where the flash
   /// kernel exists: a flash block's 64 rows would be mostly idle, and it
   /// would read the cache with one block per head instead of
-  /// kAttentionSplit warps per row.
+  /// kSplitKvWarps warps per row.
   LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value relativeTable,
                           ValueRange caches, Value out) {
     PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
@@ -897,12 +897,13 @@ private:
   }
 
   /// One block per (query row, head): warp w runs an online softmax over
-  /// the visible positions lo + w, lo + w + S, ... (S = kAttentionSplit), then
-  /// warp 0 merges the S partial (max, sum, weighted values) from shared
-  /// memory: max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
+  /// the visible positions in runs of P = kSplitKvPositions, the runs
+  /// starting at lo + P w, lo + P (w + S), ... (S = kSplitKvWarps), then warp
+  /// 0 merges the S partial (max, sum, weighted values) from shared memory:
+  /// max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
   void splitKvAttention(AttentionOp a, Value q, const PositionBias &bias, ValueRange caches,
                         Value out) {
-    constexpr int64_t S = cuda::kAttentionSplit;
+    constexpr int64_t S = cuda::kSplitKvWarps, P = cuda::kSplitKvPositions;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
     int64_t perLane = ceilDiv(D, 32);
@@ -932,23 +933,53 @@ private:
       SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)};
       for (int64_t i = 0; i < perLane; ++i)
         init.push_back(g.f32(0.0));
-      SmallVector<Value> state =
-          g.loop(g.add(lo, warp), hi, g.idx(S), init, [&](Value j, ValueRange s) {
-            Value part = g.f32(0.0);
-            for (int64_t i = 0; i < perLane; ++i)
-              part = g.fma(qv[i], g.load(caches[0], {j, g.add(kvCol, dims[i])}), part);
-            Value score = g.warpSum(part);
-            if (cap)
-              score = emitSoftcap(b, loc, *cap, score);
-            if (Value term = bias.at(b, loc, h, p, j))
-              score = g.fadd(score, term);
-            Value m = g.fmax(s[0], score);
+      SmallVector<Value> state = g.loop(
+          g.add(lo, g.mul(warp, P)), hi, g.idx(S * P), init, [&](Value j0, ValueRange s) {
+            // Positions j0 .. j0 + P - 1, those at hi or past it read the
+            // last visible one and weigh 0 (score -inf); j0 < hi, so the
+            // run's max is finite and no weight is e^(-inf + inf).
+            Value last = g.sub(hi, g.idx(1));
+            SmallVector<Value> j(P), visible(P), keys, values;
+            for (int64_t r = 0; r < P; ++r) {
+              Value jr = g.add(j0, r);
+              visible[r] = g.lt(jr, hi);
+              j[r] = g.min(jr, last);
+            }
+            // Every load of the run first, so that they are in flight together.
+            for (int64_t r = 0; r < P; ++r)
+              for (int64_t i = 0; i < perLane; ++i) {
+                keys.push_back(g.load(caches[0], {j[r], g.add(kvCol, dims[i])}));
+                values.push_back(g.load(caches[1], {j[r], g.add(kvCol, dims[i])}));
+              }
+            SmallVector<Value> score(P);
+            Value m = s[0];
+            for (int64_t r = 0; r < P; ++r) {
+              Value part = g.f32(0.0);
+              for (int64_t i = 0; i < perLane; ++i)
+                part = g.fma(qv[i], keys[r * perLane + i], part);
+              score[r] = g.warpSum(part);
+              if (cap)
+                score[r] = emitSoftcap(b, loc, *cap, score[r]);
+              if (Value term = bias.at(b, loc, h, p, j[r]))
+                score[r] = g.fadd(score[r], term);
+              score[r] = g.select(visible[r], score[r],
+                                  g.f32(-std::numeric_limits<float>::infinity()));
+              m = g.fmax(m, score[r]);
+            }
             Value corr = g.exp(g.fsub(s[0], m));
-            Value pj = g.exp(g.fsub(score, m));
-            SmallVector<Value> next{m, g.fadd(g.fmul(s[1], corr), pj)};
-            for (int64_t i = 0; i < perLane; ++i)
-              next.push_back(g.fma(pj, g.load(caches[1], {j, g.add(kvCol, dims[i])}),
-                                   g.fmul(s[2 + i], corr)));
+            SmallVector<Value> weight(P);
+            Value sum = g.fmul(s[1], corr);
+            for (int64_t r = 0; r < P; ++r) {
+              weight[r] = g.exp(g.fsub(score[r], m));
+              sum = g.fadd(sum, weight[r]);
+            }
+            SmallVector<Value> next{m, sum};
+            for (int64_t i = 0; i < perLane; ++i) {
+              Value acc = g.fmul(s[2 + i], corr);
+              for (int64_t r = 0; r < P; ++r)
+                acc = g.fma(weight[r], values[r * perLane + i], acc);
+              next.push_back(acc);
+            }
             return next;
           });
       // A warp that saw no position keeps max -inf and sums 0: its weight

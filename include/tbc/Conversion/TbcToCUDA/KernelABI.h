@@ -40,10 +40,13 @@ constexpr int64_t kWarpsPerBlock = 8;
 /// a token) has its own variant computing one, as a GEMV: the weight is read
 /// once either way, and the 7 clamped rows would only cost loads and FMAs.
 constexpr int64_t kProjectionRows = 8;
-/// Warps that share one (query row, head) of attention, each taking every
-/// kAttentionSplit-th cached position (split-KV): a long cache is read by
-/// that many warps at once, their partial softmaxes combined in shared memory.
-constexpr int64_t kAttentionSplit = 4;
+/// Split-KV attention (decoding, and f32 modules): kSplitKvWarps warps
+/// share one (query row, head), each taking kSplitKvPositions consecutive
+/// cached positions of every kSplitKvWarps * kSplitKvPositions, their partial
+/// softmaxes combined in shared memory. Decoding has a block per head only,
+/// so a long cache is read by that many warps at once, and each warp has the
+/// loads of kSplitKvPositions positions in flight before it reduces.
+constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
@@ -52,20 +55,20 @@ constexpr int64_t kAttentionSplit = 4;
 /// weights with 128-bit loads.
 constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// Flash attention (modules with 16-bit weights, head dims a multiple of 16
-/// up to kFlashMaxHeadDim): a block of kAttentionSplit warps takes
+/// up to kFlashMaxHeadDim): a block of kFlashWarps warps takes
 /// kFlashRows query rows of one head, kMmaRows per warp, and walks the
 /// visible cached positions in tiles of kFlashKeys staged in shared memory,
 /// both products (QK^T and PV) on tensor cores with an online softmax in
 /// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
 /// split-KV kernel, a variant of its own.
-constexpr int64_t kFlashRows = kMmaRows * kAttentionSplit, kFlashKeys = 32,
+constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKeys = 32,
                   kFlashMaxHeadDim = 128, kFlashMinRows = kMmaRows;
 
 /// What a gpu.func of an op computes, where the op has more than one.
 enum class Body {
   op,          // the op itself, the only function (norms, pointwise ops)
   cacheAppend, // attention: the chunk's keys and values into the caches
-  splitKv,     // attention: kAttentionSplit warps per (query row, head)
+  splitKv,     // attention: kSplitKvWarps warps per (query row, head)
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
   mma,         // projection: tensor-core tiles
