@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 using namespace tbc;
 using namespace tbc::manifest;
@@ -165,19 +166,19 @@ bool readLaunch(const json::Value &l, Launch &info) {
 /// Whether every chunk size (1 row and up) is served by some launch: a
 /// chunk no launch serves would leave the kernel's results unwritten.
 bool coversEveryChunk(const std::vector<Launch> &launches) {
-  for (int64_t rows = 1;;) {
-    int64_t next = rows; // past the furthest range holding `rows`
-    for (const Launch &l : launches) {
-      if (!l.serves(rows))
-        continue;
-      if (l.maxRows == 0)
-        return true;
-      next = std::max(next, l.maxRows + 1);
-    }
-    if (next == rows)
+  std::vector<std::pair<int64_t, int64_t>> ranges; // sorted by their start
+  for (const Launch &l : launches)
+    ranges.emplace_back(l.minRows, l.maxRows);
+  std::sort(ranges.begin(), ranges.end());
+  int64_t next = 1; // the smallest chunk not yet served
+  for (auto [lo, hi] : ranges) {
+    if (lo > next)
       return false;
-    rows = next;
+    if (hi == 0)
+      return true;
+    next = std::max(next, hi + 1);
   }
+  return false;
 }
 } // namespace
 
