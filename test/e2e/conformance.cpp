@@ -1,6 +1,13 @@
 //===- conformance.cpp - compare a module with transformers' logits -------===//
 //
-//   tbc-conformance MODULE.tbcm FIXTURE_DIR [--tolerance 1e-4]
+//   tbc-conformance MODULE.tbcm FIXTURE_DIR [--tolerance 1e-4] [--batch-tolerance 1e-5]
+//
+// --batch-tolerance bounds batch-1 (a batched sequence against itself run
+// token by token). 1e-5 holds wherever a module computes a row the same way
+// whatever the chunk: not in a 16-bit CUDA module, whose kernels are
+// variants by chunk size that round differently (tensor-core projections
+// round activations to 16 bits, the decode GEMV does not; flash attention
+// rounds P, split-KV does not), so there it is the module's tolerance.
 //
 // FIXTURE_DIR comes from scripts/make_fixtures.py. Checks, each as
 // max |tbc - ref| / max |ref|:
@@ -88,13 +95,23 @@ int main(int argc, char **argv) {
   if (argc >= 2 && std::string(argv[1]) == "--compare")
     return compareNpy(argc, argv);
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T] [--batch-tolerance B]\n",
+                 argv[0]);
     return 2;
   }
   std::string modulePath = argv[1], dir = argv[2];
-  double tolerance = 1e-4;
-  if (argc >= 5 && std::string(argv[3]) == "--tolerance")
-    tolerance = std::atof(argv[4]);
+  double tolerance = 1e-4, batchTolerance = 1e-5;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--tolerance") {
+      tolerance = std::atof(argv[i + 1]);
+    } else if (flag == "--batch-tolerance") {
+      batchTolerance = std::atof(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "error: unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
 
   std::string error;
   std::unique_ptr<Module> module = Module::load(modulePath, error);
@@ -259,8 +276,9 @@ int main(int argc, char **argv) {
     }
     report("batch", batchWorst);
     // Against the same sequence run alone, token by token: within 1e-5
-    // (the batch's projections split and tile rows differently).
-    bool same = againstSingle <= 1e-5;
+    // (the batch's projections split and tile rows differently), or
+    // --batch-tolerance.
+    bool same = againstSingle <= batchTolerance;
     ok &= same;
     std::printf("batch-1  max|d|/max|one by one| = %.3g  %s\n", againstSingle,
                 same ? "ok" : "FAIL");

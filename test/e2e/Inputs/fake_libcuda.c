@@ -10,7 +10,13 @@
 // each launch's symbol and row count (the second-to-last parameter, as
 // TbcToCUDA/KernelABI.h orders them) as it happens.
 //
+// With FAKE_CUDA_EXECUTE=1, and ptx_emulator.cpp linked in, kernels do run:
+// the PTX is interpreted on the CPU (the module load fails on an instruction
+// the emulator does not know, a launch on a kernel fault).
+//
 // Built by the tests: cc -shared -fPIC -o DIR/libcuda.so.1 fake_libcuda.c
+// (with the emulator: cc -c -fPIC fake_libcuda.c, c++ -c -fPIC -O2
+// ptx_emulator.cpp, c++ -shared both objects).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +25,14 @@
 typedef int CUresult;
 enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, LAUNCH_FAILED = 719 };
 
+// The emulator (ptx_emulator.cpp), when linked in.
+void *ptx_emulator_load(const char *text, const char **error) __attribute__((weak));
+void *ptx_emulator_function(void *module, const char *name) __attribute__((weak));
+int ptx_emulator_launch(void *module, void *fn, const unsigned grid[3], const unsigned block[3],
+                        void **params, const char **error) __attribute__((weak));
+
 static char *ptx;      // the loaded module's text
+static void *emulated; // its parsed form, when kernels are executed
 static int launches;   // kernels launched, reported at exit with FAKE_CUDA_REPORT
 static double clock_us;
 
@@ -76,6 +89,13 @@ CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *o
   free(ptx);
   ptx = strdup((const char *)image);
   *module = ptx;
+  if (getenv("FAKE_CUDA_EXECUTE")) {
+    const char *error = "this fake libcuda was built without ptx_emulator.cpp";
+    if (!ptx_emulator_load || !(emulated = ptx_emulator_load(ptx, &error))) {
+      fprintf(stderr, "fake libcuda: %s\n", error);
+      return INVALID_PTX;
+    }
+  }
   return OK;
 }
 CUresult cuModuleUnload(void *module) { (void)module; return OK; }
@@ -93,7 +113,7 @@ static const char *entry(const char *name) {
   return NULL;
 }
 
-struct Function { char name[256]; const char *params; };
+struct Function { char name[256]; const char *params; void *emulated; };
 
 CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   (void)module;
@@ -103,6 +123,8 @@ CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   struct Function *f = calloc(1, sizeof(struct Function)); // lives as long as the process
   snprintf(f->name, sizeof(f->name), "%s", name);
   f->params = e;
+  if (emulated && !(f->emulated = ptx_emulator_function(emulated, name)))
+    return NOT_FOUND;
   *fn = f;
   return OK;
 }
@@ -135,6 +157,14 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
     fprintf(stderr, "fake libcuda: launch %s rows=%llu grid.y=%u\n", f->name,
             (unsigned long long)last[0], gy);
   ++launches;
+  if (f->emulated) {
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    const char *error = "";
+    if (ptx_emulator_launch(emulated, f->emulated, grid, block, params, &error) != 0) {
+      fprintf(stderr, "fake libcuda: %s\n", error);
+      return LAUNCH_FAILED;
+    }
+  }
   return OK;
 }
 

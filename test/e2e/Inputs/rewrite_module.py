@@ -3,6 +3,8 @@
 validates what the container holds (not just the container):
   rewrite_module.py IN OUT symbol            first kernel symbol -> no_such_kernel_packed
   rewrite_module.py IN OUT blob NAME TEXT    the blob NAME's bytes -> TEXT
+  rewrite_module.py IN OUT blob-edit NAME OLD NEW
+                                             first OLD in the blob NAME -> NEW
   rewrite_module.py IN OUT manifest OLD NEW [OLD NEW ...]
                                              first OLD in the manifest -> NEW
   rewrite_module.py IN OUT json STATEMENT    runs STATEMENT on the manifest
@@ -27,6 +29,12 @@ elif mode == "blob":
     for b in blobs:
         if b[0] == sys.argv[4]:
             b[1] = sys.argv[5].encode()
+elif mode == "blob-edit":
+    for b in blobs:
+        if b[0] == sys.argv[4]:
+            if sys.argv[5].encode() not in b[1]:
+                sys.exit("not in the blob: " + sys.argv[5])
+            b[1] = b[1].replace(sys.argv[5].encode(), sys.argv[6].encode(), 1)
 elif mode == "manifest":
     edits = sys.argv[4:]
     for old, new in zip(edits[::2], edits[1::2]):

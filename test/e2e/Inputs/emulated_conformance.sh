@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs CUDA modules' kernels on the CPU (fake_libcuda.c + ptx_emulator.cpp,
+# FAKE_CUDA_EXECUTE=1) and checks conformance fixtures against transformers,
+# as scripts/gpu-check.sh does on a GPU. SET picks the modules (one lit test
+# each, so lit runs them side by side):
+# * fused, unfused: f32 modules of test/fixtures, within 1e-4;
+# * bf16: bf16 modules of the bf16 checkpoints (test/fixtures-bf16, whose
+#   references are transformers' f32-compute logits on the bf16 weights):
+#   12-token prompts run the FMA variants (decode GEMV, 8 rows a warp), whose
+#   activations stay f32, so they match within 1e-4; the long-prompt fixtures
+#   (80 tokens: tensor-core projections and flash attention, which round
+#   activations and P to bf16; once more with split-KV attention) within the
+#   2e-2 that scripts/gpu-check.sh asks of bf16 on a GPU.
+# Usage: emulated_conformance.sh SET OUT_DIR FIXTURES FIXTURES_BF16
+# Builds OUT_DIR/libcuda.so.1 first.
+set -u
+set=$1 out=$2 fixtures=$3 bf16=$4
+here=$(dirname "$0")
+cc -c -O2 -fPIC -o "$out/fake.o" "$here/fake_libcuda.c" &&
+  c++ -std=c++17 -c -O2 -fPIC -o "$out/emulator.o" "$here/ptx_emulator.cpp" &&
+  c++ -shared -o "$out/libcuda.so.1" "$out/fake.o" "$out/emulator.o" || exit 1
+export LD_LIBRARY_PATH=$out FAKE_CUDA_EXECUTE=1
+status=0
+check() { # name fixture compile-flags... -- conformance-flags...
+  local name=$1 dir=$2 module="$out/${1// /.}.tbcm"; shift 2
+  local compile=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do compile+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  echo "== $name"
+  if ! tbc compile "$dir" --target cuda "${compile[@]}" -o "$module" 2>&1; then
+    echo "COMPILE FAIL $name"; status=1; return
+  fi
+  tbc-conformance "$module" "$dir" "$@" || status=1
+}
+case $set in
+  fused | unfused)
+    flag=(); [ "$set" = unfused ] && flag=(--no-fuse)
+    for dir in "$fixtures"/*/; do
+      check "$(basename "$dir") f32 $set" "$dir" "${flag[@]}"
+    done ;;
+  bf16)
+    long="gemma2-long qwen3-long"
+    for dir in "$bf16"/*/; do
+      f=$(basename "$dir")
+      case " $long " in *" $f "*) continue ;; esac
+      check "$f bf16" "$dir" --dtype bf16
+    done
+    for f in $long; do
+      for attention in flash split-kv; do
+        check "$f bf16 $attention" "$bf16/$f" --dtype bf16 --cuda-attention $attention \
+          -- --tolerance 2e-2 --batch-tolerance 2e-2
+      done
+    done ;;
+  *) echo "unknown set $set"; exit 2 ;;
+esac
+exit $status

@@ -1,0 +1,1261 @@
+// An interpreter for the PTX that tbc's CUDA path emits, behind the fake
+// libcuda (fake_libcuda.c, with FAKE_CUDA_EXECUTE=1): kernels run on the CPU,
+// one thread at a time, so that the CUDA modules' results can be checked
+// against transformers on a machine without a GPU.
+//
+// It covers the instructions LLVM's NVPTX backend produces for tbc's kernels
+// (integer and f32 arithmetic, conversions including bf16, global / shared /
+// local / param memory, predicates and branches, libdevice's inlined math),
+// and the collective ones with their semantics: shfl.sync.bfly and
+// mma.sync m16n8k16 (bf16 and f16, f32 accumulation) wait for every live
+// lane of the warp, bar.sync for every live thread of the block. An
+// instruction it does not know fails the module load with its text, so a
+// gap shows as an error, never as a wrong number. It is a test double: the
+// arithmetic is the CPU's (approximate instructions are computed exactly,
+// mma accumulates in f32 in k order), close to a GPU's, not bit-equal.
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum class Op {
+  Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
+  Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
+  Shfl, Mma, Rcp, Rsqrt, Sqrt, Ex2, Copysign,
+};
+
+/// A PTX type: its kind (b, u, s, f, pred) and width in bits.
+struct Type {
+  char kind = 'b';
+  int bits = 32;
+};
+
+struct Operand {
+  enum Kind { None, Reg, Imm, Special, Symbol, Vec, Addr, Label } kind = None;
+  int reg = -1;       // Reg; Addr: base register or -1
+  uint64_t imm = 0;   // Imm
+  int special = 0;    // Special: 0-2 tid, 3-5 ntid, 6-8 ctaid, 9-11 nctaid, 12 laneid
+  int symbol = -1;    // Symbol / Addr: symbol index or -1
+  int64_t offset = 0; // Addr
+  int regs[4] = {-1, -1, -1, -1};
+  int count = 0;      // Vec
+  int label = -1;     // Label: instruction index
+};
+
+struct Instr {
+  Op op;
+  Type type, from;        // from: cvt's source type
+  char space = 'g';       // ld/st: g(lobal), s(hared), l(ocal), p(aram)
+  int vec = 1;            // ld/st .v2 / .v4
+  std::string cmp;        // setp
+  int round = FE_TONEAREST;
+  bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
+  char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
+  int pred = -1;
+  bool predNeg = false;
+  Operand ops[5];
+  int nops = 0;
+  std::string text;
+};
+
+/// A symbol: a module global (host buffer), a block's shared variable
+/// (offset into the block's shared memory), a thread's local depot, or a
+/// kernel parameter.
+struct Symbol {
+  enum Kind { Global, Shared, Local, Param } kind;
+  uint64_t address = 0; // Global
+  size_t offset = 0;    // Shared: offset; Param: index
+  int paramBytes = 8;
+};
+
+struct Function {
+  std::string name;
+  std::vector<Instr> code;
+  int registers = 0;
+  size_t sharedBytes = 0, localBytes = 0;
+};
+
+struct Module {
+  std::vector<Symbol> symbols;
+  std::map<std::string, int> symbolIndex;
+  std::vector<std::unique_ptr<Function>> functions;
+  std::vector<std::unique_ptr<uint8_t[]>> storage;
+};
+
+std::string trim(const std::string &s) {
+  size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::vector<std::string> split(const std::string &s, char sep) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '{' || c == '[')
+      ++depth;
+    if (c == '}' || c == ']')
+      --depth;
+    if (c == sep && depth == 0) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!trim(cur).empty())
+    out.push_back(trim(cur));
+  return out;
+}
+
+Type parseType(const std::string &t, bool &ok) {
+  Type r;
+  if (t == "pred")
+    return {'p', 1};
+  if (t.size() < 2 || !strchr("bsuf", t[0])) {
+    ok = false;
+    return r;
+  }
+  r.kind = t[0];
+  r.bits = atoi(t.c_str() + 1);
+  if (r.bits != 8 && r.bits != 16 && r.bits != 32 && r.bits != 64)
+    ok = false;
+  return r;
+}
+
+class Parser {
+public:
+  Parser(Module &m, std::string &error) : m(m), error(error) {}
+
+  bool parse(const char *text) {
+    std::vector<std::string> lines;
+    for (const char *p = text; *p;) {
+      const char *e = strchr(p, '\n');
+      std::string line = e ? std::string(p, e) : std::string(p);
+      size_t c = line.find("//");
+      if (c != std::string::npos)
+        line = line.substr(0, c);
+      lines.push_back(trim(line));
+      if (!e)
+        break;
+      p = e + 1;
+    }
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string &l = lines[i];
+      if (l.rfind(".global", 0) == 0 || l.rfind(".const", 0) == 0) {
+        if (!global(l))
+          return false;
+      } else if (l.find(".entry ") != std::string::npos) {
+        if (!function(lines, i))
+          return false;
+      }
+    }
+    return true;
+  }
+
+private:
+  Module &m;
+  std::string &error;
+  Function *f = nullptr;
+  std::map<std::string, int> regIndex, labels;
+  std::vector<std::pair<int, std::string>> pendingLabels; // instr, label
+
+  bool fail(const std::string &what) {
+    error = "ptx emulator: " + what;
+    return false;
+  }
+
+  int addSymbol(const std::string &name, Symbol s) {
+    int i = int(m.symbols.size());
+    m.symbols.push_back(s);
+    m.symbolIndex[name] = i;
+    return i;
+  }
+
+  // .global .align 4 .b8 name[N] = {b0, b1, ...};  (or no initializer)
+  bool global(const std::string &l) {
+    size_t lb = l.find('['), rb = l.find(']');
+    if (lb == std::string::npos || rb == std::string::npos)
+      return fail("unsupported global: " + l);
+    size_t ns = l.find_last_of(" \t", lb);
+    std::string name = l.substr(ns + 1, lb - ns - 1);
+    size_t n = strtoull(l.c_str() + lb + 1, nullptr, 10);
+    int elem = l.find(".b8") != std::string::npos ? 1 : l.find(".b32") != std::string::npos ? 4 : 8;
+    auto buf = std::make_unique<uint8_t[]>(n * elem + 16);
+    memset(buf.get(), 0, n * elem + 16);
+    size_t eq = l.find('=');
+    if (eq != std::string::npos) {
+      std::string init = l.substr(l.find('{', eq) + 1);
+      size_t k = 0;
+      for (const std::string &v : split(init.substr(0, init.find('}')), ',')) {
+        uint64_t x = strtoull(v.c_str(), nullptr, 0);
+        memcpy(buf.get() + k * elem, &x, elem);
+        ++k;
+      }
+    }
+    Symbol s{Symbol::Global};
+    s.address = uint64_t(uintptr_t(buf.get()));
+    m.storage.push_back(std::move(buf));
+    addSymbol(name, s);
+    return true;
+  }
+
+  bool function(const std::vector<std::string> &lines, size_t &i) {
+    auto fn = std::make_unique<Function>();
+    f = fn.get();
+    regIndex.clear();
+    labels.clear();
+    pendingLabels.clear();
+    const std::string &head = lines[i];
+    size_t e = head.find(".entry ") + 7, paren = head.find('(', e);
+    f->name = trim(head.substr(e, paren == std::string::npos ? std::string::npos : paren - e));
+    int param = 0;
+    size_t j = i + 1;
+    for (; j < lines.size() && lines[j] != "{"; ++j) {
+      const std::string &l = lines[j];
+      if (l.rfind(".param", 0) != 0)
+        continue;
+      std::string name = l.substr(l.find_last_of(" \t") + 1);
+      if (!name.empty() && name.back() == ',')
+        name.pop_back();
+      Symbol s{Symbol::Param};
+      s.offset = size_t(param++);
+      s.paramBytes = l.find(".u32") != std::string::npos || l.find(".b32") != std::string::npos ? 4 : 8;
+      addSymbol(name, s);
+    }
+    int depth = 0;
+    for (; j < lines.size(); ++j) {
+      const std::string &l = lines[j];
+      if (l.empty())
+        continue;
+      if (l == "{") {
+        ++depth;
+        continue;
+      }
+      if (l == "}") {
+        if (--depth == 0)
+          break;
+        continue;
+      }
+      if (l.back() == ':') {
+        labels[l.substr(0, l.size() - 1)] = int(f->code.size());
+        continue;
+      }
+      if (l.rfind(".reg", 0) == 0) {
+        // .reg .b32 %r<393>;  or  .reg .b64 %SP;
+        std::string decl = trim(l.substr(l.find('%')));
+        decl.pop_back(); // ';'
+        size_t lt = decl.find('<');
+        if (lt == std::string::npos) {
+          reg(decl);
+        } else {
+          int n = atoi(decl.c_str() + lt + 1);
+          for (int k = 0; k < n; ++k)
+            reg(decl.substr(0, lt) + std::to_string(k));
+        }
+        continue;
+      }
+      if (l.rfind(".shared", 0) == 0 || l.rfind(".local", 0) == 0) {
+        bool shared = l[1] == 's';
+        size_t lb = l.find('['), ns = l.find_last_of(" \t", lb);
+        std::string name = l.substr(ns + 1, lb - ns - 1);
+        size_t n = strtoull(l.c_str() + lb + 1, nullptr, 10);
+        size_t align = 16;
+        size_t &bytes = shared ? f->sharedBytes : f->localBytes;
+        bytes = (bytes + align - 1) / align * align;
+        Symbol s{shared ? Symbol::Shared : Symbol::Local};
+        s.offset = bytes;
+        bytes += n;
+        addSymbol(name, s);
+        continue;
+      }
+      if (l[0] == '.')
+        continue; // .maxntid, .pragma, ...
+      // An instruction may span lines (mma's operand lists): up to its ';'.
+      std::string full = l;
+      while (full.back() != ';' && j + 1 < lines.size())
+        full += " " + lines[++j];
+      if (!instruction(full))
+        return false;
+    }
+    i = j;
+    for (auto &[at, name] : pendingLabels) {
+      auto it = labels.find(name);
+      if (it == labels.end())
+        return fail("unknown label " + name);
+      for (Operand &o : f->code[at].ops)
+        if (o.kind == Operand::Label)
+          o.label = it->second;
+    }
+    f->registers = int(regIndex.size());
+    m.functions.push_back(std::move(fn));
+    return true;
+  }
+
+  int reg(const std::string &name) {
+    auto it = regIndex.find(name);
+    if (it != regIndex.end())
+      return it->second;
+    int i = int(regIndex.size());
+    regIndex[name] = i;
+    return i;
+  }
+
+  bool operand(const std::string &s, Operand &o, Instr &in) {
+    if (s.empty())
+      return fail("empty operand in: " + in.text);
+    if (s[0] == '{') {
+      o.kind = Operand::Vec;
+      for (const std::string &r : split(s.substr(1, s.size() - 2), ',')) {
+        if (o.count == 4 || r.empty() || r[0] != '%')
+          return fail("unsupported vector operand in: " + in.text);
+        o.regs[o.count++] = reg(r);
+      }
+      return true;
+    }
+    if (s[0] == '[') {
+      o.kind = Operand::Addr;
+      std::string a = trim(s.substr(1, s.size() - 2));
+      size_t plus = a.find('+');
+      std::string base = trim(a.substr(0, plus));
+      if (plus != std::string::npos)
+        o.offset = strtoll(a.c_str() + plus + 1, nullptr, 0);
+      if (base[0] == '%') {
+        o.reg = reg(base);
+      } else {
+        auto it = m.symbolIndex.find(base);
+        if (it == m.symbolIndex.end())
+          return fail("unknown symbol " + base + " in: " + in.text);
+        o.symbol = it->second;
+      }
+      return true;
+    }
+    if (s[0] == '%') {
+      static const char *specials[] = {"%tid.x",   "%tid.y",   "%tid.z",   "%ntid.x", "%ntid.y",
+                                       "%ntid.z",  "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x",
+                                       "%nctaid.y", "%nctaid.z", "%laneid"};
+      for (int k = 0; k < 13; ++k)
+        if (s == specials[k]) {
+          o.kind = Operand::Special;
+          o.special = k;
+          return true;
+        }
+      if (s.find('.') != std::string::npos)
+        return fail("unsupported special register " + s);
+      o.kind = Operand::Reg;
+      o.reg = reg(s);
+      return true;
+    }
+    if (s[0] == '$' || (in.op == Op::Bra)) {
+      o.kind = Operand::Label;
+      pendingLabels.push_back({int(f->code.size()), s});
+      return true;
+    }
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'f' || s[1] == 'F' || s[1] == 'd' || s[1] == 'D')) {
+      o.kind = Operand::Imm;
+      o.imm = strtoull(s.c_str() + 2, nullptr, 16);
+      return true;
+    }
+    if (isdigit(uint8_t(s[0])) || s[0] == '-') {
+      o.kind = Operand::Imm;
+      o.imm = uint64_t(strtoll(s.c_str(), nullptr, 0));
+      return true;
+    }
+    auto it = m.symbolIndex.find(s);
+    if (it == m.symbolIndex.end())
+      return fail("unknown operand " + s + " in: " + in.text);
+    o.kind = Operand::Symbol;
+    o.symbol = it->second;
+    return true;
+  }
+
+  bool instruction(std::string l) {
+    Instr in;
+    in.text = l;
+    if (!l.empty() && l.back() == ';')
+      l.pop_back();
+    if (l[0] == '@') {
+      size_t sp = l.find_first_of(" \t");
+      std::string p = l.substr(1, sp - 1);
+      in.predNeg = p[0] == '!';
+      in.pred = reg(in.predNeg ? p.substr(1) : p);
+      l = trim(l.substr(sp));
+    }
+    size_t sp = l.find_first_of(" \t");
+    std::string opcode = l.substr(0, sp), rest = sp == std::string::npos ? "" : trim(l.substr(sp));
+    std::vector<std::string> parts = split(opcode, '.');
+    const std::string &base = parts[0];
+    auto has = [&](const char *mod) {
+      for (size_t k = 1; k < parts.size(); ++k)
+        if (parts[k] == mod)
+          return true;
+      return false;
+    };
+    bool ok = true;
+    // Every modifier must be one whose meaning is implemented below (or one
+    // that cannot change a result here): an unknown one is an error, not a
+    // silently different instruction.
+    static const char *known[] = {
+        "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "approx", "full", "lo",
+        "hi", "wide", "cc", "NaN", "global", "shared", "local", "param", "nc", "v2", "v4", "sync",
+        "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
+        "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr"};
+    for (size_t k = 1; k < parts.size(); ++k) {
+      bool typeOk = true;
+      parseType(parts[k], typeOk);
+      bool isKnown = typeOk;
+      for (const char *kn : known)
+        isKnown |= parts[k] == kn;
+      if (!isKnown)
+        return fail("unsupported modifier ." + parts[k] + " in: " + in.text);
+    }
+    auto lastType = [&] { return parseType(parts.back(), ok); };
+    static const std::map<std::string, Op> simple = {
+        {"add", Op::Add},   {"sub", Op::Sub},   {"fma", Op::Fma},         {"div", Op::Div},
+        {"neg", Op::Neg},   {"abs", Op::Abs},   {"and", Op::And},         {"or", Op::Or},
+        {"xor", Op::Xor},   {"not", Op::Not},   {"shl", Op::Shl},         {"shr", Op::Shr},
+        {"selp", Op::Selp}, {"mov", Op::Mov},   {"cvta", Op::Cvta},       {"bra", Op::Bra},
+        {"ret", Op::Ret},   {"bar", Op::Bar},   {"rcp", Op::Rcp},         {"rsqrt", Op::Rsqrt},
+        {"sqrt", Op::Sqrt}, {"ex2", Op::Ex2},   {"copysign", Op::Copysign}, {"bfe", Op::Bfe},
+        {"shf", Op::Shf},   {"madc", Op::MadcHi}};
+    if (base == "madc" && !has("hi"))
+      return fail("unsupported instruction: " + in.text);
+    if (auto it = simple.find(base); it != simple.end()) {
+      in.op = it->second;
+      if (in.op != Op::Bra && in.op != Op::Ret && in.op != Op::Bar)
+        in.type = lastType();
+    } else if (base == "mul") {
+      in.op = has("wide") ? Op::MulWide : has("hi") ? Op::MulHi : Op::Mul;
+      in.type = lastType();
+    } else if (base == "mad") {
+      in.op = has("cc") ? Op::MadCC : Op::Mad;
+      in.type = lastType();
+    } else if (base == "min" || base == "max") {
+      bool nan = has("NaN");
+      in.op = base == "min" ? (nan ? Op::MinNaN : Op::Min) : (nan ? Op::MaxNaN : Op::Max);
+      in.type = lastType();
+    } else if (base == "setp") {
+      in.op = Op::Setp;
+      in.cmp = parts[1];
+      in.type = lastType();
+    } else if (base == "cvt") {
+      in.op = Op::Cvt;
+      // 16-bit floats: 'h' bf16, 'e' f16 (packed pairs: x2).
+      auto cvtType = [&](const std::string &s) -> Type {
+        if (s == "bf16" || s == "bf16x2")
+          return {'h', s == "bf16" ? 16 : 32};
+        if (s == "f16" || s == "f16x2")
+          return {'e', s == "f16" ? 16 : 32};
+        return parseType(s, ok);
+      };
+      const std::string &to = parts[parts.size() - 2];
+      in.type = cvtType(to);
+      in.from = cvtType(parts.back());
+      in.x2 = to == "bf16x2" || to == "f16x2";
+      in.half = to == "f16x2";
+      in.sat = has("sat");
+      for (const char *mode : {"rni", "rmi", "rpi", "rzi"})
+        if (has(mode))
+          in.toInteger = mode[1];
+    } else if (base == "ld" || base == "st") {
+      in.op = base == "ld" ? Op::Ld : Op::St;
+      in.space = has("global") ? 'g' : has("shared") ? 's' : has("local") ? 'l' : has("param") ? 'p' : 'x';
+      if (in.space == 'x')
+        return fail("unsupported memory space in: " + in.text);
+      in.vec = has("v4") ? 4 : has("v2") ? 2 : 1;
+      in.type = lastType();
+    } else if (base == "shfl") {
+      in.op = Op::Shfl;
+      if (!has("bfly"))
+        return fail("unsupported shuffle: " + in.text);
+    } else if (base == "mma") {
+      in.op = Op::Mma;
+      if (!has("m16n8k16") || !has("row") || !has("col") || !has("f32"))
+        return fail("unsupported mma: " + in.text);
+      in.half = has("f16");
+    } else {
+      return fail("unsupported instruction: " + in.text);
+    }
+    if (!ok)
+      return fail("unsupported type in: " + in.text);
+    if (has("rm"))
+      in.round = FE_DOWNWARD;
+    else if (has("rp"))
+      in.round = FE_UPWARD;
+    else if (has("rz"))
+      in.round = FE_TOWARDZERO;
+    std::vector<std::string> ops = split(rest, ',');
+    if (ops.size() > 5)
+      return fail("too many operands: " + in.text);
+    for (const std::string &s : ops) {
+      Operand &o = in.ops[in.nops++];
+      std::string t = s;
+      if (in.op == Op::Shfl && in.nops == 1 && t.find('|') != std::string::npos)
+        t = t.substr(0, t.find('|')); // the validity predicate is always true here
+      if (!operand(t, o, in))
+        return false;
+    }
+    f->code.push_back(std::move(in));
+    return true;
+  }
+};
+
+float asF32(uint64_t v) {
+  uint32_t u = uint32_t(v);
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+uint64_t fromF32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+double asF64(uint64_t v) {
+  double d;
+  memcpy(&d, &v, 8);
+  return d;
+}
+uint64_t fromF64(double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u;
+}
+float bf16ToF32(uint16_t h) { return asF32(uint64_t(h) << 16); }
+uint16_t f32ToBf16(float f) {
+  uint32_t u = uint32_t(fromF32(f));
+  if ((u & 0x7fffffff) > 0x7f800000)
+    return uint16_t((u >> 16) | 0x40); // quiet NaN
+  return uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+float f16ToF32(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(float(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(float(man | 1024), int(exp) - 25);
+  return sign ? -v : v;
+}
+uint16_t f32ToF16(float f) {
+  // Through the hardware-independent route: scale into f16's range and round
+  // to nearest even with the FPU.
+  uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  float a = std::fabs(f);
+  if (std::isnan(f))
+    return 0x7e00;
+  if (a >= 65520.0f)
+    return sign | 0x7c00;
+  if (a < std::ldexp(1.0f, -14)) // subnormal: units of 2^-24
+    return sign | uint16_t(std::nearbyint(a * std::ldexp(1.0f, 24)));
+  int e;
+  std::frexp(a, &e); // a = m 2^e, m in [0.5, 1)
+  float scaled = std::nearbyint(std::ldexp(a, 11 - e)); // 11 significant bits
+  int exp = e - 1 + 15;
+  uint32_t man = uint32_t(scaled);
+  if (man == 2048) {
+    man = 1024;
+    ++exp;
+  }
+  if (exp >= 31)
+    return sign | 0x7c00;
+  return sign | uint16_t(exp << 10) | uint16_t(man & 1023);
+}
+
+uint64_t mask(int bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
+int64_t sext(uint64_t v, int bits) {
+  if (bits >= 64)
+    return int64_t(v);
+  uint64_t m = 1ull << (bits - 1);
+  v &= mask(bits);
+  return int64_t((v ^ m) - m);
+}
+
+struct Thread {
+  uint32_t pc = 0;
+  enum { Running, AtShfl, AtMma, AtBar, Done } state = Running;
+  bool carry = false;
+  uint64_t *r = nullptr;
+  uint8_t *local = nullptr;
+  unsigned tid[3] = {0, 0, 0};
+};
+
+class Block {
+public:
+  Block(const Module &m, const Function &f, void **params, const unsigned grid[3],
+        const unsigned block[3], std::string &error)
+      : m(m), f(f), params(params), error(error) {
+    for (int k = 0; k < 3; ++k) {
+      nctaid[k] = grid[k];
+      ntid[k] = block[k];
+    }
+    threads = block[0] * block[1] * block[2];
+    regs.resize(size_t(threads) * f.registers);
+    locals.resize(size_t(threads) * (f.localBytes + 16));
+    shared.resize(f.sharedBytes + 16);
+    ts.resize(threads);
+  }
+
+  bool run(unsigned bx, unsigned by, unsigned bz) {
+    ctaid[0] = bx;
+    ctaid[1] = by;
+    ctaid[2] = bz;
+    std::fill(regs.begin(), regs.end(), 0);
+    for (unsigned i = 0; i < threads; ++i) {
+      Thread &t = ts[i];
+      t = Thread{};
+      t.r = regs.data() + size_t(i) * f.registers;
+      t.local = locals.data() + size_t(i) * (f.localBytes + 16);
+      t.tid[0] = i % ntid[0];
+      t.tid[1] = i / ntid[0] % ntid[1];
+      t.tid[2] = i / (ntid[0] * ntid[1]);
+    }
+    for (;;) {
+      bool progress = false;
+      for (Thread &t : ts)
+        if (t.state == Thread::Running) {
+          if (!step(t))
+            return false;
+          progress = true;
+        }
+      unsigned done = 0, atBar = 0;
+      for (unsigned w = 0; w * 32 < threads; ++w) {
+        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0;
+        for (unsigned i = lo; i < hi; ++i) {
+          live += ts[i].state != Thread::Done;
+          shfl += ts[i].state == Thread::AtShfl;
+          mma += ts[i].state == Thread::AtMma;
+        }
+        if (live && shfl == live) {
+          shuffle(lo, hi);
+          progress = true;
+        } else if (live && mma == live) {
+          if (hi - lo != 32 || !matrixMultiply(lo))
+            return fail("mma.sync needs a whole warp");
+          progress = true;
+        }
+      }
+      for (Thread &t : ts) {
+        done += t.state == Thread::Done;
+        atBar += t.state == Thread::AtBar;
+      }
+      if (done == threads)
+        return true;
+      if (atBar && atBar + done == threads) {
+        for (Thread &t : ts)
+          if (t.state == Thread::AtBar) {
+            t.state = Thread::Running;
+            ++t.pc;
+          }
+        progress = true;
+      }
+      if (!progress)
+        return fail("threads of a block wait on each other at different collectives");
+    }
+  }
+
+private:
+  const Module &m;
+  const Function &f;
+  void **params;
+  std::string &error;
+  unsigned nctaid[3], ntid[3], ctaid[3], threads;
+  std::vector<uint64_t> regs;
+  std::vector<uint8_t> locals, shared;
+  std::vector<Thread> ts;
+
+  bool fail(const std::string &what) {
+    error = "ptx emulator: " + f.name + ": " + what;
+    return false;
+  }
+
+  uint64_t symbolAddress(const Thread &t, int s) const {
+    const Symbol &sym = m.symbols[s];
+    switch (sym.kind) {
+    case Symbol::Global:
+      return sym.address;
+    case Symbol::Shared:
+      return uint64_t(uintptr_t(shared.data() + sym.offset));
+    case Symbol::Local:
+      return uint64_t(uintptr_t(t.local + sym.offset));
+    case Symbol::Param:
+      return uint64_t(uintptr_t(params[sym.offset]));
+    }
+    return 0;
+  }
+
+  uint64_t value(const Thread &t, const Operand &o) const {
+    switch (o.kind) {
+    case Operand::Reg:
+      return t.r[o.reg];
+    case Operand::Imm:
+      return o.imm;
+    case Operand::Special: {
+      int k = o.special;
+      if (k < 3)
+        return t.tid[k];
+      if (k < 6)
+        return ntid[k - 3];
+      if (k < 9)
+        return ctaid[k - 6];
+      if (k < 12)
+        return nctaid[k - 9];
+      return t.tid[0] % 32;
+    }
+    case Operand::Symbol:
+      return symbolAddress(t, o.symbol);
+    default:
+      return 0;
+    }
+  }
+
+  uint8_t *address(const Thread &t, const Operand &o) const {
+    uint64_t base = o.reg >= 0 ? t.r[o.reg] : symbolAddress(t, o.symbol);
+    return reinterpret_cast<uint8_t *>(uintptr_t(base + uint64_t(o.offset)));
+  }
+
+  static uint64_t bits(uint64_t v, const Type &ty) { return v & mask(ty.bits); }
+
+  /// Runs `t` until it finishes or reaches a collective.
+  bool step(Thread &t) {
+    const std::vector<Instr> &code = f.code;
+    for (;;) {
+      if (t.pc >= code.size()) {
+        t.state = Thread::Done;
+        return true;
+      }
+      const Instr &in = code[t.pc];
+      if (in.pred >= 0 && (t.r[in.pred] != 0) == in.predNeg) {
+        ++t.pc;
+        continue;
+      }
+      switch (in.op) {
+      case Op::Bra:
+        t.pc = uint32_t(in.ops[0].label);
+        continue;
+      case Op::Ret:
+        t.state = Thread::Done;
+        return true;
+      case Op::Bar:
+        t.state = Thread::AtBar;
+        return true;
+      case Op::Shfl:
+        t.state = Thread::AtShfl;
+        return true;
+      case Op::Mma:
+        t.state = Thread::AtMma;
+        return true;
+      default:
+        if (!execute(t, in))
+          return false;
+        ++t.pc;
+      }
+    }
+  }
+
+  bool execute(Thread &t, const Instr &in) {
+    const Type &ty = in.type;
+    auto v = [&](int i) { return value(t, in.ops[i]); };
+    auto set = [&](uint64_t x) { t.r[in.ops[0].reg] = x; };
+    bool isF = ty.kind == 'f';
+    auto fop = [&](auto fn32, auto fn64) {
+      int saved = in.round != FE_TONEAREST ? fegetround() : 0;
+      if (in.round != FE_TONEAREST)
+        fesetround(in.round);
+      if (ty.bits == 64)
+        set(fromF64(fn64()));
+      else
+        set(fromF32(fn32()));
+      if (in.round != FE_TONEAREST)
+        fesetround(saved);
+    };
+#define F1 asF32(v(1))
+#define F2 asF32(v(2))
+#define F3 asF32(v(3))
+#define D1 asF64(v(1))
+#define D2 asF64(v(2))
+#define D3 asF64(v(3))
+    switch (in.op) {
+    case Op::Add:
+      if (isF)
+        fop([&] { return F1 + F2; }, [&] { return D1 + D2; });
+      else
+        set(bits(v(1) + v(2), ty));
+      return true;
+    case Op::Sub:
+      if (isF)
+        fop([&] { return F1 - F2; }, [&] { return D1 - D2; });
+      else
+        set(bits(v(1) - v(2), ty));
+      return true;
+    case Op::Mul:
+      if (isF)
+        fop([&] { return F1 * F2; }, [&] { return D1 * D2; });
+      else
+        set(bits(v(1) * v(2), ty));
+      return true;
+    case Op::MulHi: {
+      if (ty.bits == 64)
+        return fail("mul.hi.64 unsupported");
+      uint64_t p = ty.kind == 's' ? uint64_t(sext(v(1), ty.bits) * sext(v(2), ty.bits))
+                                  : bits(v(1), ty) * bits(v(2), ty);
+      set(bits(p >> ty.bits, ty));
+      return true;
+    }
+    case Op::MulWide: {
+      Type wide{ty.kind, ty.bits * 2};
+      uint64_t p = ty.kind == 's' ? uint64_t(sext(v(1), ty.bits) * sext(v(2), ty.bits))
+                                  : bits(v(1), ty) * bits(v(2), ty);
+      set(bits(p, wide));
+      return true;
+    }
+    case Op::Mad:
+      set(bits(v(1) * v(2) + v(3), ty));
+      return true;
+    case Op::MadCC: {
+      uint64_t lo = bits(v(1) * v(2), ty), sum = lo + bits(v(3), ty);
+      t.carry = (sum >> ty.bits) & 1;
+      set(bits(sum, ty));
+      return true;
+    }
+    case Op::MadcHi: {
+      uint64_t hi = (bits(v(1), ty) * bits(v(2), ty)) >> 32;
+      set(bits(hi + bits(v(3), ty) + (t.carry ? 1 : 0), ty));
+      return true;
+    }
+    case Op::Fma:
+      fop([&] { return std::fma(F1, F2, F3); }, [&] { return std::fma(D1, D2, D3); });
+      return true;
+    case Op::Div:
+      if (isF)
+        fop([&] { return F1 / F2; }, [&] { return D1 / D2; });
+      else if (ty.kind == 's')
+        set(bits(uint64_t(sext(v(1), ty.bits) / sext(v(2), ty.bits)), ty));
+      else
+        set(bits(bits(v(1), ty) / bits(v(2), ty), ty));
+      return true;
+    case Op::Min:
+    case Op::Max:
+    case Op::MinNaN:
+    case Op::MaxNaN: {
+      bool isMin = in.op == Op::Min || in.op == Op::MinNaN;
+      if (isF) {
+        float a = F1, b = F2;
+        if (std::isnan(a) || std::isnan(b))
+          set(fromF32((in.op == Op::MinNaN || in.op == Op::MaxNaN) ? NAN
+                      : std::isnan(a)                              ? b
+                                                                   : a));
+        else
+          set(fromF32(isMin ? std::fmin(a, b) : std::fmax(a, b)));
+      } else if (ty.kind == 's') {
+        int64_t a = sext(v(1), ty.bits), b = sext(v(2), ty.bits);
+        set(bits(uint64_t(isMin ? std::min(a, b) : std::max(a, b)), ty));
+      } else {
+        uint64_t a = bits(v(1), ty), b = bits(v(2), ty);
+        set(isMin ? std::min(a, b) : std::max(a, b));
+      }
+      return true;
+    }
+    case Op::Neg:
+      if (isF)
+        set(ty.bits == 64 ? fromF64(-D1) : fromF32(-F1));
+      else
+        set(bits(0 - v(1), ty));
+      return true;
+    case Op::Abs:
+      if (isF)
+        set(fromF32(std::fabs(F1)));
+      else
+        set(bits(uint64_t(std::llabs(sext(v(1), ty.bits))), ty));
+      return true;
+    case Op::And:
+      set(ty.kind == 'p' ? (v(1) && v(2)) : bits(v(1) & v(2), ty));
+      return true;
+    case Op::Or:
+      set(ty.kind == 'p' ? (v(1) || v(2)) : bits(v(1) | v(2), ty));
+      return true;
+    case Op::Xor:
+      set(ty.kind == 'p' ? ((v(1) != 0) != (v(2) != 0)) : bits(v(1) ^ v(2), ty));
+      return true;
+    case Op::Not:
+      set(ty.kind == 'p' ? !v(1) : bits(~v(1), ty));
+      return true;
+    case Op::Shl: {
+      uint64_t n = uint32_t(v(2));
+      set(n >= uint64_t(ty.bits) ? 0 : bits(v(1) << n, ty));
+      return true;
+    }
+    case Op::Shr: {
+      uint64_t n = uint32_t(v(2));
+      if (ty.kind == 's') {
+        int64_t a = sext(v(1), ty.bits);
+        set(bits(uint64_t(n >= uint64_t(ty.bits) ? (a < 0 ? -1 : 0) : a >> n), ty));
+      } else {
+        set(n >= uint64_t(ty.bits) ? 0 : bits(v(1), ty) >> n);
+      }
+      return true;
+    }
+    case Op::Shf: { // shf.l.wrap.b32 d, a, b, c: upper half of (b:a) << (c & 31)
+      if (in.text.find("shf.l") == std::string::npos)
+        return fail("unsupported funnel shift: " + in.text);
+      uint64_t wide = (uint64_t(uint32_t(v(2))) << 32) | uint32_t(v(1));
+      set(uint32_t((wide << (uint32_t(v(3)) & 31)) >> 32));
+      return true;
+    }
+    case Op::Bfe: {
+      uint32_t pos = uint32_t(v(2)) & 0xff, len = uint32_t(v(3)) & 0xff;
+      uint64_t a = bits(v(1), ty);
+      if (ty.kind == 's')
+        return fail("signed bfe unsupported");
+      set(len == 0 || pos >= uint32_t(ty.bits) ? 0 : (a >> pos) & mask(std::min<int>(len, 64)));
+      return true;
+    }
+    case Op::Selp:
+      set(v(3) ? v(1) : v(2));
+      return true;
+    case Op::Setp: {
+      bool r;
+      const std::string &c = in.cmp;
+      if (isF) {
+        double a = ty.bits == 64 ? D1 : F1, b = ty.bits == 64 ? D2 : F2;
+        bool unordered = std::isnan(a) || std::isnan(b);
+        std::string base = c;
+        bool u = c.size() == 3 && c.back() == 'u';
+        if (u)
+          base = c.substr(0, 2);
+        if (c == "num")
+          r = !unordered;
+        else if (c == "nan")
+          r = unordered;
+        else if (unordered)
+          r = u;
+        else if (base == "eq")
+          r = a == b;
+        else if (base == "ne")
+          r = a != b;
+        else if (base == "lt")
+          r = a < b;
+        else if (base == "le")
+          r = a <= b;
+        else if (base == "gt")
+          r = a > b;
+        else if (base == "ge")
+          r = a >= b;
+        else
+          return fail("unsupported comparison: " + in.text);
+      } else {
+        bool s = ty.kind == 's';
+        int64_t a = s ? sext(v(1), ty.bits) : 0, b = s ? sext(v(2), ty.bits) : 0;
+        uint64_t ua = bits(v(1), ty), ub = bits(v(2), ty);
+        if (c == "eq")
+          r = ua == ub;
+        else if (c == "ne")
+          r = ua != ub;
+        else if (c == "lt" || c == "lo")
+          r = s ? a < b : ua < ub;
+        else if (c == "le" || c == "ls")
+          r = s ? a <= b : ua <= ub;
+        else if (c == "gt" || c == "hi")
+          r = s ? a > b : ua > ub;
+        else if (c == "ge" || c == "hs")
+          r = s ? a >= b : ua >= ub;
+        else
+          return fail("unsupported comparison: " + in.text);
+      }
+      set(r);
+      return true;
+    }
+    case Op::Mov: {
+      const Operand &d = in.ops[0], &s = in.ops[1];
+      int w = ty.bits;
+      if (d.kind == Operand::Vec) { // split a register into parts
+        int part = w / d.count;
+        uint64_t x = v(1);
+        for (int k = 0; k < d.count; ++k)
+          t.r[d.regs[k]] = (x >> (k * part)) & mask(part);
+      } else if (s.kind == Operand::Vec) { // pack parts into a register
+        int part = w / s.count;
+        uint64_t x = 0;
+        for (int k = 0; k < s.count; ++k)
+          x |= (t.r[s.regs[k]] & mask(part)) << (k * part);
+        set(x);
+      } else {
+        set(ty.kind == 'p' ? v(1) != 0 : bits(v(1), ty));
+      }
+      return true;
+    }
+    case Op::Cvta:
+      set(v(1));
+      return true;
+    case Op::Cvt:
+      return convert(t, in);
+    case Op::Ld:
+    case Op::St:
+      return memory(t, in);
+    case Op::Rcp:
+      fop([&] { return 1.0f / F1; }, [&] { return 1.0 / D1; });
+      return true;
+    case Op::Rsqrt:
+      fop([&] { return 1.0f / std::sqrt(F1); }, [&] { return 1.0 / std::sqrt(D1); });
+      return true;
+    case Op::Sqrt:
+      fop([&] { return std::sqrt(F1); }, [&] { return std::sqrt(D1); });
+      return true;
+    case Op::Ex2: {
+      float x = std::exp2(F1);
+      if (in.text.find(".ftz") != std::string::npos && std::fpclassify(x) == FP_SUBNORMAL)
+        x = 0.0f;
+      set(fromF32(x));
+      return true;
+    }
+    case Op::Copysign: // copysign d, a, b: b with a's sign
+      set(fromF32(std::copysign(F2, F1)));
+      return true;
+    default:
+      return fail("cannot execute: " + in.text);
+    }
+#undef F1
+#undef F2
+#undef F3
+#undef D1
+#undef D2
+#undef D3
+  }
+
+  bool convert(Thread &t, const Instr &in) {
+    const Type &to = in.type, &from = in.from;
+    uint64_t a = value(t, in.ops[1]);
+    uint64_t &d = t.r[in.ops[0].reg];
+    if (in.x2) { // cvt.rn.bf16x2.f32 d, a, b: a in the upper half
+      float hi = asF32(a), lo = asF32(value(t, in.ops[2]));
+      uint16_t h = in.half ? f32ToF16(hi) : f32ToBf16(hi), l = in.half ? f32ToF16(lo) : f32ToBf16(lo);
+      d = (uint64_t(h) << 16) | l;
+      return true;
+    }
+    // Read the source as a double (floats) or an integer.
+    auto isFloat = [](const Type &ty) { return ty.kind == 'f' || ty.kind == 'h' || ty.kind == 'e'; };
+    if (isFloat(from)) {
+      double x = from.kind == 'h'   ? bf16ToF32(uint16_t(a))
+                 : from.kind == 'e' ? f16ToF32(uint16_t(a))
+                 : from.bits == 64  ? asF64(a)
+                                    : asF32(a);
+      auto integral = [&](double v) {
+        switch (in.toInteger) {
+        case 'n':
+          return std::nearbyint(v); // ties to even, the default rounding mode
+        case 'm':
+          return std::floor(v);
+        case 'p':
+          return std::ceil(v);
+        default:
+          return std::trunc(v);
+        }
+      };
+      if (isFloat(to)) {
+        if (in.toInteger)
+          x = integral(x);
+        if (in.sat)
+          x = std::isnan(x) ? 0.0 : std::fmin(1.0, std::fmax(0.0, x));
+        if (to.kind == 'h')
+          d = f32ToBf16(float(x));
+        else if (to.kind == 'e')
+          d = f32ToF16(float(x));
+        else if (to.bits == 64)
+          d = fromF64(x);
+        else
+          d = fromF32(float(x)); // f64 -> f32 rounds to nearest
+        return true;
+      }
+      // Float to integer: .rni rounds to nearest even, otherwise toward zero.
+      if (std::isnan(x)) {
+        d = 0;
+        return true;
+      }
+      double r = integral(x);
+      if (to.kind == 's') {
+        double lo = -std::ldexp(1.0, to.bits - 1), hi = std::ldexp(1.0, to.bits - 1) - 1;
+        d = bits(uint64_t(int64_t(std::fmin(hi, std::fmax(lo, r)))), to);
+      } else {
+        double hi = std::ldexp(1.0, to.bits) - 1;
+        d = bits(uint64_t(std::fmin(hi, std::fmax(0.0, r))), to);
+      }
+      return true;
+    }
+    // Integer source.
+    int64_t si = sext(a, from.bits);
+    uint64_t ui = bits(a, from);
+    if (isFloat(to)) {
+      double x = from.kind == 's' ? double(si) : double(ui);
+      if (to.bits == 64)
+        d = fromF64(x);
+      else
+        d = fromF32(from.kind == 's' ? float(si) : float(ui));
+      return true;
+    }
+    d = bits(from.kind == 's' ? uint64_t(si) : ui, to);
+    return true;
+  }
+
+  bool memory(Thread &t, const Instr &in) {
+    int bytes = in.type.bits / 8;
+    const Operand &addr = in.op == Op::Ld ? in.ops[1] : in.ops[0];
+    const Operand &reg = in.op == Op::Ld ? in.ops[0] : in.ops[1];
+    uint8_t *p = address(t, addr);
+    if (in.space == 'p' && in.op == Op::Ld && addr.symbol >= 0) {
+      const Symbol &s = m.symbols[addr.symbol];
+      if (s.kind != Symbol::Param)
+        return fail("param load from a non-parameter: " + in.text);
+      p = static_cast<uint8_t *>(params[s.offset]) + addr.offset;
+    }
+    int n = reg.kind == Operand::Vec ? reg.count : 1;
+    for (int k = 0; k < n; ++k) {
+      const Operand &r = reg;
+      uint8_t *at = p + k * bytes;
+      if (in.op == Op::Ld) {
+        uint64_t x = 0;
+        memcpy(&x, at, bytes);
+        t.r[r.kind == Operand::Vec ? r.regs[k] : r.reg] = x;
+      } else {
+        uint64_t x = r.kind == Operand::Vec ? t.r[r.regs[k]] : value(t, r);
+        memcpy(at, &x, bytes);
+      }
+    }
+    return true;
+  }
+
+  // shfl.sync.bfly.b32 d, a, b, c, membermask: lane i gets lane (i ^ b)'s a.
+  void shuffle(unsigned lo, unsigned hi) {
+    uint64_t a[32] = {};
+    bool present[32] = {}; // (states change below, as lanes are served)
+    for (unsigned i = lo; i < hi; ++i)
+      if (ts[i].state == Thread::AtShfl) {
+        a[i - lo] = uint32_t(value(ts[i], f.code[ts[i].pc].ops[1]));
+        present[i - lo] = true;
+      }
+    for (unsigned i = lo; i < hi; ++i) {
+      Thread &t = ts[i];
+      if (t.state != Thread::AtShfl)
+        continue;
+      const Instr &in = f.code[t.pc];
+      // c packs the segment mask (bits 8-12) and the clamp (bits 0-4).
+      unsigned lane = i - lo, c = uint32_t(value(t, in.ops[3]));
+      unsigned segment = (c >> 8) & 31, clamp = c & 31;
+      unsigned src = lane ^ (uint32_t(value(t, in.ops[2])) & 31);
+      unsigned maxLane = (lane & segment) | (clamp & ~segment);
+      uint64_t x = src <= maxLane && present[src] ? a[src] : a[lane];
+      t.r[in.ops[0].reg] = x;
+      t.state = Thread::Running;
+      ++t.pc;
+    }
+  }
+
+  // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: the fragment layout of
+  // PTX's ISA guide (group g = lane / 4, thread q = lane % 4):
+  // A a0:(g, 2q..2q+1) a1:(g+8, 2q..) a2:(g, 2q+8..) a3:(g+8, 2q+8..);
+  // B b0:(k 2q..2q+1, n g) b1:(k 2q+8.., n g); C/D c0:(g, 2q) c1:(g, 2q+1)
+  // c2:(g+8, 2q) c3:(g+8, 2q+1).
+  bool matrixMultiply(unsigned lo) {
+    float A[16][16], B[16][8], C[16][8];
+    const Instr &in = f.code[ts[lo].pc];
+    auto half = [&](uint64_t reg, int k) {
+      uint16_t h = uint16_t(reg >> (16 * k));
+      return in.half ? f16ToF32(h) : bf16ToF32(h);
+    };
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      const Thread &t = ts[lo + lane];
+      const Instr &li = f.code[t.pc];
+      const Operand &d = li.ops[0], &a = li.ops[1], &b = li.ops[2], &c = li.ops[3];
+      if (d.count != 4 || a.count != 4 || b.count != 2 || c.count != 4)
+        return false;
+      unsigned g = lane / 4, q = lane % 4;
+      for (int k = 0; k < 2; ++k) {
+        A[g][2 * q + k] = half(t.r[a.regs[0]], k);
+        A[g + 8][2 * q + k] = half(t.r[a.regs[1]], k);
+        A[g][2 * q + 8 + k] = half(t.r[a.regs[2]], k);
+        A[g + 8][2 * q + 8 + k] = half(t.r[a.regs[3]], k);
+        B[2 * q + k][g] = half(t.r[b.regs[0]], k);
+        B[2 * q + 8 + k][g] = half(t.r[b.regs[1]], k);
+      }
+      C[g][2 * q] = asF32(t.r[c.regs[0]]);
+      C[g][2 * q + 1] = asF32(t.r[c.regs[1]]);
+      C[g + 8][2 * q] = asF32(t.r[c.regs[2]]);
+      C[g + 8][2 * q + 1] = asF32(t.r[c.regs[3]]);
+    }
+    float D[16][8];
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float s = C[i][j];
+        for (int k = 0; k < 16; ++k)
+          s = std::fma(A[i][k], B[k][j], s);
+        D[i][j] = s;
+      }
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      Thread &t = ts[lo + lane];
+      const Operand &d = f.code[t.pc].ops[0];
+      unsigned g = lane / 4, q = lane % 4;
+      t.r[d.regs[0]] = fromF32(D[g][2 * q]);
+      t.r[d.regs[1]] = fromF32(D[g][2 * q + 1]);
+      t.r[d.regs[2]] = fromF32(D[g + 8][2 * q]);
+      t.r[d.regs[3]] = fromF32(D[g + 8][2 * q + 1]);
+      t.state = Thread::Running;
+      ++t.pc;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+struct PtxModule {
+  Module m;
+};
+
+extern "C" {
+
+/// Parses `text`; null with `error` (static storage) set on failure.
+void *ptx_emulator_load(const char *text, const char **error) {
+  static std::string message;
+  auto pm = std::make_unique<PtxModule>();
+  Parser p(pm->m, message);
+  if (!p.parse(text)) {
+    *error = message.c_str();
+    return nullptr;
+  }
+  return pm.release();
+}
+
+/// The function named `name`, or null.
+void *ptx_emulator_function(void *module, const char *name) {
+  for (auto &f : static_cast<PtxModule *>(module)->m.functions)
+    if (f->name == name)
+      return f.get();
+  return nullptr;
+}
+
+/// Runs `fn` over the grid, block by block; 0 on success, else -1 with
+/// `error` set.
+int ptx_emulator_launch(void *module, void *fn, const unsigned grid[3], const unsigned block[3],
+                        void **params, const char **error) {
+  static std::string message;
+  const Module &m = static_cast<PtxModule *>(module)->m;
+  Block b(m, *static_cast<Function *>(fn), params, grid, block, message);
+  for (unsigned z = 0; z < grid[2]; ++z)
+    for (unsigned y = 0; y < grid[1]; ++y)
+      for (unsigned x = 0; x < grid[0]; ++x)
+        if (!b.run(x, y, z)) {
+          *error = message.c_str();
+          return -1;
+        }
+  return 0;
+}
+}
