@@ -54,6 +54,17 @@ static struct Allocation *owner(uint64_t p, size_t n) {
   return NULL;
 }
 
+// For the emulator: the allocation holding [p, p + n), so that a kernel's
+// access outside every allocation is a launch failure.
+int ptx_emulator_allocation(uint64_t p, uint64_t n, uint64_t *base, uint64_t *size) {
+  struct Allocation *a = owner(p, n);
+  if (!a)
+    return 0;
+  *base = (uint64_t)(uintptr_t)a->base;
+  *size = a->bytes;
+  return 1;
+}
+
 static CUresult outOfBounds(const char *what, uint64_t p, size_t n) {
   fprintf(stderr, "fake libcuda: %s of %zu bytes at 0x%llx is outside every allocation\n", what, n,
           (unsigned long long)p);

@@ -65,12 +65,19 @@ struct Instr {
   std::string text;
 };
 
+/// The device allocation holding [address, address + bytes), from the
+/// driver that links the emulator in (fake_libcuda.c): 0 if there is none.
+/// Without that driver, global accesses are not bounds-checked.
+extern "C" int ptx_emulator_allocation(uint64_t address, uint64_t bytes, uint64_t *base,
+                                       uint64_t *size) __attribute__((weak));
+
 /// A symbol: a module global (host buffer), a block's shared variable
 /// (offset into the block's shared memory), a thread's local depot, or a
 /// kernel parameter.
 struct Symbol {
   enum Kind { Global, Shared, Local, Param } kind;
   uint64_t address = 0; // Global
+  size_t bytes = 0;     // Global: its size
   size_t offset = 0;    // Shared: offset; Param: index
   int paramBytes = 8;
 };
@@ -202,6 +209,7 @@ private:
     }
     Symbol s{Symbol::Global};
     s.address = uint64_t(uintptr_t(buf.get()));
+    s.bytes = n * elem;
     m.storage.push_back(std::move(buf));
     addSymbol(name, s);
     return true;
@@ -508,27 +516,17 @@ private:
   }
 };
 
-float asF32(uint64_t v) {
-  uint32_t u = uint32_t(v);
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+// Registers hold raw bits; floats are reinterpreted, never converted.
+template <typename To, typename From> To bitCast(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  memcpy(&to, &from, sizeof(To));
+  return to;
 }
-uint64_t fromF32(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-double asF64(uint64_t v) {
-  double d;
-  memcpy(&d, &v, 8);
-  return d;
-}
-uint64_t fromF64(double d) {
-  uint64_t u;
-  memcpy(&u, &d, 8);
-  return u;
-}
+float asF32(uint64_t v) { return bitCast<float>(uint32_t(v)); }
+uint64_t fromF32(float f) { return bitCast<uint32_t>(f); }
+double asF64(uint64_t v) { return bitCast<double>(v); }
+uint64_t fromF64(double d) { return bitCast<uint64_t>(d); }
 float bf16ToF32(uint16_t h) { return asF32(uint64_t(h) << 16); }
 uint16_t f32ToBf16(float f) {
   uint32_t u = uint32_t(fromF32(f));
@@ -672,6 +670,9 @@ private:
   unsigned nctaid[3], ntid[3], ctaid[3], threads;
   std::vector<uint64_t> regs;
   std::vector<uint8_t> locals, shared;
+  // The allocations the last global accesses hit (base, size), most recent first: a kernel
+  // touches a few buffers in turn (input, weight, bias, output), so four save most lookups.
+  uint64_t recentAllocations[4][2] = {};
   std::vector<Thread> ts;
 
   bool fail(const std::string &what) {
@@ -1106,18 +1107,63 @@ private:
     return true;
   }
 
+  /// Whether [p, p + n) lies inside what `space` addresses: a device
+  /// allocation or a module global, the block's shared memory, the thread's
+  /// local depot. (A GPU faults on some of these and silently reads a
+  /// neighbour's data on others; both are kernel bugs.)
+  bool inBounds(const Thread &t, char space, const uint8_t *p, size_t n) {
+    uint64_t a = uint64_t(uintptr_t(p));
+    auto within = [&](uint64_t base, uint64_t size) { return a >= base && a + n <= base + size; };
+    switch (space) {
+    case 's':
+      return within(uint64_t(uintptr_t(shared.data())), f.sharedBytes);
+    case 'l':
+      return within(uint64_t(uintptr_t(t.local)), f.localBytes);
+    case 'g':
+      for (const auto &r : recentAllocations)
+        if (within(r[0], r[1]))
+          return true;
+      for (const Symbol &s : m.symbols)
+        if (s.kind == Symbol::Global && within(s.address, s.bytes))
+          return true;
+      if (!ptx_emulator_allocation)
+        return true;
+      uint64_t base, size;
+      if (!ptx_emulator_allocation(a, n, &base, &size))
+        return false;
+      memmove(recentAllocations[1], recentAllocations[0], 3 * sizeof(recentAllocations[0]));
+      recentAllocations[0][0] = base;
+      recentAllocations[0][1] = size;
+      return true;
+    }
+    return true;
+  }
+
   bool memory(Thread &t, const Instr &in) {
     int bytes = in.type.bits / 8;
     const Operand &addr = in.op == Op::Ld ? in.ops[1] : in.ops[0];
     const Operand &reg = in.op == Op::Ld ? in.ops[0] : in.ops[1];
     uint8_t *p = address(t, addr);
+    int n = reg.kind == Operand::Vec ? reg.count : 1;
     if (in.space == 'p' && in.op == Op::Ld && addr.symbol >= 0) {
       const Symbol &s = m.symbols[addr.symbol];
       if (s.kind != Symbol::Param)
         return fail("param load from a non-parameter: " + in.text);
       p = static_cast<uint8_t *>(params[s.offset]) + addr.offset;
+    } else {
+      // PTX asks every access, vectors whole, to be naturally aligned.
+      size_t total = size_t(bytes) * n;
+      auto fault = [&](const char *what) {
+        char where[64];
+        snprintf(where, sizeof(where), " (thread %u,%u,%u of block %u,%u,%u)", t.tid[0], t.tid[1],
+                 t.tid[2], ctaid[0], ctaid[1], ctaid[2]);
+        return fail(what + std::to_string(total) + "-byte access" + where + ": " + in.text);
+      };
+      if (uintptr_t(p) % total)
+        return fault("misaligned ");
+      if (!inBounds(t, in.space, p, total))
+        return fault("out-of-bounds ");
     }
-    int n = reg.kind == Operand::Vec ? reg.count : 1;
     for (int k = 0; k < n; ++k) {
       const Operand &r = reg;
       uint8_t *at = p + k * bytes;
