@@ -19,15 +19,20 @@ cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=R
 status=0
 part=${1:-all}
 if [ "$part" != --bench-only ]; then
+# One line per module: fixture, kind, then tbc-conformance's report.
+conform() { # fixture kind module fixture-dir [tbc-conformance flags...]
+  printf '%-24s %-8s ' "$1" "$2"
+  local out rc
+  out=$("$build/bin/tbc-conformance" "$3" "$4" "${@:5}" 2>&1)
+  rc=$?
+  echo "$out" | tr '\n' ' ' | cut -c1-200; echo
+  [ $rc -eq 0 ] || status=1
+}
 echo "== conformance (f32; max|d|/max|ref| against transformers)"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
   for mode in fused unfused; do
-    printf '%-24s %-8s ' "$f" "$mode"
-    out=$("$build/bin/tbc-conformance" "$mods/$f.$mode.tbcm" "$dir" 2>&1)
-    rc=$?
-    echo "$out" | tr '\n' ' ' | cut -c1-200; echo
-    [ $rc -eq 0 ] || status=1
+    conform "$f" "$mode" "$mods/$f.$mode.tbcm" "$dir"
   done
 done
 echo "== conformance (bf16 checkpoints, test/fixtures-bf16; within 2e-2, greedy tokens where the top-2 margin allows)"
@@ -35,15 +40,15 @@ for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
   for kind in bf16 bf16-splitkv; do
     [ -e "$mods/$f.$kind.tbcm" ] || continue
-    printf '%-24s %-8s ' "$f" "$kind"
     # (batch-1 within the same bound: a 16-bit module's kernels are variants
     # by chunk size that round differently; see test/e2e/conformance.cpp.)
-    out=$("$build/bin/tbc-conformance" "$mods/$f.$kind.tbcm" "$dir" --tolerance 2e-2 \
-          --batch-tolerance 2e-2 2>&1)
-    rc=$?
-    echo "$out" | tr '\n' ' ' | cut -c1-200; echo
-    [ $rc -eq 0 ] || status=1
+    conform "$f" "$kind" "$mods/$f.$kind.tbcm" "$dir" --tolerance 2e-2 --batch-tolerance 2e-2
   done
+done
+echo "== conformance (bf16 weights, f32 KV caches, short prompts: the 16-bit FMA projections; within 1e-4)"
+for m in "$mods"/*.bf16-f32cache.tbcm; do
+  f=$(basename "$m" .bf16-f32cache.tbcm)
+  conform "$f" f32cache "$m" "$root/test/fixtures-bf16/$f"
 done
 echo "== tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
 for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do

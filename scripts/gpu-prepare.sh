@@ -22,10 +22,16 @@ for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
   "$tbc" compile "$dir" --target cuda --dtype bf16 -o "$out/$f.bf16.tbcm" 2>/dev/null
 done
+# The short-prompt ones with f32 KV caches too: their decode GEMV and 8-row
+# kernels keep activations f32, so with f32 caches they must match within 1e-4.
+for f in llama gemma2 qwen3 phi3 gpt2 olmo2 mpt bloom; do
+  "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-kv-cache f32 \
+    -o "$out/$f.bf16-f32cache.tbcm" 2>/dev/null
+done
 # The long-prompt fixtures once more with split-KV attention: should the
 # flash kernel (the bf16 default for prefill) fail, this tells whether it is
 # the one to blame.
-for f in gemma2-long qwen3-long; do
+for f in gemma2-long qwen3-long llama-hd128-long; do
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-attention split-kv \
     -o "$out/$f.bf16-splitkv.tbcm" 2>/dev/null
 done

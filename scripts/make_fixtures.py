@@ -76,6 +76,12 @@ FIXTURES = {
                         max_position_embeddings=128, seq=80),
     "qwen3-long": dict(model_type="qwen3", num_hidden_layers=2, num_key_value_heads=2,
                        head_dim=32, max_position_embeddings=128, seq=80),
+    # Llama-3-8B's head dim (128) and 2:1 grouped heads, 80 tokens: the CUDA
+    # split-KV kernel's contiguous lanes (4 dims a lane, one vector load per
+    # key and value) and the flash kernel at its largest head dim.
+    "llama-hd128-long": dict(model_type="llama", num_hidden_layers=2, num_attention_heads=2,
+                             num_key_value_heads=1, head_dim=128, max_position_embeddings=128,
+                             seq=80),
     "olmo2": dict(model_type="olmo2", num_hidden_layers=2, num_key_value_heads=2),
     "phi3": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=4, pad_token_id=0,
                  bos_token_id=1, eos_token_id=2,

@@ -86,6 +86,9 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashAttention", "flash-attention", "bool", /*default=*/"true",
            "With 16-bit weights, run prefill attention as the tensor-core flash kernel "
            "(false: the split-KV kernel everywhere)">,
+    Option<"kvCacheType", "kv-cache-type", "std::string", /*default=*/"\"f32\"",
+           "Element type of the device KV caches: f32, or bf16/f16 (keys and values "
+           "rounded as they are appended, widened as attention reads them)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -195,6 +195,11 @@ int tbc::compileMain(int argc, char **argv) {
       cl::desc("--target cuda with 16-bit weights: prefill attention as the "
                "tensor-core flash kernel (default) or the split-KV kernel that "
                "decoding and f32 modules use"));
+  static cl::opt<std::string> cudaKvCache(
+      "cuda-kv-cache", cl::cat(cat), cl::value_desc("f32|bf16|f16"),
+      cl::desc("--target cuda: element type of the device KV caches (default: "
+               "the --dtype of the weights, as a bf16 model keeps its cache in "
+               "bf16; f32 keeps decoding's attention in f32 for tight checks)"));
   static cl::opt<std::string> cpu(
       "cpu", cl::cat(cat), cl::init("host"), cl::value_desc("name"),
       cl::desc("--target cpu: the processor to generate code for (host: this one; "
@@ -259,6 +264,7 @@ int tbc::compileMain(int argc, char **argv) {
   if (cudaAttention != "flash" && cudaAttention != "split-kv")
     return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
+  targetOptions.cudaKvCache = cudaKvCache;
   if (std::string why = backend->checkOptions(targetOptions); !why.empty())
     return fail(why);
   // The stages `--emit` can stop at, in pipeline order.

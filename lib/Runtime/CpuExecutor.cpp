@@ -114,6 +114,12 @@ bool CpuExecutor::load(const ModuleFile &file, const Module &module, std::string
             "machine (tbc compile)";
     return false;
   }
+  // The host kernels keep their caches in f32 (std::vector<float> below).
+  for (const BufferEntry &b : im.buffers)
+    if (b.kind == "kv_cache" && b.cacheType != "f32") {
+      error = "manifest: the CPU executor keeps KV caches in f32, not " + b.cacheType;
+      return false;
+    }
   // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
   memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
   if (memfd < 0 ||

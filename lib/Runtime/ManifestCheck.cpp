@@ -210,6 +210,12 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         return bad(name + " cache " + std::to_string(c) + " is " +
                    std::to_string(width) + " wide; the kernel was compiled for " +
                    shapeString(want));
+      // A kernel writing bf16 into f32 rows (or the reverse) would read
+      // garbage, or write past a cache sized for the other type.
+      const std::string &type = buffers[step.caches[c]].cacheType;
+      if (type != cacheTypes[step.kernel])
+        return bad(name + " cache " + std::to_string(c) + " holds " + type +
+                   "; the kernel was compiled for " + cacheTypes[step.kernel]);
     }
   }
   return true;

@@ -89,6 +89,7 @@ struct Module::Impl {
   /// Weight elements each step reads in full (what splitting it shares).
   std::vector<int64_t> stepWeightElements;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
+  std::vector<std::string> cacheTypes; // by kernel: the KV cache type it was compiled for
   int output = -1;
   /// Session::profile()'s entries (kernel uses: a kernel and what it
   /// reads), zeroed, and the entry each step's time goes to.

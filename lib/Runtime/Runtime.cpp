@@ -112,6 +112,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     launches.push_back(std::move(k.launches));
     splits.push_back(k.work ? Split{k.work->count, k.work->align} : Split{});
     signatures.push_back(std::move(k.signature));
+    cacheTypes.push_back(std::move(k.cacheType));
   }
   if (!checkConsistency(m, error))
     return false;

@@ -64,6 +64,8 @@ std::string kernel(size_t id, const Kernel &k) {
                   ", \"symbol\": " + json::quote(k.symbol) + ", \"role\": " +
                   json::quote(k.role) + ", \"kv_cache\": " + boolean(k.kvCache) +
                   ", \"row_parallel\": " + boolean(k.rowParallel);
+  if (k.kvCache)
+    s += ", \"cache_dtype\": " + json::quote(k.cacheType);
   if (k.work)
     s += ", \"work\": {\"unit\": " + json::quote(k.work->unit) +
          ", \"count\": " + std::to_string(k.work->count) +
@@ -150,6 +152,14 @@ bool readInts(const json::Value *v, std::vector<int64_t> &out) {
 const json::Value *member(const json::Value &v, const char *key, json::Value::Kind kind) {
   const json::Value *m = v.get(key);
   return m && m->kind() == kind ? m : nullptr;
+}
+
+/// A KV cache's element type: f32, bf16 or f16.
+bool readCacheType(const json::Value &v, std::string &out) {
+  if (!v.isString() || (v.asString() != "f32" && v.asString() != "bf16" && v.asString() != "f16"))
+    return false;
+  out = v.asString();
+  return true;
 }
 
 bool readLaunch(const json::Value &l, Launch &info) {
@@ -294,6 +304,11 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
       e.of = int(of->asInt());
     if (const json::Value *o = b.get("offset"); o && o->isInteger())
       e.offset = o->asInt();
+    if (e.kind == "kv_cache") {
+      // Absent in modules written before caches had a choice: f32.
+      if (const json::Value *d = b.get("dtype"); d && !readCacheType(*d, e.cacheType))
+        return bad("a kv_cache buffer's dtype must be f32, bf16 or f16");
+    }
     if (e.kind == "view" && (e.of < 0 || e.of >= int(m.buffers.size()) ||
                              m.buffers[e.of].kind != "activation"))
       return bad("a view refers to an unknown buffer");
@@ -314,6 +329,8 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
     const json::Value *rp = k.get("row_parallel"), *kv = k.get("kv_cache");
     kernel.rowParallel = rp && rp->isBool() && rp->asBool();
     kernel.kvCache = kv && kv->isBool() && kv->asBool();
+    if (const json::Value *d = k.get("cache_dtype"); d && !readCacheType(*d, kernel.cacheType))
+      return bad("kernel '" + kernel.symbol + "': cache_dtype must be f32, bf16 or f16");
     if (const json::Value *w = k.get("work")) {
       const json::Value *unit = w->get("unit"), *count = w->get("count"),
                         *align = w->get("align");

@@ -161,6 +161,8 @@ private:
     k.symbol = backend.symbol(kernel);
     k.role = kernelRole(op).str();
     k.kvCache = cached;
+    if (cached)
+      k.cacheType = backend.kvCacheType(options);
     // Every kernel but attention treats the chunk's rows independently, so
     // the runtime may split them.
     k.rowParallel = !cached;
@@ -288,9 +290,10 @@ private:
           recordTap(call, prefix, refs[call.getResult(0)]);
         if (callee->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr())) {
           auto attn = cast<AttentionOp>(callee.getBody().front().front());
+          manifest::Buffer cache{"kv_cache", int64_t(attn.getNumKvHeads() * attn.getHeadDim())};
+          cache.cacheType = backend.kvCacheType(options);
           for (int i = 0; i < 2; ++i)
-            step.caches.push_back(
-                newBuffer({"kv_cache", int64_t(attn.getNumKvHeads() * attn.getHeadDim())}).id);
+            step.caches.push_back(newBuffer(cache).id);
         }
         step.kernel = kernelId(callee);
         m.steps.push_back(std::move(step));

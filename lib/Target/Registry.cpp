@@ -60,6 +60,11 @@ struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> 
       llvm::cl::desc("Weight storage, as tbc compile --dtype: f32 or bf16 (cuda)"),
       llvm::cl::init("f32")};
 
+  Option<std::string> cudaKvCache{
+      *this, "cuda-kv-cache",
+      llvm::cl::desc("KV cache element type of the cuda target, as tbc compile "
+                     "--cuda-kv-cache (default: the weight type)")};
+
   Option<std::string> cpu{*this, "cpu",
                           llvm::cl::desc("The CPU of the cpu target, as tbc compile --cpu"),
                           llvm::cl::init("host")};
@@ -74,6 +79,7 @@ struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> 
     if (!cudaArch.empty())
       t.cudaArchs.assign(cudaArch.begin(), cudaArch.end());
     t.weightType = weightType;
+    t.cudaKvCache = cudaKvCache;
     return t;
   }
 };

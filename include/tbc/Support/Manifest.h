@@ -68,7 +68,10 @@ struct Buffer {
   int64_t width = 0;
   int of = -1;        // view: the root buffer
   int64_t offset = 0; // view: column offset in the root
-  std::string dtype() const { return isSequenceInput(kind) ? "i32" : "f32"; }
+  std::string cacheType = "f32"; // kv_cache: f32, bf16 or f16 (the target's choice)
+  std::string dtype() const {
+    return isSequenceInput(kind) ? "i32" : kind == "kv_cache" ? cacheType : "f32";
+  }
 };
 
 /// A step operand: a weight or a buffer, by id.
@@ -109,6 +112,7 @@ struct Kernel {
   /// dynamic).
   std::vector<std::vector<int64_t>> signature;
   std::vector<Launch> launches; // empty on targets that launch by symbol
+  std::string cacheType = "f32"; // kvCache: the caches' element type the code reads
 };
 
 struct Step {

@@ -56,6 +56,10 @@ struct TargetOptions {
   /// CUDA: prefill attention of 16-bit modules as the tensor-core flash
   /// kernel (`--cuda-attention flash`, the default) or split-KV.
   bool cudaFlashAttention = true;
+  /// CUDA: the KV caches' element type (`--cuda-kv-cache`: f32, bf16 or
+  /// f16; empty: the weights' type, as a bf16 model in transformers keeps
+  /// its cache in bf16).
+  std::string cudaKvCache;
   /// CPU: the processor to generate code for (`--cpu`; host: this one) and
   /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
   std::string cpu = "host";
@@ -84,6 +88,9 @@ public:
   /// as a last operand), or none.
   virtual std::optional<manifest::WorkRange> workRange(mlir::func::FuncOp kernel,
                                                       const TargetOptions &options) const = 0;
+  /// The element type of the KV caches the attention kernels read and
+  /// append to (the manifest's kv_cache buffers): f32, bf16 or f16.
+  virtual std::string kvCacheType(const TargetOptions &options) const { return "f32"; }
   /// The code symbol the runtime resolves for a kernel.
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
   /// The device functions the runtime launches for a kernel, with their

@@ -6,7 +6,7 @@
 //   each lane holds its two rows' (group, group + 8) query fragments, scaled
 //   and rounded to 16 bits, for the whole walk;
 // * the block walks the positions its rows can see in tiles of 32: all 128
-//   threads copy the tile's keys and (transposed) values from the f32 caches
+//   threads copy the tile's keys and (transposed) values from the caches
 //   into shared memory as 16-bit values, then each warp computes its 16 x 32
 //   scores S = Q K^T, applies the soft-cap, position bias and the causal /
 //   window / length masks, and folds them into a running (max, sum, output)
@@ -119,21 +119,33 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         Value pos = g.add(j0, j);
         Value inCache = g.lt(pos, kvLen);
         Value cacheRow = g.min(pos, lastPosition);
+        // A cache of the tile's 16-bit type is copied as it is; an f32 one
+        // (or one of the other 16-bit type) is rounded here.
+        Type cacheType = cast<MemRefType>(o.keyCache.getType()).getElementType();
+        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(cacheType));
         auto pairOf = [&](Value cache) {
-          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getF32Type()), cache,
+          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
                                           ValueRange{cacheRow, g.add(kvCol, d)});
-          v.setAlignment(8); // even column of a row of even width
+          // An even column of a row of even width.
+          v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
           Value lo = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
           Value hi = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{1});
-          return std::pair{g.select(inCache, lo, g.f32(0.0)), g.select(inCache, hi, g.f32(0.0))};
+          return std::pair{g.select(inCache, lo, zero), g.select(inCache, hi, zero)};
+        };
+        auto toHalf = [&](Value x) -> Value {
+          if (x.getType() == half.type())
+            return x;
+          if (!x.getType().isF32())
+            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+          return arith::TruncFOp::create(b, loc, half.type(), x);
         };
         auto [k0, k1] = pairOf(o.keyCache);
-        vector::StoreOp::create(b, loc, half.pair(k0, k1), o.keyTile, ValueRange{j, d})
-            .setAlignment(4);
+        Value keyPair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, half.type()),
+                                                       ValueRange{toHalf(k0), toHalf(k1)});
+        vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
         auto [v0, v1] = pairOf(o.valueCache);
-        g.store(arith::TruncFOp::create(b, loc, half.type(), v0), o.valueTile, {d, j});
-        g.store(arith::TruncFOp::create(b, loc, half.type(), v1), o.valueTile,
-                {g.add(d, 1), j});
+        g.store(toHalf(v0), o.valueTile, {d, j});
+        g.store(toHalf(v1), o.valueTile, {g.add(d, 1), j});
       });
       gpu::BarrierOp::create(b, loc);
 

@@ -156,9 +156,12 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType, bool flash)
+          StringRef weightType, bool flash, StringRef kvCacheType)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
-        weightType(weightType), flash(flash) {}
+        weightType(weightType), flash(flash),
+        cacheType(kvCacheType == "bf16"  ? Type(b.getBF16Type())
+                  : kvCacheType == "f16" ? Type(b.getF16Type())
+                                         : Type(b.getF32Type())) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
@@ -181,7 +184,7 @@ public:
     if (cached) {
       auto a = cast<AttentionOp>(op);
       auto cache = MemRefType::get({ShapedType::kDynamic, int64_t(a.getNumKvHeads() * a.getHeadDim())},
-                                   b.getF32Type());
+                                   cacheType);
       args.append({cache, cache});
     }
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
@@ -230,6 +233,7 @@ private:
   int index;
   StringRef weightType;
   bool flash; // the pass's flash-attention option
+  Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
@@ -390,11 +394,20 @@ private:
     return success();
   }
 
+  /// An f32 key or value as the caches store it (16-bit: rounded to
+  /// nearest even), and a cached one as attention computes with it.
+  Value toCache(Value v) {
+    return cacheType.isF32() ? v : arith::TruncFOp::create(b, loc, cacheType, v).getResult();
+  }
+  Value fromCache(Value v) {
+    return cacheType.isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
+  }
+
   LogicalResult appendToCaches(Value k, Value v, ValueRange caches) {
     return pointwise(width(k), [&](Value t, Value c) {
       Value row = g.add(past, t);
-      g.store(g.load(k, {t, c}), caches[0], {row, c});
-      g.store(g.load(v, {t, c}), caches[1], {row, c});
+      g.store(toCache(g.load(k, {t, c})), caches[0], {row, c});
+      g.store(toCache(g.load(v, {t, c})), caches[1], {row, c});
     });
   }
 
@@ -917,11 +930,15 @@ private:
     Value h = g.bid(gpu::Dimension::x);
     Value kvCol = g.mul(g.div(h, group), D);
     Value qCol = g.mul(h, D);
+    // Where D fills the warp evenly, a lane's dims are contiguous, d =
+    // perLane lane + i, and each key and value is one vector load (8 bytes
+    // a lane of a bf16 cache at D = 128); else d = lane + 32 i (masked past
+    // D), one scalar load each.
+    bool contiguous = D == 32 * perLane && (perLane == 2 || perLane == 4 || perLane == 8);
     forRowTiles(1, [&](Value t) {
-      // This lane's dims d = lane + 32 i (masked past D).
       SmallVector<Value> dims, valid, qv;
       for (int64_t i = 0; i < perLane; ++i) {
-        Value d = g.add(lane, 32 * i);
+        Value d = contiguous ? g.add(g.mul(lane, perLane), i) : g.add(lane, 32 * i);
         valid.push_back(g.lt(d, D));
         dims.push_back(g.min(d, g.idx(D - 1)));
         Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
@@ -946,11 +963,27 @@ private:
               j[r] = g.min(jr, last);
             }
             // Every load of the run first, so that they are in flight together.
-            for (int64_t r = 0; r < P; ++r)
-              for (int64_t i = 0; i < perLane; ++i) {
-                keys.push_back(g.load(caches[0], {j[r], g.add(kvCol, dims[i])}));
-                values.push_back(g.load(caches[1], {j[r], g.add(kvCol, dims[i])}));
+            auto lanes = VectorType::get({perLane}, cacheType);
+            for (int64_t r = 0; r < P; ++r) {
+              if (!contiguous) {
+                for (int64_t i = 0; i < perLane; ++i) {
+                  keys.push_back(fromCache(g.load(caches[0], {j[r], g.add(kvCol, dims[i])})));
+                  values.push_back(fromCache(g.load(caches[1], {j[r], g.add(kvCol, dims[i])})));
+                }
+                continue;
               }
+              for (auto [cache, into] :
+                   {std::pair{caches[0], &keys}, std::pair{caches[1], &values}}) {
+                // Row offsets and kvCol are multiples of D: the lane's
+                // perLane values are naturally aligned.
+                auto v = vector::LoadOp::create(b, loc, lanes, cache,
+                                                ValueRange{j[r], g.add(kvCol, dims[0])});
+                v.setAlignment(perLane * cacheType.getIntOrFloatBitWidth() / 8);
+                for (int64_t i = 0; i < perLane; ++i)
+                  into->push_back(
+                      fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i})));
+              }
+            }
             SmallVector<Value> score(P);
             Value m = s[0];
             for (int64_t r = 0; r < P; ++r) {
@@ -1033,10 +1066,12 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
   using TbcLowerToGPUBase::TbcLowerToGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (weightType != "f32" && weightType != "bf16" && weightType != "f16") {
-      module.emitError("weight-type must be f32, bf16 or f16, not '") << weightType << "'";
-      return signalPassFailure();
-    }
+    for (auto [option, value] : {std::pair{"weight-type", &weightType},
+                                 std::pair{"kv-cache-type", &kvCacheType}})
+      if (*value != "f32" && *value != "bf16" && *value != "f16") {
+        module.emitError(option) << " must be f32, bf16 or f16, not '" << *value << "'";
+        return signalPassFailure();
+      }
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
@@ -1058,7 +1093,8 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "tbc_kernels");
     int index = 0;
     for (func::FuncOp kernel : kernels) {
-      Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention);
+      Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
+                      kvCacheType);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

@@ -58,6 +58,8 @@ public:
              " does not exist: install the CUDA toolkit or set CUDA_HOME";
     if (options.cudaArchs.empty())
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
+    if (std::string c = kvCacheType(options); c != "f32" && c != "bf16" && c != "f16")
+      return "unknown --cuda-kv-cache '" + c + "' (f32, bf16 or f16)";
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
       unsigned n = 0;
@@ -73,8 +75,9 @@ public:
     std::string nvvm = nvvmPipeline(options.cudaArchs);
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
-         [weightType = options.weightType, flash = options.cudaFlashAttention](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash}));
+         [weightType = options.weightType, flash = options.cudaFlashAttention,
+          cache = kvCacheType(options)](OpPassManager &pm) {
+           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash, cache}));
            // Readable IR for --emit gpu: constants folded and shared.
            pm.addPass(createCanonicalizerPass());
            pm.addPass(createCSEPass());
@@ -88,6 +91,10 @@ public:
                "gpu-module-to-binary{format=isa toolkit=" + cudaToolkit() + "}", pm);
          }},
     };
+  }
+
+  std::string kvCacheType(const TargetOptions &options) const override {
+    return options.cudaKvCache.empty() ? options.weightType : options.cudaKvCache;
   }
 
   std::optional<PackedOperand> packedOperand(Operation *op,

@@ -7,7 +7,9 @@
 # * bf16: bf16 modules of the bf16 checkpoints (test/fixtures-bf16, whose
 #   references are transformers' f32-compute logits on the bf16 weights):
 #   12-token prompts run the FMA variants (decode GEMV, 8 rows a warp), whose
-#   activations stay f32, so they match within 1e-4; the long-prompt fixtures
+#   activations stay f32, so with f32 KV caches (--cuda-kv-cache f32) they
+#   match within 1e-4; with the default bf16 caches (keys and values rounded,
+#   as a bf16 model's are) within 2e-2; the long-prompt fixtures
 #   (80 tokens: tensor-core projections and flash attention, which round
 #   activations and P to bf16; once more with split-KV attention) within the
 #   2e-2 that scripts/gpu-check.sh asks of bf16 on a GPU.
@@ -39,11 +41,12 @@ case $set in
       check "$(basename "$dir") f32 $set" "$dir" "${flag[@]}"
     done ;;
   bf16)
-    long="gemma2-long qwen3-long"
+    long="gemma2-long qwen3-long llama-hd128-long"
     for dir in "$bf16"/*/; do
       f=$(basename "$dir")
       case " $long " in *" $f "*) continue ;; esac
-      check "$f bf16" "$dir" --dtype bf16
+      check "$f bf16 f32-cache" "$dir" --dtype bf16 --cuda-kv-cache f32
+      check "$f bf16" "$dir" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2
     done
     for f in $long; do
       for attention in flash split-kv; do
