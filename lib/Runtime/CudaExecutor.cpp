@@ -421,8 +421,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
       while (rows < past + T)
         rows *= 2;
       rows = std::min(rows, capacity_);
-      size_t element = e.cacheType == "f32" ? 4 : 2; // bf16, f16
-      if (!caches_[b].reserve(size_t(rows * e.width) * element, true, error))
+      if (!caches_[b].reserve(size_t(rows * e.width) * tbc::storageTypeBytes(e.cacheType), true,
+                              error))
         return false;
       cacheRows_[b] = rows;
     }

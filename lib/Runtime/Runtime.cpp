@@ -342,7 +342,7 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       const std::vector<int64_t> &shape = impl_->weightEntries[a.id].shape;
       double elements = double(product(shape));
-      double bytes = impl_->weightEntries[a.id].dtype == "f32" ? 4.0 : 2.0;
+      double bytes = double(storageTypeBytes(impl_->weightEntries[a.id].dtype));
       if (gather && shape.size() >= 2) { // one row: [rows, hidden] or packed
         cost.weightBytes += bytes * double(shape[1]);
         continue;

@@ -2,6 +2,7 @@
 
 #include "tbc/Support/Manifest.h"
 
+#include "tbc/Support/HalfFloats.h"
 #include "tbc/Support/Limits.h"
 
 #include <algorithm>
@@ -156,7 +157,7 @@ const json::Value *member(const json::Value &v, const char *key, json::Value::Ki
 
 /// A KV cache's element type: f32, bf16 or f16.
 bool readCacheType(const json::Value &v, std::string &out) {
-  if (!v.isString() || (v.asString() != "f32" && v.asString() != "bf16" && v.asString() != "f16"))
+  if (!v.isString() || !isStorageType(v.asString()))
     return false;
   out = v.asString();
   return true;
@@ -281,8 +282,7 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         return bad("unknown weight transform '" + e.op + "'");
       if (e.op == "convert") {
         const json::Value *d = w.get("dtype");
-        if (!d || !d->isString() ||
-            (d->asString() != "bf16" && d->asString() != "f16" && d->asString() != "f32"))
+        if (!d || !d->isString() || !isStorageType(d->asString()))
           return bad("a convert weight needs a dtype of bf16, f16 or f32");
         e.dtype = d->asString();
       } else if (e.inputs.size() && m.weights[e.inputs[0]].dtype != "f32") {

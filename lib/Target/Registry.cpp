@@ -3,6 +3,7 @@
 #include "tbc/Target/TargetBackend.h"
 
 #include "tbc/Dialect/TbcDialect.h"
+#include "tbc/Support/HalfFloats.h"
 
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -36,7 +37,7 @@ std::vector<std::string> tbc::targetBackendNames() {
 }
 
 std::string TargetBackend::checkDtype(llvm::StringRef dtype) const {
-  if (dtype == "f32" || dtype == "bf16" || dtype == "f16")
+  if (isStorageType(dtype))
     return "";
   return "the " + name().upper() + " backend stores weights as f32, bf16 or f16 "
                                    "(activations are f32)";

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Transforms/Passes.h"
+#include "tbc/Support/HalfFloats.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -52,8 +53,7 @@ void tbc::registerFusePipeline() {
         FusePipelineOptions options;
         if (failed(options.parseFromString(optionsText)))
           return mlir::failure();
-        if (options.weightType != "f32" && options.weightType != "bf16" &&
-            options.weightType != "f16")
+        if (!isStorageType(options.weightType))
           return errorHandler("tbc-fuse: unknown weight-type '" + options.weightType +
                               "' (expected f32, bf16 or f16)");
         buildFusePipeline(pm, options);

@@ -10,10 +10,21 @@
 #ifndef TBC_SUPPORT_HALFFLOATS_H
 #define TBC_SUPPORT_HALFFLOATS_H
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 namespace tbc {
+
+/// Whether `type` names a storage type of weights and KV caches (`--dtype`,
+/// `--cuda-kv-cache`, the manifest's `dtype`s): f32, bf16 or f16.
+inline bool isStorageType(std::string_view type) {
+  return type == "f32" || type == "bf16" || type == "f16";
+}
+
+/// Bytes per element of a storage type: 4 for f32, 2 for bf16 and f16.
+inline size_t storageTypeBytes(std::string_view type) { return type == "f32" ? 4 : 2; }
 
 /// The bf16 bits of `f`, rounded to nearest even (a NaN stays a NaN).
 inline uint16_t toBF16Bits(float f) {

@@ -12,6 +12,7 @@
 #include "Matmul.h"
 #include "tbc/Conversion/TbcToCPU/KernelABI.h"
 #include "tbc/Conversion/Passes.h"
+#include "tbc/Support/HalfFloats.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -644,7 +645,7 @@ struct TbcLowerToCPUPass
     ModuleOp module = getOperation();
     CpuTile tile{vectorWidth, panelWidth, tileRows};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
-        (weightType != "f32" && weightType != "bf16" && weightType != "f16")) {
+        !isStorageType(weightType)) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
                        "> 0, and weight-type f32, bf16 or f16");
       return signalPassFailure();

@@ -28,6 +28,7 @@
 
 #include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 #include "tbc/Conversion/Passes.h"
+#include "tbc/Support/HalfFloats.h"
 
 #include "../Common/KernelMath.h"
 #include "FlashAttention.h"
@@ -1068,7 +1069,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     ModuleOp module = getOperation();
     for (auto [option, value] : {std::pair{"weight-type", &weightType},
                                  std::pair{"kv-cache-type", &kvCacheType}})
-      if (*value != "f32" && *value != "bf16" && *value != "f16") {
+      if (!isStorageType(*value)) {
         module.emitError(option) << " must be f32, bf16 or f16, not '" << *value << "'";
         return signalPassFailure();
       }

@@ -11,6 +11,7 @@
 #include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 #include "tbc/Target/TargetBackend.h"
 #include "tbc/Conversion/Passes.h"
+#include "tbc/Support/HalfFloats.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -58,7 +59,7 @@ public:
              " does not exist: install the CUDA toolkit or set CUDA_HOME";
     if (options.cudaArchs.empty())
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
-    if (std::string c = kvCacheType(options); c != "f32" && c != "bf16" && c != "f16")
+    if (std::string c = kvCacheType(options); !isStorageType(c))
       return "unknown --cuda-kv-cache '" + c + "' (f32, bf16 or f16)";
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
