@@ -120,6 +120,14 @@ bool CpuExecutor::load(const ModuleFile &file, const Module &module, std::string
       error = "manifest: the CPU executor keeps KV caches in f32, not " + b.cacheType;
       return false;
     }
+  // Nor do they take scratch: a kernel that asks for it was built for
+  // another executor.
+  for (size_t k = 0; k < im.scratch.size(); ++k)
+    if (im.scratch[k]) {
+      error = "manifest: kernel '" + im.kernelNames[k] +
+              "' takes scratch, which the CPU executor does not pass";
+      return false;
+    }
   // dlopen needs a file: an anonymous in-memory one leaves nothing behind.
   memfd = memfd_create("tbc-kernels", MFD_CLOEXEC);
   if (memfd < 0 ||

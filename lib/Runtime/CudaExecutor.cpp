@@ -234,6 +234,9 @@ private:
   std::vector<DeviceBuffer> caches_;      // by kv_cache buffer id
   std::vector<int64_t> cacheRows_;
   DeviceBuffer tokens_, positions_, lengths_;
+  /// The kernels' scratch (decoding attention's slices), sized for the
+  /// largest; steps run one after another on one stream, so they share it.
+  DeviceBuffer scratch_;
 };
 
 class CudaExecutor final : public DeviceExecutor {
@@ -427,6 +430,11 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
       cacheRows_[b] = rows;
     }
   }
+  int64_t scratchFloats = 0;
+  for (int64_t n : im.scratch)
+    scratchFloats = std::max(scratchFloats, n);
+  if (scratchFloats && !scratch_.reserve(size_t(scratchFloats) * 4, false, error))
+    return false;
   std::vector<int64_t> values;
   std::vector<void *> params;
   bool timing = profile && d.canTime();
@@ -482,6 +490,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     for (int c : step.caches)
       memref(caches_[c].ptr, 0, {cacheRows_[c], im.buffers[c].width},
              {im.buffers[c].width, 1});
+    if (int64_t n = im.scratch[step.kernel])
+      memref(scratch_.ptr, 0, {n}, {1});
     values.push_back(rows);
     values.push_back(past + firstRow);
     params.clear();

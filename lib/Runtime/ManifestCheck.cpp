@@ -146,7 +146,9 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     const std::vector<std::vector<int64_t>> &sig = signatures[step.kernel];
     std::string name = "step " + std::to_string(s) + " (" + kernelNames[step.kernel] + ")";
     const Split &split = splits[step.kernel];
-    size_t operands = step.args.size() + step.caches.size() + (split.units ? 1 : 0);
+    int64_t scratchFloats = scratch[step.kernel];
+    size_t operands = step.args.size() + step.caches.size() + (scratchFloats ? 1 : 0) +
+                      (split.units ? 1 : 0);
     if (operands != sig.size())
       return bad(name + " passes " + std::to_string(operands) +
                  " operands; the kernel takes " + std::to_string(sig.size()));
@@ -217,6 +219,13 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
         return bad(name + " cache " + std::to_string(c) + " holds " + type +
                    "; the kernel was compiled for " + cacheTypes[step.kernel]);
     }
+    // The session's scratch (after the caches) is sized from the count: the
+    // code must have been compiled for exactly that many values.
+    if (scratchFloats && sig[step.args.size() + step.caches.size()] !=
+                             std::vector<int64_t>{scratchFloats})
+      return bad(name + " takes " + std::to_string(scratchFloats) +
+                 " values of scratch; the kernel was compiled for " +
+                 shapeString(sig[step.args.size() + step.caches.size()]));
   }
   return true;
 }

@@ -113,6 +113,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     splits.push_back(k.work ? Split{k.work->count, k.work->align} : Split{});
     signatures.push_back(std::move(k.signature));
     cacheTypes.push_back(std::move(k.cacheType));
+    scratch.push_back(k.scratch);
   }
   if (!checkConsistency(m, error))
     return false;

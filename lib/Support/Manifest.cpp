@@ -67,6 +67,8 @@ std::string kernel(size_t id, const Kernel &k) {
                   ", \"row_parallel\": " + boolean(k.rowParallel);
   if (k.kvCache)
     s += ", \"cache_dtype\": " + json::quote(k.cacheType);
+  if (k.scratch)
+    s += ", \"scratch\": " + std::to_string(k.scratch);
   if (k.work)
     s += ", \"work\": {\"unit\": " + json::quote(k.work->unit) +
          ", \"count\": " + std::to_string(k.work->count) +
@@ -331,6 +333,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
     kernel.kvCache = kv && kv->isBool() && kv->asBool();
     if (const json::Value *d = k.get("cache_dtype"); d && !readCacheType(*d, kernel.cacheType))
       return bad("kernel '" + kernel.symbol + "': cache_dtype must be f32, bf16 or f16");
+    if (const json::Value *n = k.get("scratch")) {
+      if (!n->isInteger() || n->asInt() < 1 || n->asInt() > limits::kMaxScratchFloats)
+        return bad("kernel '" + kernel.symbol + "': scratch must be a count of f32 values from 1 to " +
+                   std::to_string(limits::kMaxScratchFloats));
+      kernel.scratch = n->asInt();
+    }
     if (const json::Value *w = k.get("work")) {
       const json::Value *unit = w->get("unit"), *count = w->get("count"),
                         *align = w->get("align");

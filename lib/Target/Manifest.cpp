@@ -168,8 +168,10 @@ private:
     k.rowParallel = !cached;
     k.work = backend.workRange(kernel, options);
     k.launches = backend.launches(kernel, options);
+    k.scratch = backend.scratchFloats(kernel);
     // The shapes the compiled code assumes (-1: dynamic), operands, results,
-    // then the key/value caches and the work range: the runtime checks every
+    // then the key/value caches, the scratch and the work range: the runtime
+    // checks every
     // step against them so that a manifest that disagrees with its code is
     // refused, not run.
     FunctionType type = kernel.getFunctionType();
@@ -185,6 +187,8 @@ private:
       k.signature.push_back({-1, width});
       k.signature.push_back({-1, width});
     }
+    if (k.scratch)
+      k.signature.push_back({k.scratch});
     if (k.work)
       k.signature.push_back({2});
     m.kernels.push_back(std::move(k));

@@ -100,6 +100,28 @@ TEST(Manifest, ReferencesAreChecked) {
   EXPECT_EQ(error, "manifest: kernel 'k1_linear_packed' has a malformed work range");
 }
 
+// A kernel's scratch (CUDA attention's decode slices) reads back, absent
+// means none, and a count outside [1, kMaxScratchFloats] is refused.
+TEST(Manifest, ScratchCountReadsBackAndIsBounded) {
+  Manifest m = sample();
+  m.kernels[1].scratch = 17280;
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.kernels[0].scratch, 0);
+  EXPECT_EQ(out.kernels[1].scratch, 17280);
+  std::string text = write(m);
+  size_t at = text.find("\"scratch\": 17280");
+  ASSERT_NE(at, std::string::npos);
+  for (const char *bad : {"\"scratch\": 0", "\"scratch\": -4", "\"scratch\": 1.5",
+                          "\"scratch\": 999999999999"}) {
+    std::string t = text;
+    t.replace(at, 16, bad);
+    EXPECT_FALSE(read(t, out, error)) << bad;
+    EXPECT_NE(error.find("scratch must be a count of f32 values"), std::string::npos) << error;
+  }
+}
+
 // Launch variants by chunk size: each serves its row range, and together
 // they must serve every chunk, or a chunk would leave the kernel's results
 // unwritten.

@@ -38,6 +38,8 @@ inline constexpr int kIRNesting = 256;
 /// Positions one session may hold (2^24 = 16M tokens): bounds every
 /// position-times-width product the runtime forms.
 inline constexpr int64_t kMaxPositions = int64_t(1) << 24;
+/// Most f32 values of scratch a kernel may ask a session for (1 GiB).
+inline constexpr int64_t kMaxScratchFloats = int64_t(1) << 28;
 
 } // namespace tbc::limits
 

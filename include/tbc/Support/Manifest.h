@@ -113,6 +113,9 @@ struct Kernel {
   std::vector<std::vector<int64_t>> signature;
   std::vector<Launch> launches; // empty on targets that launch by symbol
   std::string cacheType = "f32"; // kvCache: the caches' element type the code reads
+  /// f32 values of scratch memory the code takes after the caches (a
+  /// session's, reused by every step that needs it; 0: none).
+  int64_t scratch = 0;
 };
 
 struct Step {

@@ -91,6 +91,9 @@ public:
   /// The element type of the KV caches the attention kernels read and
   /// append to (the manifest's kv_cache buffers): f32, bf16 or f16.
   virtual std::string kvCacheType(const TargetOptions &options) const { return "f32"; }
+  /// f32 values of scratch memory a kernel takes after its caches (the
+  /// session's, shared by every step; 0: none).
+  virtual int64_t scratchFloats(mlir::func::FuncOp kernel) const { return 0; }
   /// The code symbol the runtime resolves for a kernel.
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
   /// The device functions the runtime launches for a kernel, with their

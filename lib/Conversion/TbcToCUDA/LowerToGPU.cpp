@@ -45,6 +45,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -93,27 +94,45 @@ bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed)
          a.getHeadDim() % kMmaK == 0 && a.getHeadDim() <= kFlashMaxHeadDim;
 }
 
-SmallVector<cuda::Launch, 3> cuda::launchesFor(Operation *op, StringRef weightType,
+int64_t cuda::decodeSplits(int64_t heads) {
+  return std::clamp<int64_t>(ceilDiv(kDecodeBlocks, heads), 1, kDecodeMaxSplits);
+}
+
+int64_t cuda::scratchFloats(Operation *op) {
+  auto a = dyn_cast<AttentionOp>(op);
+  if (!a)
+    return 0;
+  int64_t H = a.getNumHeads();
+  return kDecodeMaxRows * H * decodeSplits(H) * (2 + a.getHeadDim());
+}
+
+SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
                                                bool flashAttention) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
   if (auto a = dyn_cast<AttentionOp>(op)) {
+    int64_t H = a.getNumHeads();
     Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
-    Launch splitKv{"_attend", 32, kSplitKvWarps, int64_t(a.getNumHeads()), 1, Body::splitKv};
-    if (!usesFlashAttention(a, weightType, flashAttention))
-      return {append, splitKv};
-    splitKv.maxRows = kFlashMinRows - 1;
-    return {append, splitKv,
-            Launch{"_attend_flash", 32, kFlashWarps, int64_t(a.getNumHeads()), kFlashRows,
-                   Body::flash, kFlashMinRows}};
+    Launch slices{"_attend_decode", 32, kSplitKvWarps, H * decodeSplits(H), 1,
+                  Body::decodeSlice, 1, kDecodeMaxRows};
+    Launch combine{"_attend_combine", 32, 1, H, 1, Body::decodeCombine, 1, kDecodeMaxRows};
+    // Chunks past kDecodeMaxRows: the flash kernel (which needs
+    // kFlashMinRows, the same bound) or the one-block-per-row split-KV.
+    static_assert(kDecodeMaxRows + 1 == kFlashMinRows);
+    if (usesFlashAttention(a, weightType, flashAttention))
+      return {append, slices, combine,
+              Launch{"_attend_flash", 32, kFlashWarps, H, kFlashRows, Body::flash,
+                     kFlashMinRows}};
+    return {append, slices, combine,
+            Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
   }
   if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
     // Decoding one token: a GEMV; a few rows: kProjectionRows per weight
     // read; with 16-bit weights, chunks of kMmaRows and up on tensor cores.
     int64_t fmaGrid = ceilDiv(p.getResultWidth(), kWarpsPerBlock);
     bool mma = usesTensorCores(op, weightType);
-    SmallVector<Launch, 3> variants{
+    SmallVector<Launch, 4> variants{
         Launch{"_row1", 32, kWarpsPerBlock, fmaGrid, 1, Body::fma, 1, 1},
         Launch{mma ? "_rows8" : "", 32, kWarpsPerBlock, fmaGrid, kProjectionRows, Body::fma, 2,
                mma ? kMmaRows - 1 : 0}};
@@ -188,6 +207,9 @@ public:
                                    cacheType);
       args.append({cache, cache});
     }
+    int64_t scratchSize = cuda::scratchFloats(op);
+    if (scratchSize)
+      args.push_back(MemRefType::get({scratchSize}, b.getF32Type()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
     for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash)) {
       OpBuilder::InsertionGuard guard(b);
@@ -200,7 +222,7 @@ public:
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = Value();
-      if (launch.body == cuda::Body::splitKv)
+      if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
       if (launch.body == cuda::Body::flash) {
         int64_t D = cast<AttentionOp>(op).getHeadDim();
@@ -219,6 +241,7 @@ public:
       past = all.back();
       ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
       ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
+      scratch = scratchSize ? all[nIn + nOut + caches.size()] : Value();
       if (failed(emit(op, launch, in, out, caches)))
         return failure();
       gpu::ReturnOp::create(b, loc);
@@ -237,6 +260,7 @@ private:
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
+  Value scratch;   // the scratch operand (cuda::scratchFloats), if any
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
 
   /// Shared memory of an attention block: per warp, its running max, its sum
@@ -892,160 +916,274 @@ private:
     });
   }
 
-  /// The attend launch: the flash kernel (FlashAttention.h) where the op
-  /// and the module's weight type allow it, else the split-KV kernel.
-  /// Decoding (a few rows) runs the split-KV kernel even where the flash
-  /// kernel exists: a flash block's 64 rows would be mostly idle, and it
-  /// would read the cache with one block per head instead of
-  /// kSplitKvWarps warps per row.
+  /// The attend launches: the flash kernel (FlashAttention.h) where the op
+  /// and the module's weight type allow it, else the split-KV kernel, and
+  /// for decoding (a few rows) the split-KV kernel over slices of the cache
+  /// and their combine. Decoding never runs the flash kernel: a flash
+  /// block's 64 rows would be mostly idle, and it would read the cache with
+  /// one block per head.
   LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value relativeTable,
                           ValueRange caches, Value out) {
+    if (body == cuda::Body::decodeCombine) {
+      combineDecodeSlices(a, out);
+      return success();
+    }
     PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
                       relativeTable);
     if (body == cuda::Body::flash)
       cuda::emitFlashAttention(g, half(), a, bias,
                                {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
     else
-      splitKvAttention(a, q, bias, caches, out);
+      splitKvAttention(a, q, bias, caches, out,
+                       body == cuda::Body::decodeSlice ? cuda::decodeSplits(a.getNumHeads()) : 1);
     return success();
   }
 
-  /// One block per (query row, head): warp w runs an online softmax over
-  /// the visible positions in runs of P = kSplitKvPositions, the runs
-  /// starting at lo + P w, lo + P (w + S), ... (S = kSplitKvWarps), then warp
-  /// 0 merges the S partial (max, sum, weighted values) from shared memory:
-  /// max M = max m_w, sum = sum l_w e^(m_w - M), values likewise.
+  /// The head dims a lane of a warp owns in attention's split-KV and
+  /// combine kernels. Where D fills the warp evenly they are contiguous, d =
+  /// perLane lane + i, and each key and value is one vector load (8 bytes a
+  /// lane of a bf16 cache at D = 128); else d = lane + 32 i, masked past D
+  /// (`valid`) and clamped to D - 1 (`dims`).
+  struct LaneDims {
+    int64_t perLane;
+    bool contiguous;
+    SmallVector<Value> dims, valid;
+  };
+  LaneDims laneDims(int64_t D, Value lane) {
+    LaneDims l{ceilDiv(D, 32), false, {}, {}};
+    l.contiguous = D == 32 * l.perLane && (l.perLane == 2 || l.perLane == 4 || l.perLane == 8);
+    for (int64_t i = 0; i < l.perLane; ++i) {
+      Value d = l.contiguous ? g.add(g.mul(lane, l.perLane), i) : g.add(lane, 32 * i);
+      l.valid.push_back(g.lt(d, D));
+      l.dims.push_back(g.min(d, g.idx(D - 1)));
+    }
+    return l;
+  }
+
+  /// Where slice `slice` of (row t, head h) keeps its partial softmax in
+  /// the scratch array: max, sum, then the D unnormalised values.
+  Value sliceBase(AttentionOp a, Value t, Value h, Value slice) {
+    int64_t H = a.getNumHeads(), slices = cuda::decodeSplits(H);
+    return g.mul(g.add(g.mul(g.add(g.mul(t, H), h), slices), slice), 2 + a.getHeadDim());
+  }
+
+  /// Split-KV attention, a block per (query row, head, slice of the visible
+  /// positions; `slices` of them): warp w runs an online softmax over the
+  /// slice in runs of P = kSplitKvPositions, the runs starting at
+  /// start + P w, start + P (w + S), ... (S = kSplitKvWarps), then warp 0
+  /// merges the S partial (max, sum, weighted values) from shared memory:
+  /// max M = max m_w, sum = sum l_w e^(m_w - M), values likewise. With one
+  /// slice it writes the output; with several (decoding), the merged
+  /// partial goes to the scratch array for combineDecodeSlices.
   void splitKvAttention(AttentionOp a, Value q, const PositionBias &bias, ValueRange caches,
-                        Value out) {
+                        Value out, int64_t slices) {
     constexpr int64_t S = cuda::kSplitKvWarps, P = cuda::kSplitKvPositions;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
-    int64_t perLane = ceilDiv(D, 32);
     double scale = a.getScale().convertToDouble();
     std::optional<double> cap;
     if (a.getSoftcap())
       cap = a.getSoftcap()->convertToDouble();
-    int64_t window = a.getWindow().value_or(0);
     Value parts = workgroup; // attentionPartsType(a)
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
-    Value h = g.bid(gpu::Dimension::x);
+    Value h = g.bid(gpu::Dimension::x), slice;
+    if (slices > 1) {
+      slice = g.rem(h, slices);
+      h = g.div(h, slices);
+    }
     Value kvCol = g.mul(g.div(h, group), D);
     Value qCol = g.mul(h, D);
-    // Where D fills the warp evenly, a lane's dims are contiguous, d =
-    // perLane lane + i, and each key and value is one vector load (8 bytes
-    // a lane of a bf16 cache at D = 128); else d = lane + 32 i (masked past
-    // D), one scalar load each.
-    bool contiguous = D == 32 * perLane && (perLane == 2 || perLane == 4 || perLane == 8);
+    LaneDims l = laneDims(D, lane);
+    int64_t perLane = l.perLane;
+    SmallVector<Value> &dims = l.dims, &valid = l.valid;
     forRowTiles(1, [&](Value t) {
-      SmallVector<Value> dims, valid, qv;
-      for (int64_t i = 0; i < perLane; ++i) {
-        Value d = contiguous ? g.add(g.mul(lane, perLane), i) : g.add(lane, 32 * i);
-        valid.push_back(g.lt(d, D));
-        dims.push_back(g.min(d, g.idx(D - 1)));
-        Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
-        qv.push_back(g.select(valid[i], v, g.f32(0.0)));
-      }
-      Value p = g.add(past, t);
-      Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
-      Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
-      SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)};
-      for (int64_t i = 0; i < perLane; ++i)
-        init.push_back(g.f32(0.0));
-      SmallVector<Value> state = g.loop(
-          g.add(lo, g.mul(warp, P)), hi, g.idx(S * P), init, [&](Value j0, ValueRange s) {
-            // Positions j0 .. j0 + P - 1, those at hi or past it read the
-            // last visible one and weigh 0 (score -inf); j0 < hi, so the
-            // run's max is finite and no weight is e^(-inf + inf).
-            Value last = g.sub(hi, g.idx(1));
-            SmallVector<Value> j(P), visible(P), keys, values;
-            for (int64_t r = 0; r < P; ++r) {
-              Value jr = g.add(j0, r);
-              visible[r] = g.lt(jr, hi);
-              j[r] = g.min(jr, last);
-            }
-            // Every load of the run first, so that they are in flight together.
-            auto lanes = VectorType::get({perLane}, cacheType);
-            for (int64_t r = 0; r < P; ++r) {
-              if (!contiguous) {
-                for (int64_t i = 0; i < perLane; ++i) {
-                  keys.push_back(fromCache(g.load(caches[0], {j[r], g.add(kvCol, dims[i])})));
-                  values.push_back(fromCache(g.load(caches[1], {j[r], g.add(kvCol, dims[i])})));
+      auto [p, lo, hi] = visibleRange(a, t);
+      // The online softmax over [start, end), merged across the warps.
+      auto attendRange = [&](Value start, Value end) {
+        SmallVector<Value> qv;
+        for (int64_t i = 0; i < perLane; ++i) {
+          Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
+          qv.push_back(g.select(valid[i], v, g.f32(0.0)));
+        }
+        SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)};
+        for (int64_t i = 0; i < perLane; ++i)
+          init.push_back(g.f32(0.0));
+        SmallVector<Value> state = g.loop(
+            g.add(start, g.mul(warp, P)), end, g.idx(S * P), init, [&](Value j0, ValueRange s) {
+              // Positions j0 .. j0 + P - 1, those at end or past it read the
+              // last of the block's and weigh 0 (score -inf); j0 < end, so the
+              // run's max is finite and no weight is e^(-inf + inf).
+              Value last = g.sub(end, g.idx(1));
+              SmallVector<Value> j(P), visible(P), keys, values;
+              for (int64_t r = 0; r < P; ++r) {
+                Value jr = g.add(j0, r);
+                visible[r] = g.lt(jr, end);
+                j[r] = g.min(jr, last);
+              }
+              // Every load of the run first, so that they are in flight together.
+              auto lanes = VectorType::get({perLane}, cacheType);
+              for (int64_t r = 0; r < P; ++r) {
+                if (!l.contiguous) {
+                  for (int64_t i = 0; i < perLane; ++i) {
+                    keys.push_back(fromCache(g.load(caches[0], {j[r], g.add(kvCol, dims[i])})));
+                    values.push_back(fromCache(g.load(caches[1], {j[r], g.add(kvCol, dims[i])})));
+                  }
+                  continue;
                 }
-                continue;
+                for (auto [cache, into] :
+                     {std::pair{caches[0], &keys}, std::pair{caches[1], &values}}) {
+                  // Row offsets and kvCol are multiples of D: the lane's
+                  // perLane values are naturally aligned.
+                  auto v = vector::LoadOp::create(b, loc, lanes, cache,
+                                                  ValueRange{j[r], g.add(kvCol, dims[0])});
+                  v.setAlignment(perLane * cacheType.getIntOrFloatBitWidth() / 8);
+                  for (int64_t i = 0; i < perLane; ++i)
+                    into->push_back(
+                        fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i})));
+                }
               }
-              for (auto [cache, into] :
-                   {std::pair{caches[0], &keys}, std::pair{caches[1], &values}}) {
-                // Row offsets and kvCol are multiples of D: the lane's
-                // perLane values are naturally aligned.
-                auto v = vector::LoadOp::create(b, loc, lanes, cache,
-                                                ValueRange{j[r], g.add(kvCol, dims[0])});
-                v.setAlignment(perLane * cacheType.getIntOrFloatBitWidth() / 8);
+              SmallVector<Value> score(P);
+              Value m = s[0];
+              for (int64_t r = 0; r < P; ++r) {
+                Value part = g.f32(0.0);
                 for (int64_t i = 0; i < perLane; ++i)
-                  into->push_back(
-                      fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i})));
+                  part = g.fma(qv[i], keys[r * perLane + i], part);
+                score[r] = g.warpSum(part);
+                if (cap)
+                  score[r] = emitSoftcap(b, loc, *cap, score[r]);
+                if (Value term = bias.at(b, loc, h, p, j[r]))
+                  score[r] = g.fadd(score[r], term);
+                score[r] = g.select(visible[r], score[r],
+                                    g.f32(-std::numeric_limits<float>::infinity()));
+                m = g.fmax(m, score[r]);
               }
-            }
-            SmallVector<Value> score(P);
-            Value m = s[0];
-            for (int64_t r = 0; r < P; ++r) {
-              Value part = g.f32(0.0);
-              for (int64_t i = 0; i < perLane; ++i)
-                part = g.fma(qv[i], keys[r * perLane + i], part);
-              score[r] = g.warpSum(part);
-              if (cap)
-                score[r] = emitSoftcap(b, loc, *cap, score[r]);
-              if (Value term = bias.at(b, loc, h, p, j[r]))
-                score[r] = g.fadd(score[r], term);
-              score[r] = g.select(visible[r], score[r],
-                                  g.f32(-std::numeric_limits<float>::infinity()));
-              m = g.fmax(m, score[r]);
-            }
-            Value corr = g.exp(g.fsub(s[0], m));
-            SmallVector<Value> weight(P);
-            Value sum = g.fmul(s[1], corr);
-            for (int64_t r = 0; r < P; ++r) {
-              weight[r] = g.exp(g.fsub(score[r], m));
-              sum = g.fadd(sum, weight[r]);
-            }
-            SmallVector<Value> next{m, sum};
-            for (int64_t i = 0; i < perLane; ++i) {
-              Value acc = g.fmul(s[2 + i], corr);
-              for (int64_t r = 0; r < P; ++r)
-                acc = g.fma(weight[r], values[r * perLane + i], acc);
-              next.push_back(acc);
-            }
+              Value corr = g.exp(g.fsub(s[0], m));
+              SmallVector<Value> weight(P);
+              Value sum = g.fmul(s[1], corr);
+              for (int64_t r = 0; r < P; ++r) {
+                weight[r] = g.exp(g.fsub(score[r], m));
+                sum = g.fadd(sum, weight[r]);
+              }
+              SmallVector<Value> next{m, sum};
+              for (int64_t i = 0; i < perLane; ++i) {
+                Value acc = g.fmul(s[2 + i], corr);
+                for (int64_t r = 0; r < P; ++r)
+                  acc = g.fma(weight[r], values[r * perLane + i], acc);
+                next.push_back(acc);
+              }
+              return next;
+            });
+        // A warp that saw no position keeps max -inf and sums 0: its weight
+        // e^(-inf - M) is 0 (warp 0 always sees position start, so M is
+        // finite).
+        g.ifThen(g.eq(lane, 0), [&] {
+          g.store(state[0], parts, {warp, g.idx(0)});
+          g.store(state[1], parts, {warp, g.idx(1)});
+        });
+        for (int64_t i = 0; i < perLane; ++i)
+          g.store(state[2 + i], parts, {warp, g.add(lane, 2 + 32 * i)});
+        gpu::BarrierOp::create(b, loc);
+        g.ifThen(g.eq(warp, 0), [&] {
+          Value M = g.load(parts, {g.idx(0), g.idx(0)});
+          for (int64_t w = 1; w < S; ++w)
+            M = g.fmax(M, g.load(parts, {g.idx(w), g.idx(0)}));
+          Value L = g.f32(0.0);
+          SmallVector<Value> acc(perLane, g.f32(0.0));
+          for (int64_t w = 0; w < S; ++w) {
+            Value f = g.exp(g.fsub(g.load(parts, {g.idx(w), g.idx(0)}), M));
+            L = g.fma(g.load(parts, {g.idx(w), g.idx(1)}), f, L);
+            for (int64_t i = 0; i < perLane; ++i)
+              acc[i] = g.fma(g.load(parts, {g.idx(w), g.add(lane, 2 + 32 * i)}), f, acc[i]);
+          }
+          if (slices > 1) {
+            Value at = sliceBase(a, t, h, slice);
+            g.ifThen(g.eq(lane, 0), [&] {
+              g.store(M, scratch, {at});
+              g.store(L, scratch, {g.add(at, 1)});
+            });
+            for (int64_t i = 0; i < perLane; ++i)
+              g.ifThen(valid[i],
+                       [&] { g.store(acc[i], scratch, {g.add(at, g.add(dims[i], 2))}); });
+            return;
+          }
+          Value invL = g.fdiv(g.f32(1.0), L);
+          for (int64_t i = 0; i < perLane; ++i)
+            g.ifThen(valid[i], [&] {
+              g.store(g.fmul(acc[i], invL), out, {t, g.add(qCol, dims[i])});
+            });
+        });
+        // The next row's partials must not overwrite these before warp 0 has
+        // read them.
+        gpu::BarrierOp::create(b, loc);
+      };
+      // This block's positions [start, end): all of [lo, hi), or its
+      // slice (sliceLength). A block whose slice is empty has nothing to
+      // do: the combine reads only the slices that hold positions. (The
+      // branch is the whole block's: its barriers stay uniform.)
+      Value start = lo, end = hi;
+      if (slices > 1) {
+        Value per = sliceLength(lo, hi, slices);
+        start = g.min(hi, g.add(lo, g.mul(slice, per)));
+        end = g.min(hi, g.add(start, per));
+        g.ifThen(g.lt(start, end), [&] { attendRange(start, end); });
+      } else {
+        attendRange(start, end);
+      }
+    });
+  }
+
+  /// The visible cached positions [lo, hi) of chunk row t, at position p.
+  std::tuple<Value, Value, Value> visibleRange(AttentionOp a, Value t) {
+    int64_t window = a.getWindow().value_or(0);
+    Value p = g.add(past, t);
+    Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
+    Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
+    return {p, lo, hi};
+  }
+
+  /// Positions a decoding slice of [lo, hi) holds: ceil((hi - lo) / slices)
+  /// rounded up to whole sweeps of the block's warps (kSplitKvWarps runs of
+  /// kSplitKvPositions), so that a short cache fills few slices and leaves
+  /// no warp of them idle. The first slice is never empty (hi > lo).
+  Value sliceLength(Value lo, Value hi, int64_t slices) {
+    constexpr int64_t sweep = cuda::kSplitKvWarps * cuda::kSplitKvPositions;
+    return g.mul(g.div(g.add(g.sub(hi, lo), g.idx(slices * sweep - 1)), slices * sweep), sweep);
+  }
+  /// Decoding's second launch: a warp per (row, head) merges the partial
+  /// softmaxes of the head's slices that hold positions (splitKvAttention
+  /// with several; the rest were not written), as warp 0 merges its block's
+  /// warps. Every slice read is non-empty, so every max is finite.
+  void combineDecodeSlices(AttentionOp a, Value out) {
+    int64_t D = a.getHeadDim(), slices = cuda::decodeSplits(a.getNumHeads());
+    Value lane = g.tid(gpu::Dimension::x), h = g.bid(gpu::Dimension::x);
+    LaneDims l = laneDims(D, lane);
+    forRowTiles(1, [&](Value t) {
+      auto [p, lo, hi] = visibleRange(a, t);
+      Value per = sliceLength(lo, hi, slices);
+      Value used = arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
+      Value one = g.idx(1);
+      auto at = [&](Value s) { return sliceBase(a, t, h, s); };
+      Value M = g.loop(one, used, one, ValueRange{g.load(scratch, {at(g.idx(0))})},
+                       [&](Value s, ValueRange m) {
+                         return SmallVector<Value>{g.fmax(m[0], g.load(scratch, {at(s)}))};
+                       })[0];
+      SmallVector<Value> init(1 + l.perLane, g.f32(0.0));
+      SmallVector<Value> sums =
+          g.loop(g.idx(0), used, one, init, [&](Value s, ValueRange acc) {
+            Value base = at(s);
+            Value f = g.exp(g.fsub(g.load(scratch, {base}), M));
+            SmallVector<Value> next{g.fma(g.load(scratch, {g.add(base, 1)}), f, acc[0])};
+            for (int64_t i = 0; i < l.perLane; ++i)
+              next.push_back(
+                  g.fma(g.load(scratch, {g.add(base, g.add(l.dims[i], 2))}), f, acc[1 + i]));
             return next;
           });
-      // A warp that saw no position keeps max -inf and sums 0: its weight
-      // e^(-inf - M) is 0 (warp 0 always sees position lo, so M is finite).
-      g.ifThen(g.eq(lane, 0), [&] {
-        g.store(state[0], parts, {warp, g.idx(0)});
-        g.store(state[1], parts, {warp, g.idx(1)});
-      });
-      for (int64_t i = 0; i < perLane; ++i)
-        g.store(state[2 + i], parts, {warp, g.add(lane, 2 + 32 * i)});
-      gpu::BarrierOp::create(b, loc);
-      g.ifThen(g.eq(warp, 0), [&] {
-        Value M = g.load(parts, {g.idx(0), g.idx(0)});
-        for (int64_t w = 1; w < S; ++w)
-          M = g.fmax(M, g.load(parts, {g.idx(w), g.idx(0)}));
-        Value L = g.f32(0.0);
-        SmallVector<Value> acc(perLane, g.f32(0.0));
-        for (int64_t w = 0; w < S; ++w) {
-          Value f = g.exp(g.fsub(g.load(parts, {g.idx(w), g.idx(0)}), M));
-          L = g.fma(g.load(parts, {g.idx(w), g.idx(1)}), f, L);
-          for (int64_t i = 0; i < perLane; ++i)
-            acc[i] = g.fma(g.load(parts, {g.idx(w), g.add(lane, 2 + 32 * i)}), f, acc[i]);
-        }
-        Value invL = g.fdiv(g.f32(1.0), L);
-        for (int64_t i = 0; i < perLane; ++i)
-          g.ifThen(valid[i], [&] {
-            g.store(g.fmul(acc[i], invL), out, {t, g.add(qCol, dims[i])});
-          });
-      });
-      // The next row's partials must not overwrite these before warp 0 has
-      // read them.
-      gpu::BarrierOp::create(b, loc);
+      Value invL = g.fdiv(g.f32(1.0), sums[0]);
+      Value qCol = g.mul(h, D);
+      for (int64_t i = 0; i < l.perLane; ++i)
+        g.ifThen(l.valid[i], [&] {
+          g.store(g.fmul(sums[1 + i], invL), out, {t, g.add(qCol, l.dims[i])});
+        });
     });
   }
 

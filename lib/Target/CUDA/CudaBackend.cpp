@@ -120,6 +120,10 @@ public:
     return kernel.getSymName().str();
   }
 
+  int64_t scratchFloats(func::FuncOp kernel) const override {
+    return cuda::scratchFloats(&kernel.getBody().front().front());
+  }
+
   std::vector<manifest::Launch> launches(func::FuncOp kernel,
                                          const TargetOptions &options) const override {
     std::vector<manifest::Launch> out;

@@ -4,7 +4,8 @@ and reads the machine code (cuobjdump -sass, or nvdisasm): for each
 architecture, prints how many projection kernels (k<N>_linear,
 k<N>_fused_linear: the variant for chunks of 16 rows and up; the decoding
 variants, _row1 and _rows8, are FMA GEMVs) and attention kernels
-(k<N>_attention_attend, the split-KV kernel, and _attend_flash) hold
+(k<N>_attention_attend, the split-KV kernel, _attend_decode and
+_attend_combine, decoding's slices and their merge, and _attend_flash) hold
 tensor-core instructions (HMMA) and names the projections that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
@@ -32,7 +33,7 @@ for chip, ptx in objects:
             projections += 1
             if "HMMA" not in f:
                 without.append(name)
-        elif re.fullmatch(r"k\d+_attention_attend(_flash)?", name):
+        elif re.fullmatch(r"k\d+_attention_attend(_flash|_decode|_combine)?", name):
             attention += 1
             flash += "HMMA" in f
     print(f"{chip}: {projections - len(without)}/{projections} projection kernels use HMMA"

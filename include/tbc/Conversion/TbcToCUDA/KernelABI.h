@@ -9,8 +9,10 @@
 //   each for the chunk sizes in its row range: an op can have variants by
 //   chunk size, of which the runtime launches the one serving the chunk.
 // * Each takes the kernel's operands, its results, the key/value caches
-//   (attention), then two i64 scalars: T (rows of the chunk) and the number
-//   of positions cached before it. Activations are [T, width] memrefs with a
+//   (attention), a scratch array where the kernel has one (attention:
+//   memref<N x f32>, N = scratchFloats, the session's, reused by every
+//   step), then two i64 scalars: T (rows of the chunk) and the number of
+//   positions cached before it. Activations are [T, width] memrefs with a
 //   dynamic row stride and offset (views of a fused projection's output);
 //   weights are their static shapes; token ids and positions are [T] i32.
 // * Grid x is fixed per function; grid y counts blocks of `rowsPerBlock`
@@ -47,6 +49,18 @@ constexpr int64_t kProjectionRows = 8;
 /// so a long cache is read by that many warps at once, and each warp has the
 /// loads of kSplitKvPositions positions in flight before it reduces.
 constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
+/// Decoding (chunks of at most kDecodeMaxRows rows): a (row, head)'s
+/// visible positions are split into decodeSplits(heads) slices, each read by
+/// a block of kSplitKvWarps warps (flash-decoding), whose partial softmax
+/// (max, sum, unnormalised values) goes to the scratch array; a combine
+/// launch, a warp per (row, head), merges the slices. At batch 1 a block per
+/// head would leave most of the GPU idle (32 blocks on 132 SMs at
+/// Llama-3-8B's shapes), and a long cache would be read by that few warps.
+constexpr int64_t kDecodeMaxRows = 15;
+/// Blocks a decoding head's positions are spread over: enough for about
+/// kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
+constexpr int64_t kDecodeBlocks = 256, kDecodeMaxSplits = 16;
+int64_t decodeSplits(int64_t heads);
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
@@ -69,6 +83,8 @@ enum class Body {
   op,          // the op itself, the only function (norms, pointwise ops)
   cacheAppend, // attention: the chunk's keys and values into the caches
   splitKv,     // attention: kSplitKvWarps warps per (query row, head)
+  decodeSlice, // attention: a block per (row, head, slice), partials to scratch
+  decodeCombine, // attention: a warp per (row, head) merges the slices
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
   mma,         // projection: tensor-core tiles
@@ -98,8 +114,13 @@ bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
 bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool allowed = true);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
-llvm::SmallVector<Launch, 3> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
+llvm::SmallVector<Launch, 4> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
                                          bool flashAttention = true);
+
+/// f32 values of scratch the kernels of `op` take (0: no scratch operand):
+/// attention's decode slices, [kDecodeMaxRows][heads][splits][2 + head dim]
+/// (max, sum, values).
+int64_t scratchFloats(mlir::Operation *op);
 
 /// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
 /// [in, out] Conv1D weights: the runtime transposes them at bind time as a
