@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 
@@ -997,7 +998,8 @@ private:
     int64_t perLane = l.perLane;
     SmallVector<Value> &dims = l.dims, &valid = l.valid;
     forRowTiles(1, [&](Value t) {
-      auto [p, lo, hi] = visibleRange(a, t);
+      Value p, lo, hi; // plain variables: C++17 lambdas cannot capture bindings
+      std::tie(p, lo, hi) = visibleRange(a, t);
       // The online softmax over [start, end), merged across the warps.
       auto attendRange = [&](Value start, Value end) {
         SmallVector<Value> qv;
@@ -1158,7 +1160,8 @@ private:
     Value lane = g.tid(gpu::Dimension::x), h = g.bid(gpu::Dimension::x);
     LaneDims l = laneDims(D, lane);
     forRowTiles(1, [&](Value t) {
-      auto [p, lo, hi] = visibleRange(a, t);
+      Value p, lo, hi; // plain variables: C++17 lambdas cannot capture bindings
+      std::tie(p, lo, hi) = visibleRange(a, t);
       Value per = sliceLength(lo, hi, slices);
       Value used = arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
       Value one = g.idx(1);
