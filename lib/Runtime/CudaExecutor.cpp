@@ -201,7 +201,10 @@ public:
   CudaSession(const Module &module, CudaExecutor &executor, int64_t capacity)
       : module_(module), executor_(executor), capacity_(capacity),
         activations_(module.impl().buffers.size()),
-        caches_(module.impl().buffers.size()) {}
+        caches_(module.impl().buffers.size()) {
+    for (int64_t n : module.impl().scratch)
+      scratchFloats_ = std::max(scratchFloats_, n);
+  }
 
   ~CudaSession() override {
     for (CUevent e : events_)
@@ -235,8 +238,10 @@ private:
   std::vector<int64_t> cacheRows_;
   DeviceBuffer tokens_, positions_, lengths_;
   /// The kernels' scratch (decoding attention's slices), sized for the
-  /// largest; steps run one after another on one stream, so they share it.
+  /// largest, scratchFloats_ values; steps run one after another on one
+  /// stream, so they share it.
   DeviceBuffer scratch_;
+  int64_t scratchFloats_ = 0;
 };
 
 class CudaExecutor final : public DeviceExecutor {
@@ -430,10 +435,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
       cacheRows_[b] = rows;
     }
   }
-  int64_t scratchFloats = 0;
-  for (int64_t n : im.scratch)
-    scratchFloats = std::max(scratchFloats, n);
-  if (scratchFloats && !scratch_.reserve(size_t(scratchFloats) * 4, false, error))
+  if (scratchFloats_ && !scratch_.reserve(size_t(scratchFloats_) * 4, false, error))
     return false;
   std::vector<int64_t> values;
   std::vector<void *> params;

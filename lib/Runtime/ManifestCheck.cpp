@@ -221,11 +221,12 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     }
     // The session's scratch (after the caches) is sized from the count: the
     // code must have been compiled for exactly that many values.
-    if (scratchFloats && sig[step.args.size() + step.caches.size()] !=
-                             std::vector<int64_t>{scratchFloats})
-      return bad(name + " takes " + std::to_string(scratchFloats) +
-                 " values of scratch; the kernel was compiled for " +
-                 shapeString(sig[step.args.size() + step.caches.size()]));
+    if (scratchFloats) {
+      const std::vector<int64_t> &want = sig[step.args.size() + step.caches.size()];
+      if (want != std::vector<int64_t>{scratchFloats})
+        return bad(name + " takes " + std::to_string(scratchFloats) +
+                   " values of scratch; the kernel was compiled for " + shapeString(want));
+    }
   }
   return true;
 }
