@@ -12,7 +12,9 @@
 // * projections (plain and fused): one warp per output column and
 //   kProjectionRows token rows (one when decoding a token: a GEMV), so each
 //   weight row is read once per 8 tokens with 128-bit loads; with 16-bit
-//   weights, chunks of 16 rows and up on tensor cores instead. The norm
+//   weights, chunks of 16 rows and up on tensor cores instead (a warp per
+//   16 x 8 tile; from 64 rows, a block per 128 x 128 tile staged in shared
+//   memory). The norm
 //   statistic is the prologue, bias / GLU / activation / soft-cap the
 //   epilogue, exactly as `tbc.fused_linear` says;
 // * attention: in 16-bit modules, a flash kernel on tensor cores for
@@ -89,6 +91,18 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
 }
 
+bool cuda::usesTiledProjection(Operation *op, StringRef weightType) {
+  if (!usesTensorCores(op, weightType))
+    return false;
+  // 16-bit modules never fold a norm into a projection (tbc-fuse), so the
+  // tiled kernel has no prologue: a hand-written fused_linear with a norm
+  // keeps the per-warp kernel's.
+  if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getNorm())
+    return false;
+  auto p = cast<ProjectionOpInterface>(op);
+  return cast<ShapedType>(p.getInput().getType()).getShape().back() % kTiledK == 0;
+}
+
 bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed) {
   auto a = dyn_cast<AttentionOp>(op);
   return allowed && a && (weightType == "bf16" || weightType == "f16") &&
@@ -137,10 +151,20 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
         Launch{"_row1", 32, kWarpsPerBlock, fmaGrid, 1, Body::fma, 1, 1},
         Launch{mma ? "_rows8" : "", 32, kWarpsPerBlock, fmaGrid, kProjectionRows, Body::fma, 2,
                mma ? kMmaRows - 1 : 0}};
-    if (mma)
-      variants.push_back(Launch{"", 32, kMmaWarps,
-                                ceilDiv(ceilDiv(p.getResultWidth(), kMmaCols), kMmaWarps),
-                                kMmaRows, Body::mma, kMmaRows});
+    if (!mma)
+      return variants;
+    bool tiled = usesTiledProjection(op, weightType);
+    variants.push_back(Launch{"", 32, kMmaWarps,
+                              ceilDiv(ceilDiv(p.getResultWidth(), kMmaCols), kMmaWarps),
+                              kMmaRows, Body::mma, kMmaRows, tiled ? kTiledMinRows - 1 : 0});
+    if (tiled) {
+      // A GLU's GEMM columns are its gate and up columns (tiledProjection).
+      auto f = dyn_cast<FusedLinearOp>(op);
+      int64_t columns = p.getResultWidth() * (f && f.getGlu() ? 2 : 1);
+      variants.push_back(Launch{"_tiles", 32, kTiledWarpsM * kTiledWarpsN,
+                                ceilDiv(columns, kTiledCols), kTiledRows, Body::tiledMma,
+                                kTiledMinRows});
+    }
     return variants;
   }
   if (auto n = dyn_cast<NormOpInterface>(op))
@@ -236,6 +260,23 @@ public:
           fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                                          b.getI64IntegerAttr(16));
       }
+      tileA = tileB = Value();
+      if (launch.body == cuda::Body::tiledMma) {
+        auto shared = [&](Type t, int64_t rows, int64_t cols) {
+          return fn.addWorkgroupAttribution(
+              MemRefType::get({rows, cols}, t, MemRefLayoutAttrInterface(),
+                              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
+              loc);
+        };
+        // +8 elements (16 bytes) per row: a fragment load's 8 rows start 4
+        // banks apart instead of in the same bank.
+        tileA = shared(halfType(), cuda::kTiledRows, cuda::kTiledK + 8);
+        tileB = shared(halfType(), cuda::kTiledCols, cuda::kTiledK + 8);
+        // Staged with 128-bit stores.
+        for (unsigned i : {0u, 1u})
+          fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                         b.getI64IntegerAttr(16));
+      }
       b.setInsertionPointToStart(&fn.getBody().front());
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
@@ -263,6 +304,7 @@ private:
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
+  Value tileA, tileB; // the tiled projection's shared tiles
 
   /// Shared memory of an attention block: per warp, its running max, its sum
   /// and its 32 * ceil(D / 32) weighted values.
@@ -608,6 +650,8 @@ private:
     Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
     if (launch.body == cuda::Body::mma)
       return mmaProjection(x, w, out, e, gain, eps, rope);
+    if (launch.body == cuda::Body::tiledMma)
+      return tiledProjection(x, w, out, e, gain, rope);
     const int64_t R = launch.rowsPerBlock;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -915,6 +959,163 @@ private:
         g.store(second, out, {t, partner});
       });
     });
+  }
+
+  /// The weight row GEMM column ("slot") `s` of a tiled projection reads:
+  /// a GLU's gate and up rows interleaved (slot 2j gate j, 2j + 1 up j), a
+  /// NeoX RoPE's pair halves interleaved in each head's rotary dims (slot
+  /// 2j of a head its dim j, 2j + 1 its dim j + rotary_dim / 2), every other
+  /// column itself. Either way the two values of every pair land in one
+  /// lane's adjacent accumulators (mma columns 2 quad and 2 quad + 1), as
+  /// GPT-J's adjacent pairs already do, so the epilogue is the same for all
+  /// tiles and needs no branch by warp.
+  Value slotRow(Value s, const Epilogue &e, const Rotary *rope) {
+    if (e.glu)
+      return g.add(g.div(s, 2), g.mul(g.rem(s, 2), e.N));
+    if (!rope || rope->attr.getStyle() != RopeStyle::neox)
+      return s;
+    int64_t headDim = rope->attr.getHeadDim(), rot = rope->attr.getRotaryDim();
+    Value dd = g.rem(s, headDim);
+    Value permuted = g.add(g.sub(s, dd), g.add(g.div(dd, 2), g.mul(g.rem(dd, 2), rot / 2)));
+    Value rotated = g.andi(g.lt(s, rope->attr.getColumns()), g.lt(dd, rot));
+    return g.select(rotated, permuted, s);
+  }
+
+  /// A projection of a long chunk on tensor cores, a block per kTiledRows x
+  /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, every
+  /// thread stages half a k-step of one activation row (rounded to 16 bits,
+  /// times the input gain) and of one weight row (slotRow) in shared
+  /// memory, then each warp runs its (kTiledRows / kTiledWarpsM) x
+  /// (kTiledCols / kTiledWarpsN) tile's mma.sync from there while the next
+  /// step's loads are in flight. No norm prologue (usesTiledProjection).
+  LogicalResult tiledProjection(Value x, Value w, Value out, const Epilogue &e,
+                                const InputGain &gain, const Rotary *rope) {
+    using namespace cuda;
+    const int64_t K = width(x), N = e.N, S = e.glu ? 2 * N : N;
+    const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / kTiledWarpsN;
+    const int64_t rowTiles = warpRows / kMmaRows, colTiles = warpCols / kMmaCols;
+    // Two threads stage each row of the A and B tiles, half a step each.
+    static_assert(2 * kTiledRows == 32 * kTiledWarpsM * kTiledWarpsN &&
+                  kTiledRows == kTiledCols && kTiledK % 16 == 0);
+    const int64_t per = kTiledK / 2;
+    MmaHalf mh = half();
+    Type f32 = b.getF32Type();
+    auto f32x4 = VectorType::get({4}, f32);
+    auto halfx4 = VectorType::get({4}, halfType()), halfx8 = VectorType::get({8}, halfType());
+    Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
+    Value thread = g.add(g.mul(warp, 32), lane);
+    Value group = g.div(lane, 4), quad = g.rem(lane, 4);
+    Value warpRow = g.mul(g.div(warp, kTiledWarpsN), warpRows);
+    Value warpCol = g.mul(g.rem(warp, kTiledWarpsN), warpCols);
+    Value stageRow = g.div(thread, 2), stageK = g.mul(g.rem(thread, 2), per);
+    Value n0 = g.mul(g.bid(gpu::Dimension::x), kTiledCols);
+    // The weight row this thread stages (slots past S: the last one's, never
+    // stored).
+    Value wRow = slotRow(g.min(g.add(n0, stageRow), g.idx(S - 1)), e, rope);
+    const int64_t accs = rowTiles * colTiles * 4;
+    forRowTiles(kTiledRows, [&](Value t0) {
+      Value last = g.sub(T, g.idx(1));
+      Value xRow = g.min(g.add(t0, stageRow), last);
+      // The thread's share of step k0: per / 4 vectors of activations (f32),
+      // then per / 8 of weights (16-bit, 16-byte aligned: rows of K % 32 ==
+      // 0 elements from a 256-byte base).
+      auto loadStep = [&](Value k0) {
+        SmallVector<Value> v;
+        Value k = g.add(k0, stageK);
+        for (int64_t i = 0; i < per / 4; ++i)
+          v.push_back(vector::LoadOp::create(b, loc, f32x4, x, ValueRange{xRow, g.add(k, 4 * i)}));
+        for (int64_t i = 0; i < per / 8; ++i) {
+          auto load = vector::LoadOp::create(b, loc, halfx8, w, ValueRange{wRow, g.add(k, 8 * i)});
+          load.setAlignment(16);
+          v.push_back(load);
+        }
+        return v;
+      };
+      SmallVector<Value> init(accs, g.f32(0.0));
+      llvm::append_range(init, loadStep(g.idx(0)));
+      SmallVector<Value> state = g.loop(
+          g.idx(0), g.idx(K), g.idx(kTiledK), init, [&](Value k0, ValueRange s) {
+            SmallVector<Value> acc(s.take_front(accs));
+            ValueRange staged = s.drop_front(accs);
+            // The previous step's readers are done: stage this one.
+            gpu::BarrierOp::create(b, loc);
+            for (int64_t i = 0; i < per / 4; ++i) {
+              Value k = g.add(g.add(k0, stageK), 4 * i);
+              Value rounded =
+                  arith::TruncFOp::create(b, loc, halfx4, gain.apply(g, b, loc, staged[i], k));
+              vector::StoreOp::create(b, loc, rounded, tileA,
+                                      ValueRange{stageRow, g.add(stageK, 4 * i)})
+                  .setAlignment(8);
+            }
+            for (int64_t i = 0; i < per / 8; ++i)
+              vector::StoreOp::create(b, loc, staged[per / 4 + i], tileB,
+                                      ValueRange{stageRow, g.add(stageK, 8 * i)})
+                  .setAlignment(16);
+            gpu::BarrierOp::create(b, loc);
+            // The next step's loads (the last step reloads itself).
+            SmallVector<Value> next = loadStep(g.min(g.add(k0, kTiledK), g.idx(K - kTiledK)));
+            for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
+              Value kLo = g.add(g.mul(quad, 2), ks), kHi = g.add(kLo, 8);
+              SmallVector<SmallVector<Value>> a(rowTiles), bOps(colTiles);
+              for (int64_t mt = 0; mt < rowTiles; ++mt) {
+                Value r = g.add(g.add(warpRow, group), mt * kMmaRows), r8 = g.add(r, 8);
+                a[mt] = {mh.loadPair(tileA, {r, kLo}), mh.loadPair(tileA, {r8, kLo}),
+                         mh.loadPair(tileA, {r, kHi}), mh.loadPair(tileA, {r8, kHi})};
+              }
+              for (int64_t nt = 0; nt < colTiles; ++nt) {
+                Value c = g.add(g.add(warpCol, group), nt * kMmaCols);
+                bOps[nt] = {mh.loadPair(tileB, {c, kLo}), mh.loadPair(tileB, {c, kHi})};
+              }
+              for (int64_t mt = 0; mt < rowTiles; ++mt)
+                for (int64_t nt = 0; nt < colTiles; ++nt) {
+                  int64_t at = (mt * colTiles + nt) * 4;
+                  SmallVector<Value> c =
+                      mh.mma(a[mt], bOps[nt], ArrayRef<Value>(acc).slice(at, 4));
+                  std::copy(c.begin(), c.end(), acc.begin() + at);
+                }
+            }
+            llvm::append_range(acc, next);
+            return acc;
+          });
+
+      // Epilogue: accumulators 2r and 2r + 1 of tile (mt, nt) are row
+      // group + 8 r of row tile mt, slots 2 quad and 2 quad + 1 of column
+      // tile nt: a pair (slotRow).
+      for (int64_t mt = 0; mt < rowTiles; ++mt)
+        for (int r = 0; r < 2; ++r) {
+          Value inTile = g.add(g.add(warpRow, group), mt * kMmaRows + 8 * r);
+          Value t = g.add(t0, inTile);
+          g.ifThen(g.lt(t, T), [&] {
+            Value none; // no norm: no mean or rstd
+            for (int64_t nt = 0; nt < colTiles; ++nt) {
+              int64_t at = (mt * colTiles + nt) * 4 + 2 * r;
+              Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
+              Value s1 = g.add(s0, 1);
+              auto accOf = [&](int64_t h) { return state[at + h]; };
+              if (e.glu) { // gate and up of output column s0 / 2
+                Value col = g.div(s0, 2);
+                g.ifThen(g.lt(s0, S), [&] {
+                  g.store(epilogue(e, col, none, none, accOf), out, {t, col});
+                });
+                continue;
+              }
+              Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
+              Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
+              Value y0 = epilogue(e, row0, none, none, [&](int64_t) { return accOf(0); });
+              Value y1 = epilogue(e, row1, none, none, [&](int64_t) { return accOf(1); });
+              if (rope) {
+                RopeLanes l = rope->lanes(b, loc, row0);
+                auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);
+                y0 = g.select(l.inRot, first, y0);
+                y1 = g.select(l.inRot, second, y1);
+              }
+              g.ifThen(g.lt(s0, S), [&] { g.store(y0, out, {t, row0}); });
+              g.ifThen(g.lt(s1, S), [&] { g.store(y1, out, {t, row1}); });
+            }
+          });
+        }
+    });
+    return success();
   }
 
   /// The attend launches: the flash kernel (FlashAttention.h) where the op

@@ -2,8 +2,9 @@
 """Assembles every PTX object of a `tbc compile --emit ptx` output with ptxas
 and reads the machine code (cuobjdump -sass, or nvdisasm): for each
 architecture, prints how many projection kernels (k<N>_linear,
-k<N>_fused_linear: the variant for chunks of 16 rows and up; the decoding
-variants, _row1 and _rows8, are FMA GEMVs) and attention kernels
+k<N>_fused_linear: the variant for chunks of 16 rows and up, and
+_tiles, the block-tiled one for 64 and up; the decoding variants, _row1 and
+_rows8, are FMA GEMVs) and attention kernels
 (k<N>_attention_attend, the split-KV kernel, _attend_decode and
 _attend_combine, decoding's slices and their merge, and _attend_flash) hold
 tensor-core instructions (HMMA) and names the projections that do not. Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
@@ -29,7 +30,7 @@ for chip, ptx in objects:
     functions = list(zip(parts[1::2], parts[2::2]))
     projections, without, attention, flash = 0, [], 0, 0
     for name, f in functions:
-        if re.fullmatch(r"k\d+_(fused_)?linear", name):
+        if re.fullmatch(r"k\d+_(fused_)?linear(_tiles)?", name):
             projections += 1
             if "HMMA" not in f:
                 without.append(name)

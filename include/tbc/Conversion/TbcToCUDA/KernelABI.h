@@ -68,6 +68,17 @@ int64_t decodeSplits(int64_t heads);
 /// tile idle: they run the FMA kernel's variants, reading the same 16-bit
 /// weights with 128-bit loads.
 constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
+/// Tensor-core projections of long chunks (prefill: kTiledMinRows rows and
+/// up, inputs of a multiple of kTiledK): a block of kTiledWarpsM x
+/// kTiledWarpsN warps computes kTiledRows token rows x kTiledCols GEMM
+/// columns, walking k in steps of kTiledK that all its threads stage in
+/// shared memory as 16-bit values (the activations rounded once per block),
+/// each warp a tile of (kTiledRows / kTiledWarpsM) x (kTiledCols /
+/// kTiledWarpsN) from there. The per-warp kernel above reads its 16 rows of
+/// activations from global memory for every 8 columns; this one reads a
+/// block's rows once for 128 columns and its weights once for 128 rows.
+constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 32, kTiledWarpsM = 2,
+                  kTiledWarpsN = 4, kTiledMinRows = 64;
 /// Flash attention (modules with 16-bit weights, head dims a multiple of 16
 /// up to kFlashMaxHeadDim): a block of kFlashWarps warps takes
 /// kFlashRows query rows of one head, kMmaRows per warp, and walks the
@@ -87,7 +98,8 @@ enum class Body {
   decodeCombine, // attention: a warp per (row, head) merges the slices
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
-  mma,         // projection: tensor-core tiles
+  mma,         // projection: tensor-core tiles, a warp each
+  tiledMma,    // projection: tensor-core tiles, a block staging shared memory
 };
 
 struct Launch {
@@ -105,6 +117,11 @@ struct Launch {
 /// reads its weight as memref<out x in x bf16|f16> (the runtime converts it
 /// at bind time); every other projection reads f32 and runs on the FMA units.
 bool usesTensorCores(mlir::Operation *op, llvm::StringRef weightType);
+
+/// Whether the tensor-core projection `op` also has the block-tiled variant
+/// for long chunks (kTiledRows above): its input width is a multiple of
+/// kTiledK.
+bool usesTiledProjection(mlir::Operation *op, llvm::StringRef weightType);
 
 /// Whether the attention `op` runs the flash kernel (kFlashRows above) in a
 /// module whose weights are stored as `weightType`. Its products round Q, K,
