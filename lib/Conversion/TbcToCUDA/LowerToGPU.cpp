@@ -1080,40 +1080,54 @@ private:
 
       // Epilogue: accumulators 2r and 2r + 1 of tile (mt, nt) are row
       // group + 8 r of row tile mt, slots 2 quad and 2 quad + 1 of column
-      // tile nt: a pair (slotRow).
-      for (int64_t mt = 0; mt < rowTiles; ++mt)
-        for (int r = 0; r < 2; ++r) {
-          Value inTile = g.add(g.add(warpRow, group), mt * kMmaRows + 8 * r);
-          Value t = g.add(t0, inTile);
-          g.ifThen(g.lt(t, T), [&] {
-            Value none; // no norm: no mean or rstd
-            for (int64_t nt = 0; nt < colTiles; ++nt) {
-              int64_t at = (mt * colTiles + nt) * 4 + 2 * r;
-              Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
-              Value s1 = g.add(s0, 1);
-              auto accOf = [&](int64_t h) { return state[at + h]; };
-              if (e.glu) { // gate and up of output column s0 / 2
-                Value col = g.div(s0, 2);
-                g.ifThen(g.lt(s0, S), [&] {
-                  g.store(epilogue(e, col, none, none, accOf), out, {t, col});
-                });
-                continue;
-              }
-              Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
-              Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
-              Value y0 = epilogue(e, row0, none, none, [&](int64_t) { return accOf(0); });
-              Value y1 = epilogue(e, row1, none, none, [&](int64_t) { return accOf(1); });
-              if (rope) {
-                RopeLanes l = rope->lanes(b, loc, row0);
-                auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);
-                y0 = g.select(l.inRot, first, y0);
-                y1 = g.select(l.inRot, second, y1);
-              }
-              g.ifThen(g.lt(s0, S), [&] { g.store(y0, out, {t, row0}); });
-              g.ifThen(g.lt(s1, S), [&] { g.store(y1, out, {t, row1}); });
+      // tile nt: a pair (slotRow). A loop over the lane's 2 rowTiles rows,
+      // each picking its accumulators by selects: unrolled, a RoPE
+      // epilogue's sin/cos 32 times over made the kernel 7000 lines of PTX
+      // and `tbc compile` of an 8B model take seconds.
+      g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
+        Value inTile = g.add(g.add(warpRow, group),
+                             g.add(g.mul(g.div(i, 2), kMmaRows), g.mul(g.rem(i, 2), 8)));
+        Value t = g.add(t0, inTile);
+        SmallVector<Value> isRow;
+        for (int64_t j = 0; j < 2 * rowTiles; ++j)
+          isRow.push_back(g.eq(i, j));
+        g.ifThen(g.lt(t, T), [&] {
+          Value none; // no norm: no mean or rstd
+          for (int64_t nt = 0; nt < colTiles; ++nt) {
+            Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
+            Value s1 = g.add(s0, 1);
+            // Row j = 2 mt + r's accumulator h of this column tile.
+            auto accOf = [&](int64_t h) {
+              auto at = [&](int64_t j) {
+                return state[(j / 2 * colTiles + nt) * 4 + 2 * (j % 2) + h];
+              };
+              Value v = at(0);
+              for (int64_t j = 1; j < 2 * rowTiles; ++j)
+                v = g.select(isRow[j], at(j), v);
+              return v;
+            };
+            if (e.glu) { // gate and up of output column s0 / 2
+              Value col = g.div(s0, 2);
+              g.ifThen(g.lt(s0, S), [&] {
+                g.store(epilogue(e, col, none, none, accOf), out, {t, col});
+              });
+              continue;
             }
-          });
-        }
+            Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
+            Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
+            Value y0 = epilogue(e, row0, none, none, [&](int64_t) { return accOf(0); });
+            Value y1 = epilogue(e, row1, none, none, [&](int64_t) { return accOf(1); });
+            if (rope) {
+              RopeLanes l = rope->lanes(b, loc, row0);
+              auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);
+              y0 = g.select(l.inRot, first, y0);
+              y1 = g.select(l.inRot, second, y1);
+            }
+            g.ifThen(g.lt(s0, S), [&] { g.store(y0, out, {t, row0}); });
+            g.ifThen(g.lt(s1, S), [&] { g.store(y1, out, {t, row1}); });
+          }
+        });
+      });
     });
     return success();
   }
