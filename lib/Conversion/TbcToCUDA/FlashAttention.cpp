@@ -33,19 +33,12 @@ using namespace mlir;
 
 namespace tbc::cuda {
 
-static MemRefType sharedTile(MLIRContext *ctx, Type half, int64_t rows, int64_t cols) {
-  // +8 elements (16 bytes) per row: a fragment load's 8 rows (group = 0..7)
-  // start 4 banks apart instead of in the same bank.
-  return MemRefType::get({rows, cols + 8}, half, MemRefLayoutAttrInterface(),
-                         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-}
-
 MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return sharedTile(ctx, half, kFlashKeys, headDim);
+  return paddedSharedTile(ctx, half, kFlashKeys, headDim);
 }
 
 MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return sharedTile(ctx, half, headDim, kFlashKeys);
+  return paddedSharedTile(ctx, half, headDim, kFlashKeys);
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,

@@ -133,6 +133,15 @@ struct GpuBuilder {
   }
 };
 
+/// A [rows, cols] tile of 16-bit mma operands in shared memory, each row
+/// padded by 8 elements (16 bytes): a fragment load's 8 rows (group =
+/// 0..7) start 4 banks apart instead of in the same bank.
+inline mlir::MemRefType paddedSharedTile(mlir::MLIRContext *ctx, Type half, int64_t rows,
+                                         int64_t cols) {
+  return mlir::MemRefType::get({rows, cols + 8}, half, mlir::MemRefLayoutAttrInterface(),
+                               gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+
 /// The 16-bit operand type of a tensor-core kernel (bf16 or f16) and how
 /// nvvm.mma.sync m16n8k16 (f32 accumulators, A row-major, B column-major)
 /// takes its pairs. Fragment layout (PTX ISA, mma.m16n8k16): lane =

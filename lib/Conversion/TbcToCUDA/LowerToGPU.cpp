@@ -88,7 +88,7 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
         (rope.getHeadDim() % kMmaCols != 0 || (rope.getRotaryDim() / 2) % kMmaCols != 0))
       return false;
   }
-  return cast<ShapedType>(p.getInput().getType()).getShape().back() % kMmaK == 0;
+  return lastDim(p.getInput().getType()) % kMmaK == 0;
 }
 
 bool cuda::usesTiledProjection(Operation *op, StringRef weightType) {
@@ -99,8 +99,7 @@ bool cuda::usesTiledProjection(Operation *op, StringRef weightType) {
   // keeps the per-warp kernel's.
   if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getNorm())
     return false;
-  auto p = cast<ProjectionOpInterface>(op);
-  return cast<ShapedType>(p.getInput().getType()).getShape().back() % kTiledK == 0;
+  return lastDim(cast<ProjectionOpInterface>(op).getInput().getType()) % kTiledK == 0;
 }
 
 bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed) {
@@ -246,36 +245,28 @@ public:
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = flashKeys = flashValues = Value();
+      workgroup = flashKeys = flashValues = tileA = tileB = Value();
+      // A tile of 16-bit mma operands, 16-byte aligned: it is read as 32-bit
+      // pairs (a 16-bit array would be only 2-byte aligned) and staged with
+      // stores of up to 128 bits.
+      auto operandTile = [&](MemRefType type) {
+        Value tile = fn.addWorkgroupAttribution(type, loc);
+        fn.setWorkgroupAttributionAttr(fn.getNumWorkgroupAttributions() - 1,
+                                       LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(16));
+        return tile;
+      };
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
       if (launch.body == cuda::Body::flash) {
         int64_t D = cast<AttentionOp>(op).getHeadDim();
-        flashKeys = fn.addWorkgroupAttribution(cuda::flashKeyTileType(ctx, halfType(), D), loc);
-        flashValues =
-            fn.addWorkgroupAttribution(cuda::flashValueTileType(ctx, halfType(), D), loc);
-        // The tiles are read as 32-bit pairs: a 16-bit array would be only
-        // 2-byte aligned.
-        for (unsigned i : {0u, 1u})
-          fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                         b.getI64IntegerAttr(16));
+        flashKeys = operandTile(cuda::flashKeyTileType(ctx, halfType(), D));
+        flashValues = operandTile(cuda::flashValueTileType(ctx, halfType(), D));
       }
-      tileA = tileB = Value();
       if (launch.body == cuda::Body::tiledMma) {
-        auto shared = [&](Type t, int64_t rows, int64_t cols) {
-          return fn.addWorkgroupAttribution(
-              MemRefType::get({rows, cols}, t, MemRefLayoutAttrInterface(),
-                              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
-              loc);
-        };
-        // +8 elements (16 bytes) per row: a fragment load's 8 rows start 4
-        // banks apart instead of in the same bank.
-        tileA = shared(halfType(), cuda::kTiledRows, cuda::kTiledK + 8);
-        tileB = shared(halfType(), cuda::kTiledCols, cuda::kTiledK + 8);
-        // Staged with 128-bit stores.
-        for (unsigned i : {0u, 1u})
-          fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                         b.getI64IntegerAttr(16));
+        using cuda::paddedSharedTile;
+        tileA = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledRows, cuda::kTiledK));
+        tileB = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledCols, cuda::kTiledK));
       }
       b.setInsertionPointToStart(&fn.getBody().front());
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
