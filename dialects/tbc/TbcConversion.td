@@ -96,4 +96,25 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> {
+  let summary = "Serialize each gpu.module for each of its targets, the targets in parallel";
+  let description = [{
+    Does what upstream `gpu-module-to-binary` does (each `gpu.module` becomes
+    a `gpu.binary` holding one object per target attribute, in the targets'
+    order), but serializes the (module, target) pairs on the context's
+    threads. Translating a module to LLVM IR edits it, so every pair works on
+    its own clone; LLVM's optimiser and the NVPTX code generator run in one
+    LLVM context per pair. With two architectures (sm_80 and sm_90, the CUDA
+    default) this halves the longest stage of a CUDA compile on two cores.
+  }];
+  let options = [
+    Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
+           "The CUDA toolkit whose libdevice is linked">,
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "What each object holds, as gpu-module-to-binary's format: isa (PTX), "
+           "bin, fatbin or llvm">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // TBC_CONVERSION_TD

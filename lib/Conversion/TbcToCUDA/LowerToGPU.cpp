@@ -754,24 +754,39 @@ private:
           return g.warpSum(
               vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc[h * R + r]));
         };
+        // After the butterfly every lane holds every row's sums: lane r keeps
+        // row r's (a select per row) and runs the epilogue, RoPE's sine and
+        // cosine included, for that row alone rather than for all R rows.
+        auto mineOf = [&](ArrayRef<Value> perRow) {
+          Value m = perRow[0];
+          for (int64_t r = 1; r < R && m; ++r)
+            m = g.select(g.eq(lane, r), perRow[r], m);
+          return m;
+        };
+        // The lane's sums of the H weight rows, taken row by row (taking
+        // them weight row by weight row had ptxas spill on sm_80).
+        auto mySums = [&](ArrayRef<Value> acc, int64_t H) {
+          SmallVector<Value> m(H);
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t h = 0; h < H; ++h) {
+              Value s = sum(acc, h, r);
+              m[h] = r ? g.select(g.eq(lane, r), s, m[h]) : s;
+            }
+          return m;
+        };
         // Lane r writes row t0 + r of column `col`.
-        auto storeRows = [&](Value col, ArrayRef<Value> y) {
-          Value mine = y[0];
-          for (int64_t r = 1; r < R; ++r)
-            mine = g.select(g.eq(lane, r), y[r], mine);
+        auto store = [&](Value col, Value y) {
           Value t = g.add(t0, lane);
-          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(mine, out, {t, col}); });
+          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(y, out, {t, col}); });
         };
         auto plain = [&] {
           SmallVector<Value> weightRows{o};
           if (glu)
             weightRows.push_back(g.add(o, N));
           SmallVector<Value> acc = dot(weightRows);
-          SmallVector<Value> y;
-          for (int64_t r = 0; r < R; ++r)
-            y.push_back(epilogue(e, o, mean[r], rstd[r],
-                                 [&](int64_t h) { return sum(acc, h, r); }));
-          storeRows(o, y);
+          SmallVector<Value> sums = mySums(acc, int64_t(weightRows.size()));
+          Value myMean = mineOf(mean), myRstd = mineOf(rstd);
+          store(o, epilogue(e, o, myMean, myRstd, [&](int64_t h) { return sums[h]; }));
         };
         if (!rope)
           return plain();
@@ -782,17 +797,13 @@ private:
         g.ifThen(negate(l.inRot), plain);
         g.ifThen(g.andi(l.inRot, l.first), [&] {
           SmallVector<Value> acc = dot({o, l.partner});
-          SmallVector<Value> y0, y1;
-          for (int64_t r = 0; r < R; ++r) {
-            Value z0 = epilogue(e, o, mean[r], rstd[r], [&](int64_t) { return sum(acc, 0, r); });
-            Value z1 = epilogue(e, l.partner, mean[r], rstd[r],
-                                [&](int64_t) { return sum(acc, 1, r); });
-            auto [first, second] = rope->rotatePair(g, b, loc, z0, z1, l, rows[r]);
-            y0.push_back(first);
-            y1.push_back(second);
-          }
-          storeRows(o, y0);
-          storeRows(l.partner, y1);
+          SmallVector<Value> sums = mySums(acc, 2);
+          Value myMean = mineOf(mean), myRstd = mineOf(rstd);
+          Value z0 = epilogue(e, o, myMean, myRstd, [&](int64_t) { return sums[0]; });
+          Value z1 = epilogue(e, l.partner, myMean, myRstd, [&](int64_t) { return sums[1]; });
+          auto [first, second] = rope->rotatePair(g, b, loc, z0, z1, l, mineOf(rows));
+          store(o, first);
+          store(l.partner, second);
         });
       });
     });

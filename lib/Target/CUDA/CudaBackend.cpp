@@ -2,9 +2,10 @@
 //
 // Outlined kernels -> gpu.func (`--tbc-lower-to-gpu`) -> NVVM (upstream
 // `convert-gpu-to-nvvm`, one `nvvm-attach-target` per architecture) -> PTX
-// (`gpu-module-to-binary{format=isa}`, LLVM's NVPTX backend in-process, with
-// libdevice linked for exp/erf/tanh/sin/cos). The module carries one PTX blob
-// per architecture; the runtime's CUDA executor JITs the one for its GPU.
+// (`--tbc-gpu-module-to-binary`: LLVM's NVPTX backend in-process, one thread
+// per architecture, with libdevice linked for exp/erf/tanh/sin/cos). The
+// module carries one PTX blob per architecture; the runtime's CUDA executor
+// JITs the one for its GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,8 +89,9 @@ public:
          [nvvm](OpPassManager &pm) { return parsePassPipeline(nvvm, pm); }},
         {"ptx", "gpu.binary with one PTX object per architecture",
          [](OpPassManager &pm) {
-           return parsePassPipeline(
-               "gpu-module-to-binary{format=isa toolkit=" + cudaToolkit() + "}", pm);
+           // gpu-module-to-binary, with the architectures compiled side by side.
+           pm.addPass(createTbcGpuModuleToBinary({cudaToolkit(), "isa"}));
+           return success();
          }},
     };
   }
