@@ -182,6 +182,42 @@ struct MmaHalf {
     pair.setAlignment(4);
     return operand(pair);
   }
+  /// ldmatrix.x4 (8x8 matrices of 16-bit elements, not transposed) from a
+  /// row-major shared tile: lane l names, as `row` and `col` of `tile`, the
+  /// first element of row l % 8 of matrix l / 8 (16-byte aligned); register
+  /// i of lane l then holds row l / 4 of matrix i, elements 2 (l % 4) and
+  /// 2 (l % 4) + 1, as an operand register. Matrices (rows 0-7 | 8-15) x
+  /// (k 0-7 | 8-15) in that order are an A fragment; (n 0-7) x (k 0-7 |
+  /// 8-15) of two column tiles are two B fragments. One instruction where
+  /// loadPair takes four.
+  SmallVector<Value, 4> loadMatrices(Value tile, Value row, Value col) {
+    auto type = llvm::cast<mlir::MemRefType>(tile.getType());
+    auto c = [&](int64_t v) -> Value { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
+    Value element = mlir::arith::AddIOp::create(
+        b, loc, mlir::arith::MulIOp::create(b, loc, row, c(type.getDimSize(1))), col);
+    Value address = mlir::arith::AddIOp::create(
+        b, loc, mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile),
+        mlir::arith::MulIOp::create(b, loc, element, c(2)));
+    Value ptr = mlir::LLVM::IntToPtrOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*shared*/ 3),
+        mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), address),
+        mlir::LLVM::DereferenceableAttr());
+    Type i32 = b.getI32Type();
+    auto regs = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
+    auto load = mlir::NVVM::LdMatrixOp::create(
+        b, loc, regs, ptr, 4, mlir::NVVM::MMALayout::row,
+        mlir::NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+        mlir::NVVM::LdStMatrixEltType::B16);
+    SmallVector<Value, 4> out;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value r = mlir::LLVM::ExtractValueOp::create(b, loc, load, i);
+      if (f16) // mma.sync takes f16 pairs as vector<2xf16>
+        r = mlir::LLVM::BitcastOp::create(b, loc, mlir::VectorType::get({2}, type.getElementType()),
+                                          r);
+      out.push_back(r);
+    }
+    return out;
+  }
   /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
   /// f32; returns the 4 new accumulators.
   SmallVector<Value> mma(ValueRange a, ValueRange bOps, ValueRange acc) {

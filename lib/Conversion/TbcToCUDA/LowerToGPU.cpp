@@ -1010,6 +1010,13 @@ private:
     Value warpRow = g.mul(g.div(warp, kTiledWarpsN), warpRows);
     Value warpCol = g.mul(g.rem(warp, kTiledWarpsN), warpCols);
     Value stageRow = g.div(thread, 2), stageK = g.mul(g.rem(thread, 2), per);
+    // The row and column offsets of the matrix row this lane addresses in
+    // an ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
+    // across 8 columns, B's across 8 columns then down a column tile.
+    static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && colTiles % 2 == 0);
+    Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
+    Value aRowHalf = g.mul(g.rem(matrix, 2), 8), aColHalf = g.mul(g.div(matrix, 2), 8);
+    Value bRowHalf = g.mul(g.div(matrix, 2), 8), bColHalf = g.mul(g.rem(matrix, 2), 8);
     Value n0 = g.mul(g.bid(gpu::Dimension::x), kTiledCols);
     // The weight row this thread stages (slots past S: the last one's, never
     // stored).
@@ -1057,16 +1064,20 @@ private:
             // The next step's loads (the last step reloads itself).
             SmallVector<Value> next = loadStep(g.min(g.add(k0, kTiledK), g.idx(K - kTiledK)));
             for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
-              Value kLo = g.add(g.mul(quad, 2), ks), kHi = g.add(kLo, 8);
-              SmallVector<SmallVector<Value>> a(rowTiles), bOps(colTiles);
-              for (int64_t mt = 0; mt < rowTiles; ++mt) {
-                Value r = g.add(g.add(warpRow, group), mt * kMmaRows), r8 = g.add(r, 8);
-                a[mt] = {mh.loadPair(tileA, {r, kLo}), mh.loadPair(tileA, {r8, kLo}),
-                         mh.loadPair(tileA, {r, kHi}), mh.loadPair(tileA, {r8, kHi})};
-              }
-              for (int64_t nt = 0; nt < colTiles; ++nt) {
-                Value c = g.add(g.add(warpCol, group), nt * kMmaCols);
-                bOps[nt] = {mh.loadPair(tileB, {c, kLo}), mh.loadPair(tileB, {c, kHi})};
+              // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
+              // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
+              // 8-15), B's (column tile nt | nt + 1) x (k 0-7 | 8-15).
+              SmallVector<SmallVector<Value, 4>> a(rowTiles), bOps(colTiles);
+              for (int64_t mt = 0; mt < rowTiles; ++mt)
+                a[mt] = mh.loadMatrices(
+                    tileA, g.add(g.add(warpRow, mt * kMmaRows), g.add(matrixRow, aRowHalf)),
+                    g.add(aColHalf, ks));
+              for (int64_t nt = 0; nt < colTiles; nt += 2) {
+                SmallVector<Value, 4> pair = mh.loadMatrices(
+                    tileB, g.add(g.add(warpCol, nt * kMmaCols), g.add(matrixRow, bRowHalf)),
+                    g.add(bColHalf, ks));
+                bOps[nt] = {pair[0], pair[1]};
+                bOps[nt + 1] = {pair[2], pair[3]};
               }
               for (int64_t mt = 0; mt < rowTiles; ++mt)
                 for (int64_t nt = 0; nt < colTiles; ++nt) {

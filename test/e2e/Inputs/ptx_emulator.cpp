@@ -6,9 +6,9 @@
 // It covers the instructions LLVM's NVPTX backend produces for tbc's kernels
 // (integer and f32 arithmetic, conversions including bf16, global / shared /
 // local / param memory, predicates and branches, libdevice's inlined math),
-// and the collective ones with their semantics: shfl.sync.bfly and
-// mma.sync m16n8k16 (bf16 and f16, f32 accumulation) wait for every live
-// lane of the warp, bar.sync for every live thread of the block. An
+// and the collective ones with their semantics: shfl.sync.bfly, ldmatrix
+// (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
+// accumulation) wait for every live lane of the warp, bar.sync for every live thread of the block. An
 // instruction it does not know fails the module load with its text, so a
 // gap shows as an error, never as a wrong number. It is a test double: the
 // arithmetic is the CPU's (approximate instructions are computed exactly,
@@ -28,7 +28,7 @@ namespace {
 enum class Op {
   Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
-  Shfl, Mma, Rcp, Rsqrt, Sqrt, Ex2, Copysign,
+  Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign,
 };
 
 /// A PTX type: its kind (b, u, s, f, pred) and width in bits.
@@ -415,7 +415,8 @@ private:
         "hi", "wide", "cc", "NaN", "global", "shared", "local", "param", "nc", "v2", "v4", "sync",
         "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
         "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
-        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr"};
+        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr", "m8n8", "x1", "x2",
+        "x4", "b16"};
     for (size_t k = 1; k < parts.size(); ++k) {
       bool typeOk = true;
       parseType(parts[k], typeOk);
@@ -484,6 +485,11 @@ private:
       in.op = Op::Shfl;
       if (!has("bfly"))
         return fail("unsupported shuffle: " + in.text);
+    } else if (base == "ldmatrix") {
+      in.op = Op::Ldmatrix;
+      if (!has("m8n8") || !has("shared") || !has("b16"))
+        return fail("unsupported ldmatrix: " + in.text);
+      in.vec = has("x4") ? 4 : has("x2") ? 2 : 1;
     } else if (base == "mma") {
       in.op = Op::Mma;
       if (!has("m16n8k16") || !has("row") || !has("col") || !has("f32"))
@@ -581,7 +587,7 @@ int64_t sext(uint64_t v, int bits) {
 
 struct Thread {
   uint32_t pc = 0;
-  enum { Running, AtShfl, AtMma, AtBar, Done } state = Running;
+  enum { Running, AtShfl, AtMma, AtLdmatrix, AtBar, Done } state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
@@ -628,11 +634,12 @@ public:
         }
       unsigned done = 0, atBar = 0;
       for (unsigned w = 0; w * 32 < threads; ++w) {
-        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0;
+        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0, ldm = 0;
         for (unsigned i = lo; i < hi; ++i) {
           live += ts[i].state != Thread::Done;
           shfl += ts[i].state == Thread::AtShfl;
           mma += ts[i].state == Thread::AtMma;
+          ldm += ts[i].state == Thread::AtLdmatrix;
         }
         if (live && shfl == live) {
           shuffle(lo, hi);
@@ -640,6 +647,12 @@ public:
         } else if (live && mma == live) {
           if (hi - lo != 32 || !matrixMultiply(lo))
             return fail("mma.sync needs a whole warp");
+          progress = true;
+        } else if (live && ldm == live) {
+          if (hi - lo != 32)
+            return fail("ldmatrix needs a whole warp");
+          if (!loadMatrices(lo))
+            return false;
           progress = true;
         }
       }
@@ -755,6 +768,9 @@ private:
         return true;
       case Op::Mma:
         t.state = Thread::AtMma;
+        return true;
+      case Op::Ldmatrix:
+        t.state = Thread::AtLdmatrix;
         return true;
       default:
         if (!execute(t, in))
@@ -1203,6 +1219,40 @@ private:
       t.state = Thread::Running;
       ++t.pc;
     }
+  }
+
+  // ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16 {d..}, [a]: lane 8 i + j
+  // gives the address of row j of matrix i (16 bytes, 16-byte aligned);
+  // lane l receives in register i row l / 4 of matrix i, elements 2 (l % 4)
+  // and 2 (l % 4) + 1, the lower-indexed element in the low half (.trans,
+  // which tbc does not emit, is refused as an unknown modifier).
+  bool loadMatrices(unsigned lo) {
+    const Instr &in = f.code[ts[lo].pc];
+    uint8_t *rows[4][8];
+    for (int i = 0; i < in.vec; ++i)
+      for (int j = 0; j < 8; ++j) {
+        const Thread &t = ts[lo + 8 * i + j];
+        uint8_t *p = address(t, f.code[t.pc].ops[1]);
+        if (uintptr_t(p) % 16 || !inBounds(t, 's', p, 16))
+          return fail(std::string(uintptr_t(p) % 16 ? "misaligned" : "out-of-bounds") +
+                      " ldmatrix row (lane " + std::to_string(8 * i + j) + "): " + in.text);
+        rows[i][j] = p;
+      }
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      Thread &t = ts[lo + lane];
+      const Operand &d = f.code[t.pc].ops[0];
+      if ((d.kind == Operand::Vec ? d.count : 1) != in.vec)
+        return fail("ldmatrix destination count: " + in.text);
+      unsigned g = lane / 4, q = lane % 4;
+      for (int i = 0; i < in.vec; ++i) {
+        uint32_t pair;
+        memcpy(&pair, rows[i][g] + 4 * q, 4);
+        t.r[d.kind == Operand::Vec ? d.regs[i] : d.reg] = pair;
+      }
+      t.state = Thread::Running;
+      ++t.pc;
+    }
+    return true;
   }
 
   // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: the fragment layout of
