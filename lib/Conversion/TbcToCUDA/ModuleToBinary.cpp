@@ -36,8 +36,7 @@ struct Job {
   std::optional<SmallVector<char, 0>> object;
 };
 
-struct GpuModuleToBinary final
-    : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleToBinary> {
+struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleToBinary> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -49,8 +48,7 @@ struct GpuModuleToBinary final
             .Cases({"llvm", "offloading"}, gpu::CompilationTarget::Offload)
             .Default(std::nullopt);
     if (!kind) {
-      getOperation().emitError() << "unknown format '" << format
-                                 << "' (isa, bin, fatbin or llvm)";
+      getOperation().emitError() << "unknown format '" << format << "' (isa, bin, fatbin or llvm)";
       return signalPassFailure();
     }
     gpu::TargetOptions options(toolkitPath, {}, {}, {}, *kind);
@@ -75,8 +73,7 @@ struct GpuModuleToBinary final
           Operation *copy = &job.clone->getBody()->front();
           job.object = job.target.serializeToObject(copy, options);
           if (!job.object)
-            return job.module.emitError("serializing the module for ")
-                   << job.target << " failed";
+            return job.module.emitError("serializing the module for ") << job.target << " failed";
           return success();
         })))
       return signalPassFailure();
