@@ -4,11 +4,13 @@
 Two steps, on two machines:
 
   prepare (an LLVM machine with a tbc build): writes the benchmark's configs
-  and compiles its modules (bf16 weights, --target cuda) into OUT:
-    bench/gpu_bench.py prepare --tbc build/bin/tbc --out gpu-modules/bench
+  and compiles its modules (bf16 weights, --target cuda) into OUT
+  (scripts/gpu-prepare.sh runs it and packs OUT with the other modules):
+    bench/gpu_bench.py prepare --tbc build/bin/tbc --out DIR/bench
 
-  run (the GPU machine: CUDA, PyTorch, transformers; no LLVM, no network):
-    bench/gpu_bench.py run --tbc-run build-gpu/bin/tbc-run --modules gpu-modules/bench
+  run (the GPU machine: CUDA, PyTorch, transformers; no LLVM, no network;
+  scripts/gpu-check.sh runs it on the modules it unpacked):
+    bench/gpu_bench.py run --tbc-run build-gpu/bin/tbc-run --modules build-gpu/modules/bench
 
 For Llama-3-8B, Gemma-2-9B and Qwen3-8B layer shapes (one layer, a
 4096-word vocabulary so that the head stays out of the way), bf16 weights,

@@ -9,9 +9,11 @@
 #   benchmark's CSV and chart)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mods=$root/gpu-modules
 build=$root/build-gpu
-[ -d "$mods" ] || { echo "gpu-check: no gpu-modules/ (run scripts/gpu-prepare.sh on an LLVM machine first)"; exit 1; }
+pack=$root/gpu-modules/modules.tar.gz
+[ -f "$pack" ] || { echo "gpu-check: no gpu-modules/modules.tar.gz (run scripts/gpu-prepare.sh on an LLVM machine first)"; exit 1; }
+mods=$build/modules
+rm -rf "$mods" && mkdir -p "$mods" && tar -C "$mods" -xzf "$pack" || { echo "gpu-check: cannot unpack $pack"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 echo "== building the runtime (TBC_RUNTIME_ONLY)"
 cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
@@ -25,7 +27,7 @@ conform() { # fixture kind module fixture-dir [tbc-conformance flags...]
   local out rc
   out=$("$build/bin/tbc-conformance" "$3" "$4" "${@:5}" 2>&1)
   rc=$?
-  echo "$out" | tr '\n' ' ' | cut -c1-200; echo
+  echo "$out" | tr '\n' ' ' | cut -c1-200
   [ $rc -eq 0 ] || status=1
 }
 echo "== conformance (f32; max|d|/max|ref| against transformers)"

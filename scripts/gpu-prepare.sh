@@ -2,14 +2,19 @@
 # Compiles, on an LLVM machine, everything scripts/gpu-check.sh runs on a GPU
 # machine (which has CUDA, CMake, PyTorch and transformers but no LLVM): every
 # conformance fixture for --target cuda, fused and unfused in f32 and fused
-# with bf16 weights, and the benchmark models. Output: gpu-modules/ (ignored by git; carry it to the GPU machine).
+# with bf16 weights, and the benchmark models. Output: gpu-modules/modules.tar.gz
+# (ignored by git; carry gpu-modules/ to the GPU machine, where gpu-check.sh
+# unpacks it). The modules are PTX text, about 60 MB unpacked, near the 64 MiB
+# a device call carries; packed they are about 10 MB.
 # Usage: scripts/gpu-prepare.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 tbc=$build/bin/tbc
-out=$root/gpu-modules
-rm -rf "$out" && mkdir -p "$out/bench"
+dest=$root/gpu-modules
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mkdir -p "$out/bench"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
   "$tbc" compile "$dir" --target cuda -o "$out/$f.fused.tbcm" 2>/dev/null
@@ -44,4 +49,7 @@ done
 # The benchmark (bench/gpu_bench.py): one-layer Llama-3-8B, Gemma-2-9B and
 # Qwen3-8B shapes and the whole 8B-shaped Llama, bf16 weights.
 python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench"
-du -sh "$out"
+echo "$(ls "$out"/*.tbcm "$out"/bench/*.tbcm | wc -l) modules, $(du -sh "$out" | cut -f1) unpacked"
+rm -rf "$dest" && mkdir -p "$dest"
+tar -C "$out" -czf "$dest/modules.tar.gz" .
+du -sh "$dest/modules.tar.gz"
