@@ -15,6 +15,14 @@
 using namespace mlir;
 using namespace tbc;
 
+Type tbc::storageElementType(Builder &b, StringRef name) {
+  if (name == "bf16")
+    return b.getBF16Type();
+  if (name == "f16")
+    return b.getF16Type();
+  return b.getF32Type();
+}
+
 Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {
   auto c = [&](double v) -> Value {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));

@@ -16,6 +16,9 @@
 
 namespace tbc {
 
+/// The element type a storage name of the options (--dtype, --cuda-kv-cache:
+/// "bf16", "f16" or "f32") stands for.
+mlir::Type storageElementType(mlir::Builder &b, llvm::StringRef name);
 /// act(x) in f32 with the math dialect (gelu = exact erf form).
 mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
                            Activation act, mlir::Value x);

@@ -675,9 +675,7 @@ struct TbcLowerToCPUPass
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
                               packedOperandInOut(op), tile.panel),
-            weightType == "bf16"  ? Type(b.getBF16Type())
-            : weightType == "f16" ? Type(b.getF16Type())
-                                  : Type(b.getF32Type()));
+            storageElementType(b, weightType));
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
       bool cached = old->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());

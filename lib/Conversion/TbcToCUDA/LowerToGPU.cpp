@@ -203,9 +203,7 @@ public:
           StringRef weightType, bool flash, StringRef kvCacheType)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
         weightType(weightType), flash(flash),
-        cacheType(kvCacheType == "bf16"  ? Type(b.getBF16Type())
-                  : kvCacheType == "f16" ? Type(b.getF16Type())
-                                         : Type(b.getF32Type())) {}
+        cacheType(storageElementType(b, kvCacheType)) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
