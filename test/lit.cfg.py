@@ -38,6 +38,13 @@ if os.access(ptxas, os.X_OK):
 import platform
 if platform.machine() in ("x86_64", "AMD64"):
     config.available_features.add("x86_64")
+    # Code using AVX512-BF16 (--cpu-dot bf16) runs only where the CPU has it.
+    try:
+        with open("/proc/cpuinfo") as f:
+            if " avx512_bf16" in f.read():
+                config.available_features.add("avx512bf16")
+    except OSError:
+        pass
 # Tensor-core instructions are read from the machine code: cuobjdump (part
 # of a full CUDA toolkit) or nvdisasm ($TBC_NVDISASM, e.g. from PyPI's
 # nvidia-cuda-nvdisasm). Without either, the SASS test is unsupported.

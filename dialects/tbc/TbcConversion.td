@@ -52,10 +52,15 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
            "Output columns per packed weight panel (a multiple of vector-width)">,
     Option<"tileRows", "tile-rows", "int64_t", /*default=*/"8",
            "Token rows of a projection's register tile">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "Projections multiply bf16 weights packed in k pairs by activations rounded to "
+           "bf16 (x86vector.avx512.dot: vdpbf16ps, AVX512-BF16); needs weight-type=bf16 and "
+           "the 16-wide tile">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
 }
 
 def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {

@@ -208,6 +208,15 @@ int tbc::compileMain(int argc, char **argv) {
   static cl::opt<std::string> cpuFeatures(
       "cpu-features", cl::cat(cat), cl::value_desc("+a,-b"),
       cl::desc("--target cpu: extensions to add or remove, e.g. -avx512f"));
+  static cl::opt<std::string> cpuDot(
+      "cpu-dot", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16"),
+      cl::desc("--target cpu --dtype bf16: how projections multiply. f32 (the "
+               "default): activations stay f32 and the bf16 weights are widened, "
+               "exactly the checkpoint's products. bf16: activations are rounded "
+               "to bf16 and multiplied two k at a time by AVX512-BF16's "
+               "vdpbf16ps (as llama.cpp and bf16 GPU kernels do; about 1e-2 "
+               "relative error in the logits, faster prefill); needs a CPU with "
+               "avx512bf16"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -265,6 +274,10 @@ int tbc::compileMain(int argc, char **argv) {
     return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
   targetOptions.cudaKvCache = cudaKvCache;
+  targetOptions.cpuDot = cpuDot;
+  // Options are checked against the weights' type too (--cpu-dot bf16 needs
+  // bf16 weights); --dtype itself is checked once code is generated.
+  targetOptions.weightType = dtype;
   if (std::string why = backend->checkOptions(targetOptions); !why.empty())
     return fail(why);
   // The stages `--emit` can stop at, in pipeline order.

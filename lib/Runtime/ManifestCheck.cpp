@@ -63,8 +63,8 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
   for (size_t id = 0; id < weightEntries.size(); ++id) {
     const WeightEntry &e = weightEntries[id];
     std::string name = "weight " + std::to_string(id) + " (" + e.op + ")";
-    if (e.shape.empty() || e.shape.size() > (e.op == "pack" || e.op == "convert" ? 3 : 2))
-      return bad(name + (e.op == "pack" ? " must be [panels, in, panel width]"
+    if (e.shape.empty() || e.shape.size() > (manifest::isPackOp(e.op) || e.op == "convert" ? 3 : 2))
+      return bad(name + (manifest::isPackOp(e.op) ? " must be [panels, in, panel width]"
                                         : " must be a vector or a matrix"));
     int64_t elements = 1;
     for (int64_t d : e.shape) {
@@ -91,7 +91,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       continue;
     }
     size_t want = e.op == "concat" ? e.inputs.size()
-                  : e.op == "weight_row_sums" || e.op == "pack" || e.op == "convert" ? 1
+                  : e.op == "weight_row_sums" || manifest::isPackOp(e.op) || e.op == "convert" ? 1
                                                                                      : 2;
     if (e.inputs.empty() || e.inputs.size() < want ||
         e.inputs.size() > (e.op == "fold_bias" ? 3 : want))
@@ -127,9 +127,10 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       return s.size() == 1 && s[0] == n;
     };
     bool ok = false;
-    if (e.op == "pack") {
+    if (manifest::isPackOp(e.op)) {
       int64_t panel = e.shape.size() == 3 ? e.shape[2] : 0;
-      ok = panel > 0 && e.shape[0] == (outDim + panel - 1) / panel && e.shape[1] == inDim;
+      ok = panel > 0 && e.shape[0] == (outDim + panel - 1) / panel && e.shape[1] == inDim &&
+           (e.op == "pack" || inDim % 2 == 0); // k in pairs
     } else if (e.op == "fold_gain")
       ok = sameShape(e.shape, w) && isVector(input(1), inDim);
     else if (e.op == "weight_row_sums")
@@ -174,7 +175,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
           const WeightEntry *table = &weightEntries[a.id];
           if (table->op == "convert")
             table = &weightEntries[table->inputs[0]];
-          int64_t rows = table->op == "pack" ? weightEntries[table->inputs[0]].shape[0]
+          int64_t rows = manifest::isPackOp(table->op) ? weightEntries[table->inputs[0]].shape[0]
                                              : table->shape[0];
           for (const Arg &index : step.args) {
             if (index.weight)

@@ -2,7 +2,7 @@
 //
 // Turns checkpoint tensors into the weights the kernels read, following the
 // manifest's `weights` list (concat, fold_gain, weight_row_sums, fold_bias,
-// pack, convert). Two rules keep binding cheap:
+// pack, pack_pairs, convert). Two rules keep binding cheap:
 //
 //  * 16-bit stays 16-bit. A bf16 or f16 checkpoint tensor is copied as its
 //    16-bit bits; concatenating and packing move bits, and a `convert` to the
@@ -48,17 +48,22 @@ const std::vector<float> &asF32(const StagedWeight &s, std::vector<float> &scrat
 }
 
 /// out[p, k, j] = W[p * panel + j, k] ([out, in]) or W[k, p * panel + j]
-/// ([in, out]); zero past the last output column. T: float or 16-bit bits
-/// (moved, never rounded).
+/// ([in, out]); zero past the last output column. `pack_pairs` stores
+/// element (k, j) of a panel at (k / 2) * 2 * panel + 2 * j + k % 2 of its
+/// block instead: k in pairs, as vdpbf16ps reads them (KernelABI.h). T:
+/// float or 16-bit bits (moved, never rounded).
 template <typename T>
 void pack(const T *w, T *out, const WeightEntry &e, const std::vector<int64_t> &ws) {
   int64_t panels = e.shape[0], in = e.shape[1], panel = e.shape[2];
   int64_t outCols = e.inOut ? ws[1] : ws[0];
+  bool pairs = e.op == "pack_pairs";
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t j = 0; j < panel && p * panel + j < outCols; ++j) {
       int64_t o = p * panel + j;
-      for (int64_t k = 0; k < in; ++k)
-        out[(p * in + k) * panel + j] = e.inOut ? w[k * outCols + o] : w[o * in + k];
+      for (int64_t k = 0; k < in; ++k) {
+        int64_t at = pairs ? (k / 2) * 2 * panel + 2 * j + k % 2 : k * panel + j;
+        out[p * in * panel + at] = e.inOut ? w[k * outCols + o] : w[o * in + k];
+      }
     }
 }
 
@@ -191,7 +196,7 @@ void Module::Impl::runTransforms(
             out.bits[i] = toHalfWidthBits(w[i], want == StagedWeight::BF16);
         }
       }
-    } else if (e.op == "pack" || e.op == "concat") {
+    } else if (manifest::isPackOp(e.op) || e.op == "concat") {
       size_t n = size_t(product(e.shape));
       out.kind = common;
       if (common != StagedWeight::F32) {
@@ -199,7 +204,7 @@ void Module::Impl::runTransforms(
         std::vector<const uint16_t *> srcs;
         for (StagedWeight *s : ins)
           srcs.push_back(s->bits.data());
-        if (e.op == "pack")
+        if (manifest::isPackOp(e.op))
           pack(srcs[0], out.bits.data(), e, ws);
         else
           concat(srcs, out.bits.data(), e, weightEntries);
@@ -209,7 +214,7 @@ void Module::Impl::runTransforms(
         std::vector<const float *> srcs;
         for (size_t i = 0; i < ins.size(); ++i)
           srcs.push_back(asF32(*ins[i], scratch[i]).data());
-        if (e.op == "pack")
+        if (manifest::isPackOp(e.op))
           pack(srcs[0], out.f32.data(), e, ws);
         else
           concat(srcs, out.f32.data(), e, weightEntries);

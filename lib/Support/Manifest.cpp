@@ -279,7 +279,7 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
       if (const json::Value *io = w.get("in_out"); io && io->isBool())
         e.inOut = io->asBool();
       static const char *known[] = {"concat", "fold_gain", "weight_row_sums", "fold_bias",
-                                    "pack", "convert"};
+                                    "pack", "pack_pairs", "convert"};
       if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
         return bad("unknown weight transform '" + e.op + "'");
       if (e.op == "convert") {

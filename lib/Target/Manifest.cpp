@@ -111,16 +111,16 @@ private:
 
   /// Weight `w` in the form a kernel reads it: repacked in the backend's
   /// layout and/or converted to its storage type (each form made once).
-  std::map<std::tuple<int, std::vector<int64_t>, std::string>, Arg> packedWeights;
+  std::map<std::tuple<int, std::vector<int64_t>, std::string, bool>, Arg> packedWeights;
   Arg packedWeight(Arg w, const PackedOperand &p) {
-    auto key = std::make_tuple(w.id, shapeOf(p.shape), p.dtype);
+    auto key = std::make_tuple(w.id, shapeOf(p.shape), p.dtype, p.kPairs);
     auto it = packedWeights.find(key);
     if (it != packedWeights.end())
       return it->second;
     Arg form = w;
     if (!p.shape.empty()) {
       manifest::Weight packed;
-      packed.op = "pack";
+      packed.op = p.kPairs ? "pack_pairs" : "pack";
       packed.inputs = {form.id};
       packed.inOut = p.inOut;
       packed.shape = shapeOf(p.shape);

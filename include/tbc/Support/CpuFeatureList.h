@@ -19,6 +19,7 @@
   X("avx512bw")                                                                \
   X("avx512dq")                                                                \
   X("avx512vl")                                                                \
-  X("avx512cd")
+  X("avx512cd")                                                                \
+  X("avx512bf16")
 
 #endif // TBC_SUPPORT_CPUFEATURELIST_H

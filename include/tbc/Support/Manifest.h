@@ -41,8 +41,13 @@ struct Param {
 };
 
 /// What a kernel reads: a param, or a bind-time transform of earlier weights.
+/// The weight transforms that pack a matrix in panels of output columns:
+/// `pack`, and `pack_pairs`, whose panels hold k in pairs (the CPU's bf16
+/// dot products; tbc/Conversion/TbcToCPU/KernelABI.h).
+inline bool isPackOp(const std::string &op) { return op == "pack" || op == "pack_pairs"; }
+
 struct Weight {
-  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack, convert
+  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack[_pairs], convert
   int param = -1; // op == param
   std::vector<int> inputs;
   int64_t dim = 0;    // concat

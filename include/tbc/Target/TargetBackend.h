@@ -44,6 +44,7 @@ struct PackedOperand {
   bool inOut = false;                  // the checkpoint's tensor is [in, out]
   llvm::SmallVector<int64_t, 3> shape; // [panels, in, panel width]; empty: as is
   std::string dtype = "f32";           // what the kernel reads: f32 or bf16
+  bool kPairs = false;                 // panels hold k in pairs (the CPU's bf16 dot)
 };
 
 /// What the user asked of the target (`tbc compile` flags).
@@ -64,6 +65,9 @@ struct TargetOptions {
   /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
   std::string cpu = "host";
   std::string cpuFeatures;
+  /// CPU: how projections multiply bf16 weights (`--cpu-dot`): f32 (widened,
+  /// f32 activations) or bf16 (activations rounded to bf16, vdpbf16ps).
+  std::string cpuDot = "f32";
 };
 
 class TargetBackend {

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -162,14 +163,26 @@ private:
     kb.generic(ids, out, {kb.map(3, {kb.d(0), kb.d(1)}), kb.identity(3)},
                KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 // Row r of the table is column r % P of panel r / P.
+                 // Row r of the table is column r % P of panel r / P; its
+                 // element k lies at (k, r % P) of the panel, or with k pairs
+                 // at (2 (k / 2) + i / P, i % P), i = 2 (r % P) + k % 2.
                  Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                 Value panelWidth = arith::ConstantIndexOp::create(nb, l, tile.panel);
+                 auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+                 Value panelWidth = c(tile.panel);
                  Value col = linalg::IndexOp::create(nb, l, 2);
-                 Value v = memref::LoadOp::create(
-                     nb, l, table,
-                     ValueRange{arith::DivUIOp::create(nb, l, row, panelWidth), col,
-                                arith::RemUIOp::create(nb, l, row, panelWidth)});
+                 Value panel = arith::DivUIOp::create(nb, l, row, panelWidth);
+                 Value at[2] = {col, arith::RemUIOp::create(nb, l, row, panelWidth)};
+                 if (tile.bf16Dot) {
+                   Value i = arith::AddIOp::create(
+                       nb, l, arith::MulIOp::create(nb, l, at[1], c(2)),
+                       arith::RemUIOp::create(nb, l, col, c(2)));
+                   at[0] = arith::AddIOp::create(
+                       nb, l,
+                       arith::MulIOp::create(nb, l, arith::DivUIOp::create(nb, l, col, c(2)), c(2)),
+                       arith::DivUIOp::create(nb, l, i, panelWidth));
+                   at[1] = arith::RemUIOp::create(nb, l, i, panelWidth);
+                 }
+                 Value v = memref::LoadOp::create(nb, l, table, ValueRange{panel, at[0], at[1]});
                  if (!v.getType().isF32()) // a bf16 or f16 table
                    v = arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
                  if (scale)
@@ -643,11 +656,16 @@ struct TbcLowerToCPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuTile tile{vectorWidth, panelWidth, tileRows};
+    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
         !isStorageType(weightType)) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
                        "> 0, and weight-type f32, bf16 or f16");
+      return signalPassFailure();
+    }
+    if (bf16Dot && (weightType != "bf16" || tile.vector != 16 || tile.panel != 32)) {
+      module.emitError("bf16-dot multiplies bf16 weights in 16-wide vectors: it needs "
+                       "weight-type=bf16, vector-width=16 and panel-width=32");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;
@@ -671,11 +689,20 @@ struct TbcLowerToCPUPass
       // panels (KernelABI.h).
       // With weight-type=bf16 they stay 16-bit in memory and are widened in
       // registers.
-      if (std::optional<unsigned> p = packedOperand(op))
+      if (std::optional<unsigned> p = packedOperand(op)) {
+        auto packedShape =
+            packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
+                              packedOperandInOut(op), tile.panel);
+        if (bf16Dot && packedShape[1] % 2) {
+          op->emitError("bf16 dot products take k in pairs: the reduction length ")
+              << packedShape[1] << " is odd (compile without --cpu-dot bf16)";
+          return signalPassFailure();
+        }
         args[*p] = MemRefType::get(
             packedWeightShape(cast<ShapedType>(old.getArgumentTypes()[*p]).getShape(),
                               packedOperandInOut(op), tile.panel),
             storageElementType(b, weightType));
+      }
       for (Type t : old.getResultTypes())
         args.push_back(resultType(t));
       bool cached = old->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());

@@ -9,6 +9,12 @@
 // outermost, so a panel streams from L2 once per 8 token rows. This is
 // where a transformer spends its time.
 //
+// With bf16 dot products (tile.bf16Dot) the panels hold bf16 weights in k
+// pairs and the activations are rounded to bf16 once, into pairs of k
+// packed in an i32 each: per pair of k, two 32-wide loads of the panel and
+// one broadcast pair per row feed vdpbf16ps, which multiplies and sums both
+// k of a column at once, twice the FMA's work per instruction.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Matmul.h"
@@ -17,6 +23,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 using namespace mlir;
 
@@ -28,11 +35,58 @@ static constexpr int64_t kBlockK = 128;
 // Independent accumulator sets of a single-row (decode) tile.
 static constexpr int64_t kDecodeUnroll = 4;
 
+/// xp[t, q] = x[0, t, 2q] | x[0, t, 2q + 1] << 16, both rounded to bf16
+/// (vdpbf16ps takes the even element of a pair from the low half). A buffer
+/// of the call's rows, freed by the caller.
+static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k) {
+  auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ob, loc, v);
+  };
+  Value rows = memref::DimOp::create(b, loc, x, 1);
+  Value pairs = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), ValueRange{rows});
+  Value zero = idx(b, 0);
+  scf::ForOp::create(
+      b, loc, zero, rows, idx(b, 1), ValueRange{},
+      [&](OpBuilder &rb, Location, Value t, ValueRange) {
+        scf::ForOp::create(
+            rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
+            [&](OpBuilder &qb, Location, Value q, ValueRange) {
+              Value k0 = arith::MulIOp::create(qb, loc, q, idx(qb, 2));
+              auto half = [&](Value kk) -> Value {
+                Value v = memref::LoadOp::create(qb, loc, x, ValueRange{zero, t, kk});
+                Value h = arith::TruncFOp::create(qb, loc, qb.getBF16Type(), v);
+                return arith::ExtUIOp::create(
+                    qb, loc, qb.getI32Type(),
+                    arith::BitcastOp::create(qb, loc, qb.getI16Type(), h));
+              };
+              Value lo = half(k0);
+              Value hi = half(arith::AddIOp::create(qb, loc, k0, idx(qb, 1)));
+              Value sixteen = arith::ConstantOp::create(qb, loc, qb.getI32IntegerAttr(16));
+              Value pair = arith::OrIOp::create(
+                  qb, loc, lo, arith::ShLIOp::create(qb, loc, hi, sixteen));
+              memref::StoreOp::create(qb, loc, pair, pairs, ValueRange{t, q});
+              scf::YieldOp::create(qb, loc);
+            });
+        scf::YieldOp::create(rb, loc);
+      });
+  return pairs;
+}
+
 void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                           Value acc, Value colBegin, Value colEnd, const CpuTile &shape) {
   const int64_t kVector = shape.vector, kPanelWidth = shape.panel,
                 kVectorsPerPanel = shape.panel / shape.vector;
   int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
+  // With bf16 dot products the k loops count pairs of k and a 32-wide
+  // bf16 load of the panel holds 16 columns of two k (KernelABI.h).
+  const bool dot = shape.bf16Dot;
+  assert((!dot || (k % 2 == 0 && kPanelWidth == 2 * kVector)) &&
+         "bf16 dot products need an even reduction and panels of two vectors");
+  Value xPairs = dot ? packActivationPairs(b, loc, x, k) : Value();
+  const int64_t kSteps = dot ? k / 2 : k, kStepsPerBlock = dot ? kBlockK / 2 : kBlockK;
+  auto pairVec = VectorType::get({2 * kVector}, b.getBF16Type());
+  auto pairLanes = VectorType::get({kVector}, b.getI32Type());
   auto vecType = VectorType::get({kVector}, b.getF32Type());
   auto weightVec =
       VectorType::get({kVector}, cast<MemRefType>(packed.getType()).getElementType());
@@ -65,7 +119,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
   Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
 
-  // One tile: `r` rows from `t`, all columns of panel `p`, k in [k0, k1).
+  // One tile: `r` rows from `t`, all columns of panel `p`, k steps in [k0, k1)
+  // (pairs of k with bf16 dot products).
   auto tile = [&](OpBuilder &cb, Value t, Value p, int64_t r, Value k0, Value k1) {
     Value init = arith::ConstantOp::create(
         cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
@@ -79,6 +134,15 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     };
     for (int64_t i = 0; i < r; ++i) {
       tokenRows.push_back(arith::AddIOp::create(cb, loc, t, idx(cb, i)));
+      if (dot) {
+        SmallVector<OpFoldResult> at{tokenRows.back(), cb.getIndexAttr(0)},
+            size{cb.getIndexAttr(1), cb.getIndexAttr(kSteps)};
+        auto rowType = memref::SubViewOp::inferRankReducedResultType(
+            {kSteps}, cast<MemRefType>(xPairs.getType()), at, size, unit(2));
+        xRows.push_back(memref::SubViewOp::create(cb, loc, cast<MemRefType>(rowType), xPairs,
+                                                  at, size, unit(2)));
+        continue;
+      }
       auto rowType = memref::SubViewOp::inferRankReducedResultType(
           {k}, cast<MemRefType>(x.getType()),
           ArrayRef<OpFoldResult>{cb.getIndexAttr(0), tokenRows.back(), cb.getIndexAttr(0)},
@@ -105,6 +169,25 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     // One k step of the tile into the accumulators `accs` (r x vectors).
     auto kStep = [&](OpBuilder &kb, Value kk, ValueRange accs) {
       SmallVector<Value> ws, next;
+      if (dot) {
+        // kk is a pair of k: the panel's rows 2 kk and 2 kk + 1 are the
+        // pairs of its two 16-column halves.
+        for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+          Value row = arith::AddIOp::create(
+              kb, loc, arith::MulIOp::create(kb, loc, kk, idx(kb, 2)), idx(kb, h));
+          ws.push_back(
+              vector::LoadOp::create(kb, loc, pairVec, panel, ValueRange{row, idx(kb, 0)}));
+        }
+        for (int64_t i = 0; i < r; ++i) {
+          Value pair = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
+          Value xb = vector::BitCastOp::create(
+              kb, loc, pairVec, vector::BroadcastOp::create(kb, loc, pairLanes, pair));
+          for (int64_t h = 0; h < kVectorsPerPanel; ++h)
+            next.push_back(x86vector::DotBF16Op::create(
+                kb, loc, vecType, accs[i * kVectorsPerPanel + h], xb, ws[h]));
+        }
+        return next;
+      }
       for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
         // bf16 panels are widened in registers: half the bytes from memory.
         Value w = vector::LoadOp::create(kb, loc, weightVec, panel,
@@ -188,11 +271,11 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
               ob, loc, from, to, idx(ob, r), ValueRange{},
               [&](OpBuilder &rb, Location, Value t, ValueRange) {
                 scf::ForOp::create(
-                    rb, loc, zero, idx(rb, k), idx(rb, kBlockK), ValueRange{},
+                    rb, loc, zero, idx(rb, kSteps), idx(rb, kStepsPerBlock), ValueRange{},
                     [&](OpBuilder &kb, Location, Value k0, ValueRange) {
                       Value k1 = arith::MinUIOp::create(
-                          kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, kBlockK)),
-                          idx(kb, k));
+                          kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, kStepsPerBlock)),
+                          idx(kb, kSteps));
                       tile(kb, t, p, r, k0, k1);
                       scf::YieldOp::create(kb, loc);
                     });
@@ -203,4 +286,6 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
         rowLoop(rowsTiled, rows, 1);
         scf::YieldOp::create(ob, loc);
       });
+  if (xPairs)
+    memref::DeallocOp::create(b, loc, xPairs);
 }

@@ -24,7 +24,9 @@ HostTarget hostTarget(const TargetOptions &options) {
 /// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
 /// needs 32 ymm accumulators there and spills in its inner loop).
 CpuTile tileFor(const TargetOptions &options) {
-  return hostTargetHas(hostTarget(options), "avx512f") ? kAvx512Tile : kAvx2Tile;
+  CpuTile tile = hostTargetHas(hostTarget(options), "avx512f") ? kAvx512Tile : kAvx2Tile;
+  tile.bf16Dot = options.cpuDot == "bf16";
+  return tile;
 }
 
 class CpuBackend final : public TargetBackend {
@@ -32,7 +34,20 @@ public:
   StringRef name() const override { return "cpu"; }
 
   std::string checkOptions(const TargetOptions &options) const override {
-    return checkHostTarget(hostTarget(options));
+    if (std::string why = checkHostTarget(hostTarget(options)); !why.empty())
+      return why;
+    if (options.cpuDot != "f32" && options.cpuDot != "bf16")
+      return "unknown --cpu-dot '" + options.cpuDot + "' (f32 or bf16)";
+    if (options.cpuDot == "bf16") {
+      if (options.weightType != "bf16")
+        return "--cpu-dot bf16 multiplies bf16 weights: compile with --dtype bf16";
+      if (!hostTargetHas(hostTarget(options), "avx512bf16"))
+        return "--cpu-dot bf16 needs AVX512-BF16 (vdpbf16ps), which the target CPU lacks (" +
+               (options.cpu == "host" ? std::string("this machine's") : "--cpu " + options.cpu) +
+               (options.cpuFeatures.empty() ? "" : " --cpu-features " + options.cpuFeatures) +
+               "); compile for one that has it, e.g. --cpu znver4 or sapphirerapids";
+    }
+    return "";
   }
 
   std::vector<TargetStage> stages(const TargetOptions &options) const override {
@@ -53,8 +68,9 @@ public:
       return std::nullopt;
     bool inOut = packedOperandInOut(op);
     auto shape = cast<ShapedType>(op->getOperand(*p).getType()).getShape();
-    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut, tileFor(options).panel),
-                         options.weightType};
+    CpuTile tile = tileFor(options);
+    return PackedOperand{*p, inOut, packedWeightShape(shape, inOut, tile.panel),
+                         options.weightType, tile.bf16Dot};
   }
 
   std::optional<manifest::WorkRange> workRange(func::FuncOp kernel,

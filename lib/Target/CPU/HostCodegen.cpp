@@ -35,6 +35,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const Cpu
   options.vectorWidth = tile.vector;
   options.panelWidth = tile.panel;
   options.tileRows = tile.rows;
+  options.bf16Dot = tile.bf16Dot;
   pm.addPass(createTbcLowerToCPU(options));
 }
 
@@ -42,9 +43,11 @@ LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
   return parsePassPipeline(
       // Polynomials for exp/tanh/erf first; then math ops with an LLVM
       // intrinsic (fma, floor, sqrt, ...) become intrinsics, and only what
-      // is left (sin, cos of the RoPE tables) calls libm.
+      // is left (sin, cos of the RoPE tables) calls libm. x86vector ops
+      // (the bf16 dot products) become their intrinsics.
       "tbc-approximate-math,convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector},"
+      "convert-math-to-llvm,"
       "convert-math-to-libm,finalize-memref-to-llvm,convert-arith-to-llvm,"
       "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
       "reconcile-unrealized-casts",

@@ -2,9 +2,10 @@
 """check_spills.py MODULE.tbcm: disassembles the module's host code (objdump)
 and, for every projection kernel (k<N>_linear, k<N>_fused_linear), counts
 stack accesses of vector registers inside its FMA loops: the stretches where
-vfmadd instructions follow each other (at most 8 instructions apart), i.e.
-the register tile's k loop. A tile that fits the register file has none.
-Prints one line: the kernels checked and the spills found."""
+vfmadd (or, with --cpu-dot bf16, vdpbf16ps) instructions follow each other
+(at most 8 instructions apart), i.e. the register tile's k loop. A tile that
+fits the register file has none. Prints one line: the kernels checked, the
+spills found and how many kernels multiply with vdpbf16ps."""
 import re, struct, subprocess, sys, tempfile
 
 data = open(sys.argv[1], "rb").read()
@@ -23,11 +24,12 @@ with tempfile.NamedTemporaryFile(suffix=".so") as f:
     f.write(so); f.flush()
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True,
                          text=True, check=True).stdout
-kernels, spills, current, lines = 0, 0, None, []
+kernels, spills, dots, current, lines = 0, 0, 0, None, []
 
 def finish():
-    global spills
-    fma = [i for i, l in enumerate(lines) if "vfmadd" in l]
+    global spills, dots
+    fma = [i for i, l in enumerate(lines) if "vfmadd" in l or "vdpbf16ps" in l]
+    dots += any("vdpbf16ps" in l for l in lines)
     spill = re.compile(r"%[xyz]mm\d+,.*\(%rsp\)|\(%rsp\).*,%[xyz]mm\d+")
     start = None
     for a, b in zip(fma, fma[1:] + [None]):
@@ -48,4 +50,5 @@ for line in asm.splitlines():
         lines.append(line)
 if current:
     finish()
-print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops")
+print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops, "
+      f"{dots} with vdpbf16ps")

@@ -12,6 +12,11 @@
 //   horizontal sums, whatever the weight's layout. The runtime packs at
 //   bind time (the manifest's `pack` weights); the tbc IR keeps the
 //   checkpoint's layout, since packing is this backend's business.
+//   With bf16 dot products (`bf16-dot`, AVX512-BF16's vdpbf16ps, which
+//   multiplies pairs of bf16 along k) the panels hold k in pairs: panel p's
+//   element (k, j) lies at (k / 2) * 2 * panel + 2 * j + k % 2 of its
+//   [in, panel] block (the manifest's `pack_pairs`), so one 32-wide bf16
+//   load gives 16 columns of k and k + 1; `in` must be even.
 // * Work ranges. Projections take the [begin, end) of their output columns
 //   as a last operand, attention of its key/value heads, so that the runtime can
 //   give each core a share.
@@ -41,6 +46,9 @@ namespace tbc {
 /// (8 x 2 + 1 + 2 = 19), AVX2 16 ymm (6 x 2 + 1 + 2 = 15).
 struct CpuTile {
   int64_t vector = 16, panel = 32, rows = 8;
+  /// bf16 weights packed in k pairs and multiplied by activations rounded to
+  /// bf16, two k per instruction (vdpbf16ps; AVX-512 tile, bf16 weights).
+  bool bf16Dot = false;
 };
 /// The AVX-512 tile: the default, and what modules recorded before the tile
 /// was chosen per target.
