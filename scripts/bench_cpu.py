@@ -16,6 +16,10 @@ GFLOP/s; the host's CPU model and vector extensions head the output.
 Before timing, llama.cpp's f32 GGUF logits are checked against transformers
 (and tbc's against transformers), so the engines run the same model.
 
+Engine `tbc-dot` (bf16 weights, on a CPU with AVX512-BF16) is tbc compiled
+with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
+as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations.
+
 Needs (a venv outside the repository, not a dependency of tbc):
     python3 -m venv ~/venv-ref
     ~/venv-ref/bin/pip install torch transformers safetensors numpy gguf llama-cpp-python
@@ -243,8 +247,8 @@ class TorchEngine:
         return self._run([token], self.past)
 
 
-ENGINES = {"tbc": TbcEngine, "llama.cpp": LlamaCppEngine, "eager": TorchEngine,
-           "compile": TorchEngine}
+ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "llama.cpp": LlamaCppEngine,
+           "eager": TorchEngine, "compile": TorchEngine}
 
 
 def worker(name, spec, conn):
@@ -412,7 +416,8 @@ def main():
     p.add_argument("--decode", type=int, default=32, help="decode steps after a 64-token prompt")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--engines", default="tbc,llama.cpp,eager,compile")
+    p.add_argument("--engines", default="tbc,tbc-dot,llama.cpp,eager,compile",
+                   help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
     p.add_argument("--llama-path", help="import llama_cpp from this folder (e.g. a build for "
                    "AVX2 only: pip install --target DIR llama-cpp-python with CMAKE_ARGS="
@@ -428,7 +433,7 @@ def main():
     import transformers
 
     model_name, ext = host_cpu()
-    engines = a.engines.split(",")
+    all_engines = a.engines.split(",")
     prompts = [int(x) for x in a.prompts.split(",")]
     bandwidth = read_bandwidth(a.threads)
     peak = matmul_gflops(a.threads)
@@ -441,7 +446,7 @@ def main():
           + (f"FMA peak {fma:.0f} GFLOP/s ({'zmm' if avx512 else 'ymm'}, 12 chains per thread)"
              if fma else "FMA peak: no C compiler"))
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
-    if "llama.cpp" in engines:
+    if "llama.cpp" in all_engines:
         if a.llama_path:
             sys.path.insert(0, a.llama_path)
         import llama_cpp
@@ -454,20 +459,29 @@ def main():
     rng = np.random.default_rng(1)
     for hidden in [int(x) for x in a.sizes.split(",")]:
         for dtype in a.dtypes.split(","):
+            # tbc-dot only where it compiles: bf16 weights and a CPU with
+            # AVX512-BF16 (the host's, or --cpu's).
+            dot_cpu = "avx512_bf16" in ext if a.cpu == "host" else a.cpu in ("znver4", "znver5", "sapphirerapids", "graniterapids")
+            engines = [e for e in all_engines if e != "tbc-dot" or (dtype == "bf16" and dot_cpu)]
             with tempfile.TemporaryDirectory() as tmp:
                 folder = os.path.join(tmp, "hf")
                 config = make_model(hidden, dtype, folder)
                 module = os.path.join(tmp, "m.tbcm")
-                subprocess.run([os.path.join(a.build, "bin", "tbc"), "compile", folder,
-                                "--dtype", dtype, "--cpu", a.cpu, "-o", module], check=True,
-                               stderr=subprocess.DEVNULL)
+                module_dot = os.path.join(tmp, "dot.tbcm")
+                for path, extra in [(module, [])] + ([(module_dot, ["--cpu-dot", "bf16"])]
+                                                     if "tbc-dot" in engines else []):
+                    subprocess.run([os.path.join(a.build, "bin", "tbc"), "compile", folder,
+                                    "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra,
+                                   check=True, stderr=subprocess.DEVNULL)
                 spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
                             libtbc=os.path.join(a.build, "lib", "libtbc.so"),
                             gguf=os.path.join(tmp, "m.gguf"), compile=False,
                             llama_path=a.llama_path)
                 if "llama.cpp" in engines:
                     write_gguf(folder, config, dtype, spec["gguf"])
-                procs = [Process(e, dict(spec, compile=e == "compile")) for e in engines]
+                procs = [Process(e, dict(spec, compile=e == "compile",
+                                         module=module_dot if e == "tbc-dot" else module))
+                         for e in engines]
                 params = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                              if f.endswith(".safetensors")) / (2 if dtype == "bf16" else 4)
                 weight_bytes = (params - VOCAB * hidden) * (2 if dtype == "bf16" else 4)
@@ -523,15 +537,19 @@ def main():
             print(f"  roofline decode {roof:.1f} tok/s ({weight_bytes / 1e6:.0f} MB of weights per token "
                   f"at the measured {bandwidth:.1f} GB/s); weights streamed while decoding: "
                   + ", ".join(f"{e} {base[e] * weight_bytes / 1e9:.1f} GB/s" for e in engines))
-            t = "tbc"
-            for peer in engines[1:]:
-                ratios = [f"prefill {P}: {med(times[(t, P)]) / med(times[(peer, P)]):.2f}" for P in prompts]
-                print(f"  tbc / {peer:9s}: " + ", ".join(ratios) +
-                      f", decode: {base[t] / base[peer]:.2f}")
-            if t in engines:
+            ours = [e for e in engines if e.startswith("tbc")]
+            for t in ours:
+                for peer in engines:
+                    if peer == t or (peer in ours and t == "tbc"):
+                        continue
+                    ratios = [f"prefill {P}: {med(times[(t, P)]) / med(times[(peer, P)]):.2f}"
+                              for P in prompts]
+                    print(f"  {t} / {peer:9s}: " + ", ".join(ratios) +
+                          f", decode: {base[t] / base[peer]:.2f}")
+            for t in ours:
                 def gflops(P):
                     return med(times[(t, P)]) / P * prefill_flops(P) / 1e9
-                print(f"  tbc decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
+                print(f"  {t} decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
                       + ", ".join(f"{P}: {gflops(P):.0f} GFLOP/s ({100 * gflops(P) / peak:.0f}% of "
                                   f"torch's f32 matmul" +
                                   (f", {100 * gflops(P) / fma:.0f}% of the FMA peak)" if fma else ")")

@@ -336,7 +336,8 @@ bool Module::lengthDependent() const {
 
 Module::TokenCost Module::tokenCost() const {
   TokenCost cost;
-  for (const Step &step : impl_->steps) {
+  for (size_t s = 0; s < impl_->steps.size(); ++s) {
+    const Step &step = impl_->steps[s];
     bool gather = impl_->gathers[step.kernel];
     for (const Arg &a : step.args) {
       if (!a.weight)
@@ -349,8 +350,11 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       }
       cost.weightBytes += bytes * elements;
-      if (shape.size() >= 2) // a matrix, or one packed in panels
+      if (shape.size() >= 2) { // a matrix, or one packed in panels
         cost.matmulFlops += 2.0 * elements;
+        if (s >= impl_->lastRowTail)
+          cost.tailMatmulFlops += 2.0 * elements;
+      }
     }
   }
   return cost;

@@ -255,9 +255,14 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   std::printf("  memory bandwidth  %8.2f GB/s (streaming read, all cores, best of 10 now)\n",
               bandwidth / 1e9);
   int64_t prefillTokens = prompt * batch;
+  // With the last logits only, the steps after the last attention ran on
+  // each prompt's last row.
+  double prefillFlops = cost.matmulFlops * double(prefillTokens);
+  if (prefillRows == LogitRows::Last)
+    prefillFlops -= cost.tailMatmulFlops * double((prompt - 1) * batch);
   std::printf("  prefill %5lld tokens  %9.3f ms  %9.1f tokens/s  %7.2f GFLOP/s in projections%s\n",
               (long long)prefillTokens, bestPrefill * 1e3, double(prefillTokens) / bestPrefill,
-              cost.matmulFlops * double(prefillTokens) / bestPrefill / 1e9,
+              prefillFlops / bestPrefill / 1e9,
               batch > 1 ? (" (" + std::to_string(batch) + " prompts in one batch)").c_str()
                         : "");
   if (decode > 0) {

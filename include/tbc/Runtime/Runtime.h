@@ -76,9 +76,11 @@ public:
   /// bytes every kernel reads (an embedding gather reads one row) and the
   /// multiply-add FLOPs of the matrices (2 per weight element). Attention's
   /// own FLOPs grow with the position and are left out. `tbc bench` sets
-  /// decode speed against weightBytes / memory bandwidth.
+  /// decode speed against weightBytes / memory bandwidth. tailMatmulFlops:
+  /// the part of matmulFlops in the steps after the last attention, which a
+  /// prefill wanting only the last position's logits runs on that row alone.
   struct TokenCost {
-    double weightBytes = 0, matmulFlops = 0;
+    double weightBytes = 0, matmulFlops = 0, tailMatmulFlops = 0;
   };
   TokenCost tokenCost() const;
 
