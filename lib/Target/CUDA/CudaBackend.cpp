@@ -60,8 +60,9 @@ public:
              " does not exist: install the CUDA toolkit or set CUDA_HOME";
     if (options.cudaArchs.empty())
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
-    if (std::string c = kvCacheType(options); !isStorageType(c))
-      return "unknown --cuda-kv-cache '" + c + "' (f32, bf16 or f16)";
+    // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
+    if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
+      return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
       unsigned n = 0;
