@@ -37,11 +37,14 @@ def _ids(x):
                                 dtype=np.int32)
 
 
-def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, taps=None):
+def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, taps=None,
+            cpu_dot=None):
     """Compiles a model description (a Hugging Face folder, a config.json, a
     native spec or tbc IR) with the `tbc` compiler of this build. Returns the
     module's path (`output`), or its bytes when no output is given. `taps`
-    ("layers" or "all") compiles in tensor taps (Session.set_tapping)."""
+    ("layers" or "all") compiles in tensor taps (Session.set_tapping).
+    `cpu_dot="bf16"` (with dtype="bf16", on a CPU with AVX512-BF16) rounds
+    the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`)."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
     if not os.access(tool, os.X_OK):
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")
@@ -55,6 +58,8 @@ def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, t
             cmd += ["--cpu", cpu]
         if taps:
             cmd += ["--taps", taps]
+        if cpu_dot:
+            cmd += ["--cpu-dot", cpu_dot]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             message = run.stderr.strip().removeprefix("tbc compile: error: ")

@@ -122,6 +122,8 @@ def test_errors_raise(llama, tmp_path):
         tbc.Module.load(str(tmp_path / "nonexistent.tbcm"))
     with pytest.raises(tbc.Error, match="no-model: unknown model description"):
         tbc.compile(str(tmp_path / "no-model"))
+    with pytest.raises(tbc.Error, match="--cpu-dot bf16 multiplies bf16 weights"):
+        tbc.compile(LLAMA, cpu_dot="bf16")
     module = tbc.Module.load(llama)
     with pytest.raises(tbc.Error, match="no weights are bound"):
         module.forward([1, 2])
