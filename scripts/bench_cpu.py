@@ -48,6 +48,13 @@ VOCAB = 8192
 ROPE_THETA = 500000.0
 
 
+# PyTorch limited to AVX2 on an AVX-512 host: ATen's kernels dispatch to
+# their AVX2 builds, oneDNN (bf16 matmuls, AMX or AVX512-BF16 otherwise) and
+# MKL (f32 sgemm) to their AVX2 code paths.
+AVX2_ONLY_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                 "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
+
 def host_cpu():
     model, flags = "unknown", set()
     with open("/proc/cpuinfo") as f:
@@ -419,6 +426,12 @@ def main():
     p.add_argument("--engines", default="tbc,tbc-dot,llama.cpp,eager,compile",
                    help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
+    p.add_argument("--isa", choices=["host", "avx2"], default="host",
+                   help="avx2: every engine limited to AVX2+FMA on an AVX-512 host, the stand-in "
+                   "for an AVX2-only CPU: tbc --cpu znver3 (unless --cpu says otherwise), PyTorch "
+                   "through ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2 and "
+                   "MKL_ENABLE_INSTRUCTIONS=AVX2 (checked: torch must report AVX2), llama.cpp "
+                   "from an AVX2-only build named by --llama-path")
     p.add_argument("--llama-path", help="import llama_cpp from this folder (e.g. a build for "
                    "AVX2 only: pip install --target DIR llama-cpp-python with CMAKE_ARGS="
                    "'-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF')")
@@ -429,6 +442,15 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
+    if a.isa == "avx2":
+        # Before torch is imported here or in a worker (spawned workers
+        # inherit the environment): its dispatch, oneDNN and MKL read these
+        # once, when loaded.
+        os.environ.update(AVX2_ONLY_ENV)
+        if a.cpu == "host":
+            a.cpu = "znver3"
+        if "llama.cpp" in a.engines.split(",") and not a.llama_path:
+            p.error("--isa avx2 needs --llama-path: an AVX2-only build of llama-cpp-python")
     import torch
     import transformers
 
@@ -439,13 +461,18 @@ def main():
     peak = matmul_gflops(a.threads)
     # tbc's kernels use zmm only when built for a host with AVX-512.
     avx512 = "avx512f" in ext and a.cpu == "host"
+    torch_isa = torch.backends.cpu.get_cpu_capability()
+    if a.isa == "avx2" and torch_isa != "AVX2":
+        sys.exit(f"--isa avx2: torch reports {torch_isa}, not AVX2")
     fma = fma_peak(a.threads, avx512)
     print(f"host: {model_name}, {os.cpu_count()} cores, {' '.join(ext)}; {a.threads} threads; "
           f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5); "
           f"f32 matmul {peak:.0f} GFLOP/s (torch, 4096^3, best of 3); "
           + (f"FMA peak {fma:.0f} GFLOP/s ({'zmm' if avx512 else 'ymm'}, 12 chains per thread)"
              if fma else "FMA peak: no C compiler"))
-    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    versions = (f"torch {torch.__version__} ({torch_isa}"
+                + (", " + " ".join(f"{k}={v}" for k, v in AVX2_ONLY_ENV.items()) if a.isa == "avx2" else "")
+                + f"), transformers {transformers.__version__}")
     if "llama.cpp" in all_engines:
         if a.llama_path:
             sys.path.insert(0, a.llama_path)

@@ -17,8 +17,8 @@ trap 'rm -rf "$out"' EXIT
 mkdir -p "$out/bench"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
-  "$tbc" compile "$dir" --target cuda -o "$out/$f.fused.tbcm" 2>/dev/null
-  "$tbc" compile "$dir" --target cuda --no-fuse -o "$out/$f.unfused.tbcm" 2>/dev/null
+  "$tbc" compile "$dir" --target cuda --dtype f32 -o "$out/$f.fused.tbcm" 2>/dev/null
+  "$tbc" compile "$dir" --target cuda --dtype f32 --no-fuse -o "$out/$f.unfused.tbcm" 2>/dev/null
 done
 # bf16 weights from the bf16 checkpoints (their references are transformers'
 # logits on the same bf16 weights, so what is left is the kernels' own
@@ -42,7 +42,7 @@ for f in gemma2-long qwen3-long llama-hd128-long; do
 done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
-  "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all -o "$out/$f.taps.tbcm" 2>/dev/null
+  "$tbc" compile "$root/test/fixtures/$f" --target cuda --dtype f32 --taps all -o "$out/$f.taps.tbcm" 2>/dev/null
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --taps all --dtype bf16 \
     -o "$out/$f.taps-bf16.tbcm" 2>/dev/null
 done

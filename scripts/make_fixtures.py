@@ -118,6 +118,10 @@ FIXTURES = {
                             use_parallel_residual=False, hidden_act="gelu"),
     "gpt2": dict(model_type="gpt2", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=64,
                  n_inner=INTER, vocab_size=VOCAB, activation_function="gelu_new"),
+    # GPT-2's [in, out] Conv1D weights on CUDA's tensor cores (transposed at
+    # bind time): 80 tokens reach the block-tiled projection (64 rows and up).
+    "gpt2-long": dict(model_type="gpt2", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=128,
+                      n_inner=INTER, vocab_size=VOCAB, activation_function="gelu_new", seq=80),
     # ALiBi with 6 heads: both families' rules for a head count that is not
     # a power of two (BLOOM's extra slopes, MPT's odd-then-even order).
     "bloom": dict(model_type="bloom", n_layer=2, hidden_size=192, n_head=6, vocab_size=VOCAB),

@@ -55,8 +55,11 @@ for tool in [os.environ.get("TBC_NVDISASM", ""), os.path.join(cuda_bin, "cuobjdu
              shutil.which("nvdisasm") or ""]:
     if tool and os.access(tool, os.X_OK):
         config.available_features.add("sass")
+        config.substitutions.append(("%sass_or_none", tool))
         config.substitutions.append(("%sass", tool))
         break
+else:
+    config.substitutions.append(("%sass_or_none", '""'))
 # A machine with an NVIDIA driver and a GPU runs CUDA modules instead of
 # refusing them.
 import ctypes

@@ -236,14 +236,14 @@ int tbc::compileMain(int argc, char **argv) {
       "report-tokens", cl::cat(cat), cl::init(1), cl::value_desc("T"),
       cl::desc("Sequence length the --report counts for (default 1)"));
   static cl::opt<std::string> dtype(
-      "dtype", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|f16"),
+      "dtype", cl::cat(cat), cl::value_desc("f32|bf16|f16"),
       cl::desc("--emit tbc|fused|kernels: the element type of the IR built "
                "from a model description. Code for a target: how it stores "
                "weights (f32, or bf16/f16 kept in 16 bits: widened in "
                "registers on the CPU, tensor-core operands on CUDA), "
                "activations and accumulation being f32. With 16-bit weights "
                "no norm gain is folded into a weight (that would round it "
-               "twice)"));
+               "twice). Default for code: the target's (cpu f32, cuda bf16)"));
   static cl::opt<std::string> weights(
       "weights", cl::cat(cat), cl::value_desc("dir|file.safetensors"),
       cl::desc("Check every parameter against this checkpoint (a Hugging "
@@ -265,6 +265,13 @@ int tbc::compileMain(int argc, char **argv) {
   if (!backend)
     return fail("unknown --target '" + target + "' (this build generates code for: " +
                 join(targetBackendNames()) + ")");
+  // Without --dtype, code takes the target's weight type; the stages before
+  // code (--emit tbc|fused|kernels) build the model in f32, as the
+  // lowerings read it.
+  if (dtype.empty())
+    dtype = emit == "tbc" || emit == "fused" || emit == "kernels"
+                ? "f32"
+                : backend->defaultDtype().str();
   TargetOptions targetOptions;
   targetOptions.cpu = cpu;
   targetOptions.cpuFeatures = cpuFeatures;

@@ -58,8 +58,8 @@ struct TargetPipelineOptions : mlir::PassPipelineOptions<TargetPipelineOptions> 
 
   Option<std::string> weightType{
       *this, "weight-type",
-      llvm::cl::desc("Weight storage, as tbc compile --dtype: f32 or bf16 (cuda)"),
-      llvm::cl::init("f32")};
+      llvm::cl::desc("Weight storage, as tbc compile --dtype: f32, bf16 or f16 "
+                     "(default: the target's, f32 for cpu, bf16 for cuda)")};
 
   Option<std::string> cudaKvCache{
       *this, "cuda-kv-cache",
@@ -102,6 +102,8 @@ void tbc::registerTargetPipelines() {
             if (failed(options.parseFromString(optionsText)))
               return mlir::failure();
             TargetOptions target = options.toTargetOptions();
+            if (target.weightType.empty())
+              target.weightType = backend->defaultDtype().str();
             if (std::string why = backend->checkDtype(target.weightType); !why.empty())
               return errorHandler(why);
             if (std::string why = backend->checkOptions(target); !why.empty())

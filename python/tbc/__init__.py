@@ -37,12 +37,14 @@ def _ids(x):
                                 dtype=np.int32)
 
 
-def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, taps=None,
+def compile(path, target="cpu", dtype=None, fuse=True, output=None, cpu=None, taps=None,
             cpu_dot=None):
     """Compiles a model description (a Hugging Face folder, a config.json, a
     native spec or tbc IR) with the `tbc` compiler of this build. Returns the
     module's path (`output`), or its bytes when no output is given. `taps`
     ("layers" or "all") compiles in tensor taps (Session.set_tapping).
+    `dtype` ("f32", "bf16" or "f16") is how weights are stored; by default
+    the target's (f32 on the CPU, bf16 on CUDA).
     `cpu_dot="bf16"` (with dtype="bf16", on a CPU with AVX512-BF16) rounds
     the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`)."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
@@ -50,8 +52,9 @@ def compile(path, target="cpu", dtype="f32", fuse=True, output=None, cpu=None, t
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")
     with tempfile.TemporaryDirectory() as tmp:
         out = output or os.path.join(tmp, "module.tbcm")
-        cmd = [tool, "compile", os.fspath(path), "--target", target, "--dtype", dtype, "-o",
-               os.fspath(out)]
+        cmd = [tool, "compile", os.fspath(path), "--target", target, "-o", os.fspath(out)]
+        if dtype:
+            cmd += ["--dtype", dtype]
         if not fuse:
             cmd.append("--no-fuse")
         if cpu:

@@ -79,6 +79,9 @@ public:
   /// backend computes in f32; `--dtype` sets options.weightType. Both
   /// backends store f32, bf16 and f16 weights (Registry.cpp).
   virtual std::string checkDtype(llvm::StringRef dtype) const;
+  /// The weight storage when `--dtype` is not given: what users of the
+  /// target run (f32 on the CPU, exact; bf16 on CUDA, tensor cores).
+  virtual llvm::StringRef defaultDtype() const { return "f32"; }
   /// Refuses options the backend cannot honour (empty: fine).
   virtual std::string checkOptions(const TargetOptions &options) const { return ""; }
   /// The stages after outlining, in order.

@@ -76,7 +76,7 @@ bool cuda::transposesWeight(Operation *op) {
 
 bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
   auto p = dyn_cast<ProjectionOpInterface>(op);
-  if (!p || (weightType != "bf16" && weightType != "f16") || p.getWeightInOut())
+  if (!p || (weightType != "bf16" && weightType != "f16"))
     return false;
   // A NeoX RoPE epilogue pairs columns rotary_dim / 2 apart: on tensor cores
   // a warp's tile of kMmaCols columns must be all first-of-pair, all second
@@ -212,13 +212,16 @@ public:
     SmallVector<Type> args;
     for (Type t : kernel.getArgumentTypes())
       args.push_back(abiType(t, ctx));
+    // The weight as the runtime stores it: 16-bit where tensor cores read
+    // it, and GPT-2's [in, out] transposed at bind time to [out, in, 1].
+    Type weightElement = cuda::usesTensorCores(op, weightType) ? halfType() : b.getF32Type();
     if (cuda::transposesWeight(op)) {
       auto w = cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape();
-      args[1] = MemRefType::get({w[1], w[0], 1}, b.getF32Type());
-    }
-    if (cuda::usesTensorCores(op, weightType))
+      args[1] = MemRefType::get({w[1], w[0], 1}, weightElement);
+    } else if (cuda::usesTensorCores(op, weightType)) {
       args[1] = MemRefType::get(cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape(),
-                                halfType());
+                                weightElement);
+    }
     for (Type t : kernel.getResultTypes())
       args.push_back(abiType(t, ctx));
     unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
@@ -241,6 +244,14 @@ public:
       fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
+      // Attention's blocks are sized to fill an SM's warps on their own
+      // (16 warps a split-KV block; the flash kernel's registers). Without a
+      // minimum of one block per SM, ptxas caps registers for two or four
+      // blocks and spills (4 bytes at MPT-7B's ALiBi head dim 128, and in a
+      // local/global soft-capped flash kernel on sm_90).
+      if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice ||
+          launch.body == cuda::Body::flash)
+        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = tileA = tileB = Value();
@@ -637,6 +648,12 @@ private:
                            double eps, std::optional<Activation> act, bool glu,
                            std::optional<double> cap, const Rotary *rope) {
     Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
+    // A transposed 16-bit weight ([out, in, 1], made from GPT-2's [in, out]
+    // at bind time) is an [out, in] matrix to every variant.
+    if (auto t = cast<MemRefType>(w.getType());
+        t.getRank() == 3 && !t.getElementType().isF32())
+      w = memref::CollapseShapeOp::create(b, loc, w,
+                                          ArrayRef<ReassociationIndices>{{0}, {1, 2}});
     if (launch.body == cuda::Body::mma)
       return mmaProjection(x, w, out, e, gain, eps, rope);
     if (launch.body == cuda::Body::tiledMma)

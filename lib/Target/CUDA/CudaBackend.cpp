@@ -52,6 +52,9 @@ std::string cudaToolkit() {
 class CudaBackend final : public TargetBackend {
 public:
   StringRef name() const override { return "cuda"; }
+  // bf16 weights on tensor cores, as a GPU user runs a checkpoint; f32
+  // (`--dtype f32`) is the exact mode the tight checks use.
+  StringRef defaultDtype() const override { return "bf16"; }
 
   std::string checkOptions(const TargetOptions &options) const override {
     std::string libdevice = cudaToolkit() + "/nvvm/libdevice/libdevice.10.bc";
@@ -103,15 +106,15 @@ public:
 
   std::optional<PackedOperand> packedOperand(Operation *op,
                                              const TargetOptions &options) const override {
-    // Tensor-core projections read their weight as bf16 (a `convert` at
+    // Tensor-core projections read their weight in 16 bits (a `convert` at
     // bind time); GPT-2's [in, out] weights are transposed (a `pack` with a
-    // panel width of 1); every other weight is read as the checkpoint has it.
-    if (cuda::usesTensorCores(op, options.weightType))
-      return PackedOperand{1, false, {}, options.weightType};
+    // panel width of 1, in 16 bits too for tensor cores); every other weight
+    // is read as the checkpoint has it.
+    bool mma = cuda::usesTensorCores(op, options.weightType);
     if (!cuda::transposesWeight(op))
-      return std::nullopt;
+      return mma ? std::optional(PackedOperand{1, false, {}, options.weightType}) : std::nullopt;
     auto shape = cast<ShapedType>(op->getOperand(1).getType()).getShape();
-    return PackedOperand{1, true, {shape[1], shape[0], 1}};
+    return PackedOperand{1, true, {shape[1], shape[0], 1}, mma ? options.weightType : "f32"};
   }
 
   std::optional<manifest::WorkRange> workRange(func::FuncOp,

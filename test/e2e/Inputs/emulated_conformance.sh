@@ -38,10 +38,10 @@ case $set in
   fused | unfused)
     flag=(); [ "$set" = unfused ] && flag=(--no-fuse)
     for dir in "$fixtures"/*/; do
-      check "$(basename "$dir") f32 $set" "$dir" "${flag[@]}"
+      check "$(basename "$dir") f32 $set" "$dir" --dtype f32 "${flag[@]}"
     done ;;
   bf16)
-    long="gemma2-long qwen3-long llama-hd128-long"
+    long="gemma2-long qwen3-long llama-hd128-long gpt2-long"
     for dir in "$bf16"/*/; do
       f=$(basename "$dir")
       case " $long " in *" $f "*) continue ;; esac

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# cuda_examples_all.sh PTXAS SASS|"" EXAMPLES OUT: every example model (HF
+# folders under EXAMPLES/models, native specs under EXAMPLES/models/specs) at
+# its real shapes, --target cuda for sm_80 and sm_90, with f32 and with bf16
+# weights: each PTX assembled by check_ptx.py (zero spill bytes), and with a
+# disassembler the bf16 machine code read by check_sass.py (tensor-core
+# instructions). One line per model, dtype and architecture.
+ptxas=$1 sass=$2 examples=$3 out=$4
+here=$(dirname "$0")
+models=()
+for d in "$examples"/models/*/; do [ -f "$d/config.json" ] && models+=("${d%/}"); done
+models+=("$examples"/models/specs/*.json)
+for m in "${models[@]}"; do
+  n=$(basename "$m" .json)
+  for dtype in f32 bf16; do
+    o="$out/$n.$dtype.mlir"
+    if ! tbc compile "$m" --target cuda --dtype "$dtype" --emit ptx -o "$o" 2>"$o.err"; then
+      echo "$n $dtype: COMPILE FAIL: $(cat "$o.err")"; continue
+    fi
+    python3 "$here/check_ptx.py" "$ptxas" "$o" | sed "s/^/$n $dtype /"
+    if [ "$dtype" = bf16 ] && [ -n "$sass" ]; then
+      python3 "$here/check_sass.py" "$ptxas" "$sass" "$o" | sed "s/^/$n $dtype sass /"
+    fi
+    rm -f "$o"
+  done
+done
