@@ -34,9 +34,12 @@ namespace {
 using KernelFn = void (*)(void **);
 
 // A projection over fewer rows than this per core splits by output columns:
-// with rows split, each core would stream the whole weight for a few rows
-// (a batch of 8 decodes on 2 cores: 4 rows each, below the register tile).
-constexpr int64_t kColumnSplitRows = 16;
+// with rows split, each core streams the whole weight, and below some
+// hundred rows a core that costs as much as the multiply-adds (2 cores at
+// ~20 GB/s: a hidden-2048 prompt of 64 tokens ran 18% faster split by
+// columns, 128 tokens 12-18%, 256 within 5% either way, 512 the same;
+// bench/NOTES.md, 2026-11-25).
+constexpr int64_t kColumnSplitRows = 128;
 
 class CpuExecutor final : public DeviceExecutor {
 public:

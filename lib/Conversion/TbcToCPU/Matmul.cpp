@@ -34,6 +34,8 @@ using namespace mlir;
 static constexpr int64_t kBlockK = 128;
 // Independent accumulator sets of a single-row (decode) tile.
 static constexpr int64_t kDecodeUnroll = 4;
+// How far ahead of its loads a single-row tile prefetches its panel.
+static constexpr int64_t kPrefetchBytes = 8192;
 
 /// xp[t, q] = x[0, t, 2q] | x[0, t, 2q + 1] << 16, both rounded to bf16
 /// (vdpbf16ps takes the even element of a pair from the low half). A buffer
@@ -206,6 +208,13 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       return next;
     };
     SmallVector<Value> sums;
+    // Decoding streams each weight once: software prefetches this far ahead
+    // of the loads keep more of the stream in flight than the hardware
+    // prefetcher alone did for 16-bit panels (bench/NOTES.md, 2026-11-25).
+    const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
+    const int64_t panelRowBytes = kPanelWidth * elementBytes;
+    const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
+    const int64_t prefetchRows = std::max<int64_t>(1, kPrefetchBytes / panelRowBytes);
     if (r == 1) {
       // A single row (decode) has only kVectorsPerPanel accumulators: each
       // k step would wait on the previous one's FMA (4 cycles) and cap the
@@ -220,6 +229,19 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           cb, loc, k0, kMain, idx(cb, kDecodeUnroll), unrolledInits,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
             SmallVector<Value> next;
+            // One prefetch per cache line of the iteration's panel rows,
+            // kPrefetchBytes ahead (clamped to the panel's last row).
+            Value firstRow = dot ? arith::MulIOp::create(kb, loc, kk, idx(kb, 2)).getResult() : kk;
+            for (int64_t off = 0; off < kDecodeUnroll * stepBytes; off += 64) {
+              Value ahead = arith::MinUIOp::create(
+                  kb, loc,
+                  arith::AddIOp::create(kb, loc, firstRow,
+                                        idx(kb, off / panelRowBytes + prefetchRows)),
+                  idx(kb, k - 1));
+              memref::PrefetchOp::create(
+                  kb, loc, panel, ValueRange{ahead, idx(kb, off % panelRowBytes / elementBytes)},
+                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+            }
             for (int64_t u = 0; u < kDecodeUnroll; ++u) {
               Value ku = arith::AddIOp::create(kb, loc, kk, idx(kb, u));
               llvm::append_range(next, kStep(kb, ku, accs.slice(u * n, n)));
