@@ -96,6 +96,10 @@ func.func @add_layer(%a: tensor<?x?x32xf32>, %c: tensor<?x?x32xf32>) -> (tensor<
 // CHECK-SAME: %{{.*}}: memref<3x32x32xf32>, %{{.*}}: memref<?x?x48xf32>, %{{.*}}: memref<2xi64>)
 // CHECK: math.sqrt
 // CHECK-COUNT-16: vector.fma
+// The single-row (decode) tile prefetches its panel into L2 ahead of its
+// loads, one prefetch per cache line (a 128-byte panel row: two).
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %c0{{.*}}], read, locality<2>, data
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %c16{{.*}}], read, locality<2>, data
 // CHECK: ^bb0(%[[G:.*]]: f32, %[[U:.*]]: f32, %[[R:.*]]: f32, %{{.*}}: f32):
 // CHECK-NEXT: %[[GN:.*]] = arith.mulf %[[G]], %[[R]]
 // CHECK-NEXT: %[[UN:.*]] = arith.mulf %[[U]], %[[R]]

@@ -210,7 +210,9 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     SmallVector<Value> sums;
     // Decoding streams each weight once: software prefetches this far ahead
     // of the loads keep more of the stream in flight than the hardware
-    // prefetcher alone did for 16-bit panels (bench/NOTES.md, 2026-11-25).
+    // prefetcher alone did. Into L2 (prefetcht1), whose queue holds more
+    // misses than L1's fill buffers: bf16 decode +12% over prefetcht0
+    // (bench/NOTES.md, 2026-11-25).
     const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
     const int64_t panelRowBytes = kPanelWidth * elementBytes;
     const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
@@ -230,7 +232,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
             SmallVector<Value> next;
             // One prefetch per cache line of the iteration's panel rows,
-            // kPrefetchBytes ahead (clamped to the panel's last row).
+            // kPrefetchBytes ahead (clamped to the panel's last row), to L2.
             Value firstRow = dot ? arith::MulIOp::create(kb, loc, kk, idx(kb, 2)).getResult() : kk;
             for (int64_t off = 0; off < kDecodeUnroll * stepBytes; off += 64) {
               Value ahead = arith::MinUIOp::create(
@@ -240,7 +242,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                   idx(kb, k - 1));
               memref::PrefetchOp::create(
                   kb, loc, panel, ValueRange{ahead, idx(kb, off % panelRowBytes / elementBytes)},
-                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+                  /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
             }
             for (int64_t u = 0; u < kDecodeUnroll; ++u) {
               Value ku = arith::AddIOp::create(kb, loc, kk, idx(kb, u));
