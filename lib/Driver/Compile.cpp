@@ -265,13 +265,13 @@ int tbc::compileMain(int argc, char **argv) {
   if (!backend)
     return fail("unknown --target '" + target + "' (this build generates code for: " +
                 join(targetBackendNames()) + ")");
+  // The target-independent stages, before the target's own.
+  const std::vector<std::string> modelStages{"tbc", "fused", "kernels"};
   // Without --dtype, code takes the target's weight type; the stages before
-  // code (--emit tbc|fused|kernels) build the model in f32, as the
-  // lowerings read it.
+  // code build the model in f32, as the lowerings read it.
   if (dtype.empty())
-    dtype = emit == "tbc" || emit == "fused" || emit == "kernels"
-                ? "f32"
-                : backend->defaultDtype().str();
+    dtype = llvm::is_contained(modelStages, emit.getValue()) ? "f32"
+                                                              : backend->defaultDtype().str();
   TargetOptions targetOptions;
   targetOptions.cpu = cpu;
   targetOptions.cpuFeatures = cpuFeatures;
@@ -289,7 +289,7 @@ int tbc::compileMain(int argc, char **argv) {
     return fail(why);
   // The stages `--emit` can stop at, in pipeline order.
   std::vector<TargetStage> targetStages = backend->stages(targetOptions);
-  std::vector<std::string> stageNames{"tbc", "fused", "kernels"};
+  std::vector<std::string> stageNames = modelStages;
   for (const TargetStage &s : targetStages)
     stageNames.push_back(s.name);
   stageNames.push_back("module");

@@ -208,21 +208,21 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       return next;
     };
     SmallVector<Value> sums;
-    // Decoding streams each weight once: software prefetches this far ahead
-    // of the loads keep more of the stream in flight than the hardware
-    // prefetcher alone did. Into L2 (prefetcht1), whose queue holds more
-    // misses than L1's fill buffers: bf16 decode +12% over prefetcht0
-    // (bench/NOTES.md, 2026-11-25).
-    const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
-    const int64_t panelRowBytes = kPanelWidth * elementBytes;
-    const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
-    const int64_t prefetchRows = std::max<int64_t>(1, kPrefetchBytes / panelRowBytes);
     if (r == 1) {
       // A single row (decode) has only kVectorsPerPanel accumulators: each
       // k step would wait on the previous one's FMA (4 cycles) and cap the
       // weight stream well below memory bandwidth. kDecodeUnroll k steps
       // go to their own accumulators, summed after the loop.
       int64_t n = kVectorsPerPanel;
+      // Decoding streams each weight once: software prefetches this far
+      // ahead of the loads keep more of the stream in flight than the
+      // hardware prefetcher alone did. Into L2 (prefetcht1), whose queue
+      // holds more misses than L1's fill buffers: bf16 decode +12% over
+      // prefetcht0 (bench/NOTES.md, 2026-11-25).
+      const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
+      const int64_t panelRowBytes = kPanelWidth * elementBytes;
+      const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
+      const int64_t prefetchRows = std::max<int64_t>(1, kPrefetchBytes / panelRowBytes);
       Value kMain = arith::AddIOp::create(
           cb, loc, k0,
           roundDownIn(cb, arith::SubIOp::create(cb, loc, k1, k0), kDecodeUnroll));

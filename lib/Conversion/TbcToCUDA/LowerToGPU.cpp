@@ -214,11 +214,12 @@ public:
       args.push_back(abiType(t, ctx));
     // The weight as the runtime stores it: 16-bit where tensor cores read
     // it, and GPT-2's [in, out] transposed at bind time to [out, in, 1].
-    Type weightElement = cuda::usesTensorCores(op, weightType) ? halfType() : b.getF32Type();
+    bool mma = cuda::usesTensorCores(op, weightType);
+    Type weightElement = mma ? halfType() : b.getF32Type();
     if (cuda::transposesWeight(op)) {
       auto w = cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape();
       args[1] = MemRefType::get({w[1], w[0], 1}, weightElement);
-    } else if (cuda::usesTensorCores(op, weightType)) {
+    } else if (mma) {
       args[1] = MemRefType::get(cast<ShapedType>(kernel.getArgumentTypes()[1]).getShape(),
                                 weightElement);
     }

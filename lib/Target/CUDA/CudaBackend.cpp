@@ -111,8 +111,11 @@ public:
     // panel width of 1, in 16 bits too for tensor cores); every other weight
     // is read as the checkpoint has it.
     bool mma = cuda::usesTensorCores(op, options.weightType);
-    if (!cuda::transposesWeight(op))
-      return mma ? std::optional(PackedOperand{1, false, {}, options.weightType}) : std::nullopt;
+    if (!cuda::transposesWeight(op)) {
+      if (!mma)
+        return std::nullopt;
+      return PackedOperand{1, false, {}, options.weightType};
+    }
     auto shape = cast<ShapedType>(op->getOperand(1).getType()).getShape();
     return PackedOperand{1, true, {shape[1], shape[0], 1}, mma ? options.weightType : "f32"};
   }
