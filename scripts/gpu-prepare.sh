@@ -36,7 +36,7 @@ done
 # The long-prompt fixtures once more with split-KV attention: should the
 # flash kernel (the bf16 default for prefill) fail, this tells whether it is
 # the one to blame.
-for f in gemma2-long qwen3-long llama-hd128-long; do
+for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long; do
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-attention split-kv \
     -o "$out/$f.bf16-splitkv.tbcm" 2>/dev/null
 done

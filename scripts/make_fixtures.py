@@ -82,6 +82,14 @@ FIXTURES = {
     "llama-hd128-long": dict(model_type="llama", num_hidden_layers=2, num_attention_heads=2,
                              num_key_value_heads=1, head_dim=128, max_position_embeddings=128,
                              seq=80),
+    # Gemma-2-9B's head dim (256) with its soft-cap and local/global
+    # layers, 80 tokens: the flash kernel's two walks, one per half of the
+    # output dims.
+    "gemma2-hd256-long": dict(model_type="gemma2", num_hidden_layers=2, num_attention_heads=2,
+                              num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256,
+                              attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                              sliding_window=24, hidden_activation="gelu_pytorch_tanh",
+                              tie_word_embeddings=True, max_position_embeddings=128, seq=80),
     "olmo2": dict(model_type="olmo2", num_hidden_layers=2, num_key_value_heads=2),
     "phi3": dict(model_type="phi3", num_hidden_layers=2, num_key_value_heads=4, pad_token_id=0,
                  bos_token_id=1, eos_token_id=2,

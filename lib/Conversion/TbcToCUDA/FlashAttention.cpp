@@ -13,6 +13,11 @@
 //   per row: the accumulators of S are already the A fragments of P V (two
 //   adjacent 8-column tiles make one 16-wide k step), so P never leaves
 //   registers;
+// * past head dim 128 (Gemma's 256) the walk runs twice, once per half of
+//   the output dims (flashPassDims), recomputing the scores: a lane's query
+//   fragments (64 registers at 256) and a whole row of output accumulators
+//   (128) spilled at 255 registers, as did 16-position tiles; a half holds
+//   64. It costs the scores' half of the work once more (1.5x the FLOPs);
 // * a warp skips tiles none of its rows can see (causal blocks walk up to
 //   their last row; the first warps of a block stop earlier).
 //
@@ -38,7 +43,7 @@ MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
 }
 
 MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return paddedSharedTile(ctx, half, headDim, kFlashKeys);
+  return paddedSharedTile(ctx, half, flashPassDims(headDim), kFlashKeys);
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -46,8 +51,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   OpBuilder &b = g.b;
   Location loc = g.loc;
   const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
+  const int64_t passDims = flashPassDims(D), passes = D / passDims;
   const int64_t Bc = kFlashKeys, kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
-                dimTiles = D / kMmaCols, threads = 32 * kFlashWarps;
+                dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
   const double scale = a.getScale().convertToDouble();
   std::optional<double> cap;
   if (a.getSoftcap())
@@ -55,6 +61,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const int64_t window = a.getWindow().value_or(0);
   const bool causal = a.getCausal();
   Value negInf = g.f32(-std::numeric_limits<float>::infinity());
+  Type cacheType = cast<MemRefType>(o.keyCache.getType()).getElementType();
+  Value cacheZero = arith::ConstantOp::create(b, loc, b.getZeroAttr(cacheType));
 
   Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
   Value rowInGroup = g.div(lane, 4), quad = g.rem(lane, 4);
@@ -97,8 +105,10 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     Value tileLo = g.mul(g.div(lowest(r0), Bc), Bc);
     Value warpLo = lowest(w0), warpHi = highest(g.add(w0, kMmaRows));
 
-    // State per lane: max and partial sum of its two rows, its 16 x D output
-    // accumulators (dimTiles x 4).
+    // Output dims [dimBase, dimBase + passDims) of this lane's rows.
+    auto walk = [&](Value dimBase) {
+    // State per lane: max and partial sum of its two rows, its 16 x passDims
+    // output accumulators (dimTiles x 4).
     SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
     init.append(dimTiles * 4, g.f32(0.0));
     SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
@@ -107,39 +117,55 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       // past the cache are zeros: its rows beyond may hold anything, and
       // a NaN there times a zero weight would still be NaN).
       gpu::BarrierOp::create(b, loc);
-      g.loop(thread, g.idx(Bc * D / 2), g.idx(threads), [&](Value e) {
-        Value j = g.div(e, D / 2), d = g.mul(g.rem(e, D / 2), 2);
-        Value pos = g.add(j0, j);
-        Value inCache = g.lt(pos, kvLen);
-        Value cacheRow = g.min(pos, lastPosition);
-        // A cache of the tile's 16-bit type is copied as it is; an f32 one
-        // (or one of the other 16-bit type) is rounded here.
-        Type cacheType = cast<MemRefType>(o.keyCache.getType()).getElementType();
-        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(cacheType));
-        auto pairOf = [&](Value cache) {
-          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
-                                          ValueRange{cacheRow, g.add(kvCol, d)});
-          // An even column of a row of even width.
-          v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
-          Value lo = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
-          Value hi = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{1});
-          return std::pair{g.select(inCache, lo, zero), g.select(inCache, hi, zero)};
-        };
-        auto toHalf = [&](Value x) -> Value {
-          if (x.getType() == half.type())
-            return x;
-          if (!x.getType().isF32())
-            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-          return arith::TruncFOp::create(b, loc, half.type(), x);
-        };
-        auto [k0, k1] = pairOf(o.keyCache);
+      // Pairs of dims (d, d + 1) < width of positions j0 + j, j < Bc.
+      auto forPairs = [&](int64_t width,
+                          llvm::function_ref<void(Value j, Value d, Value row, Value inCache)> body) {
+        g.loop(thread, g.idx(Bc * width / 2), g.idx(threads), [&](Value e) {
+          Value j = g.div(e, width / 2), d = g.mul(g.rem(e, width / 2), 2);
+          Value pos = g.add(j0, j);
+          body(j, d, g.min(pos, lastPosition), g.lt(pos, kvLen));
+        });
+      };
+      // A cache of the tile's 16-bit type is copied as it is; an f32 one
+      // (or one of the other 16-bit type) is rounded here.
+      auto pairOf = [&](Value cache, Value row, Value col, Value inCache) {
+        auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
+                                        ValueRange{row, col});
+        // An even column of a row of even width.
+        v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
+        Value pair[2];
+        for (int64_t i = 0; i < 2; ++i) {
+          Value x = g.select(inCache, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}),
+                             cacheZero);
+          if (x.getType() != half.type()) {
+            if (!x.getType().isF32())
+              x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+            x = arith::TruncFOp::create(b, loc, half.type(), x);
+          }
+          pair[i] = x;
+        }
+        return std::pair{pair[0], pair[1]};
+      };
+      auto stageKey = [&](Value j, Value d, Value row, Value inCache) {
+        auto [k0, k1] = pairOf(o.keyCache, row, g.add(kvCol, d), inCache);
         Value keyPair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, half.type()),
-                                                       ValueRange{toHalf(k0), toHalf(k1)});
+                                                       ValueRange{k0, k1});
         vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
-        auto [v0, v1] = pairOf(o.valueCache);
-        g.store(toHalf(v0), o.valueTile, {d, j});
-        g.store(toHalf(v1), o.valueTile, {g.add(d, 1), j});
-      });
+      };
+      auto stageValue = [&](Value j, Value d, Value row, Value inCache) {
+        auto [v0, v1] = pairOf(o.valueCache, row, g.add(g.add(kvCol, dimBase), d), inCache);
+        g.store(v0, o.valueTile, {d, j});
+        g.store(v1, o.valueTile, {g.add(d, 1), j});
+      };
+      if (passes == 1) {
+        forPairs(D, [&](Value j, Value d, Value row, Value inCache) {
+          stageKey(j, d, row, inCache);
+          stageValue(j, d, row, inCache);
+        });
+      } else {
+        forPairs(D, stageKey);
+        forPairs(passDims, stageValue);
+      }
       gpu::BarrierOp::create(b, loc);
 
       Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
@@ -239,10 +265,15 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       g.ifThen(g.lt(row[r], o.T), [&] {
         for (int64_t dt = 0; dt < dimTiles; ++dt)
           for (int64_t c = 0; c < 2; ++c) {
-            Value d = g.add(g.add(qCol, quadCol), dt * kMmaCols + c);
+            Value d = g.add(g.add(g.add(qCol, dimBase), quadCol), dt * kMmaCols + c);
             g.store(g.fmul(state[4 + 4 * dt + 2 * r + c], inv[r]), o.out, {row[r], d});
           }
       });
+    };
+    if (passes == 1)
+      walk(g.idx(0));
+    else
+      g.loop(g.idx(0), g.idx(D), g.idx(passDims), walk);
   });
 }
 

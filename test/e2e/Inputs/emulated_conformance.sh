@@ -41,7 +41,7 @@ case $set in
       check "$(basename "$dir") f32 $set" "$dir" --dtype f32 "${flag[@]}"
     done ;;
   bf16)
-    long="gemma2-long qwen3-long llama-hd128-long gpt2-long"
+    long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long"
     for dir in "$bf16"/*/; do
       f=$(basename "$dir")
       case " $long " in *" $f "*) continue ;; esac

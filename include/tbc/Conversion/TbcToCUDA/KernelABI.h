@@ -87,7 +87,14 @@ constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 32, kTiledWarpsM
 /// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
 /// split-KV kernel, a variant of its own.
 constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKeys = 32,
-                  kFlashMaxHeadDim = 128, kFlashMinRows = kMmaRows;
+                  kFlashMaxHeadDim = 256, kFlashMinRows = kMmaRows;
+/// Output dims a flash walk over the positions accumulates: the whole head
+/// up to 128; past that (Gemma's 256) half of it, one walk per half, each
+/// computing the scores again (FlashAttention.cpp). A half of a multiple of
+/// 16 is a whole number of 8-wide MMA tiles.
+constexpr int64_t flashPassDims(int64_t headDim) {
+  return headDim > 128 ? headDim / 2 : headDim;
+}
 
 /// What a gpu.func of an op computes, where the op has more than one.
 enum class Body {
