@@ -56,6 +56,10 @@ def TbcFuseNormProjection : Pass<"tbc-fuse-norm-projection"> {
     duplicate a vocab x hidden table: the fused op takes `gain(%g)` and
     scales the activation as it reads it (LayerNorm: the mean correction is
     `W g`, a `tbc.fold_bias` of the gain). Not with a LayerNorm gain offset.
+    With `gain-on-activation` every projection takes its gain that way: a
+    16-bit weight times the gain would be rounded a second time, away from
+    the checkpoint's values (the tensor-core kernels scale `x` as they
+    round it to 16 bits anyway).
 
     Left unfused, because the fused form would cost more:
     * the normalised tensor has another user (a residual in post-norm
@@ -63,6 +67,11 @@ def TbcFuseNormProjection : Pass<"tbc-fuse-norm-projection"> {
       projections reading it is cheaper than recomputing the statistic;
     * grouped (per-head) RMSNorm, whose users are RoPE, not projections.
   }];
+  let options = [
+    Option<"gainOnActivation", "gain-on-activation", "bool", /*default=*/"false",
+           "Never fold a norm's gain into a weight: scale the activation "
+           "instead (16-bit weights)">
+  ];
   let dependentDialects = ["::tbc::TbcDialect"];
 }
 

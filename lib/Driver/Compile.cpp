@@ -393,6 +393,7 @@ int tbc::compileMain(int argc, char **argv) {
       failed(runStage("fuse", [&](OpPassManager &pm) {
         FusePipelineOptions fuseOptions;
         fuseOptions.weightType = dtype.getValue();
+        fuseOptions.normGainOnActivation = backend->takesNormGainOnActivation();
         buildFusePipeline(pm, fuseOptions);
         return success();
       })))

@@ -3,6 +3,8 @@
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
 
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
 
 using namespace mlir;
 
@@ -43,9 +45,11 @@ std::optional<Projection> asProjection(Operation *user) {
 }
 
 struct FuseNorm : OpInterfaceRewritePattern<NormOpInterface> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  FuseNorm(MLIRContext *ctx, bool gainOnActivation)
+      : OpInterfaceRewritePattern(ctx), gainOnActivation(gainOnActivation) {}
   LogicalResult matchAndRewrite(NormOpInterface norm,
                                 PatternRewriter &rewriter) const override;
+  bool gainOnActivation;
 };
 
 LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
@@ -65,7 +69,7 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
     if (!isBindTimeValue(p->weight) || (p->bias && !isBindTimeValue(p->bias)))
       return rewriter.notifyMatchFailure(norm, "weights not known at bind time");
     // A shared weight (a tied LM head) keeps the gain on the activation.
-    if (!p->weight.hasOneUse() && norm.getNormKind() == NormKind::layer &&
+    if ((gainOnActivation || !p->weight.hasOneUse()) && norm.getNormKind() == NormKind::layer &&
         norm.getGainOffsetAttr())
       return rewriter.notifyMatchFailure(
           norm, "shared weight under a LayerNorm with a gain offset");
@@ -86,8 +90,9 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
     Location loc = p.op->getLoc();
     rewriter.setInsertionPoint(p.op);
     // Folding the gain into a shared weight would copy it (a tied head's
-    // embedding table): the kernel scales the activation instead.
-    bool shared = !p.weight.hasOneUse();
+    // embedding table), into a 16-bit one round it again: the kernel
+    // scales the activation instead.
+    bool shared = gainOnActivation || !p.weight.hasOneUse();
     Value weight = shared ? p.weight
                           : FoldGainOp::create(rewriter, loc, p.weight.getType(),
                                                p.weight, gain,
@@ -125,13 +130,17 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
 
 struct TbcFuseNormProjectionPass
     : tbc::impl::TbcFuseNormProjectionBase<TbcFuseNormProjectionPass> {
+  using TbcFuseNormProjectionBase::TbcFuseNormProjectionBase;
   void runOnOperation() override {
-    if (failed(applyFusionPatterns(getOperation(), populateFuseNormProjectionPatterns)))
+    RewritePatternSet patterns(&getContext());
+    populateFuseNormProjectionPatterns(patterns, gainOnActivation);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 } // namespace
 
-void tbc::populateFuseNormProjectionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseNorm>(patterns.getContext());
+void tbc::populateFuseNormProjectionPatterns(RewritePatternSet &patterns,
+                                             bool gainOnActivation) {
+  patterns.add<FuseNorm>(patterns.getContext(), gainOnActivation);
 }

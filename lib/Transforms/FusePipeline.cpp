@@ -14,11 +14,15 @@
 //     already in its final form);
 //  7. weight transforms hoisted onto the parameters, dead ones removed.
 //
-// With 16-bit weights (bf16/f16 storage) step 3 is left out: it folds the
-// norm's gain into the weight (W * g), and rounding that product to 16 bits
-// would round every weight a second time, away from the checkpoint's own
-// values that transformers computes with. The norms are then fused with
-// their residual add (step 4) instead.
+// With 16-bit weights (bf16/f16 storage) step 3 cannot fold the norm's gain
+// into the weight (W * g): rounding that product to 16 bits would round
+// every weight a second time, away from the checkpoint's own values that
+// transformers computes with. Where the target's kernels scale the
+// activation by the gain as they load it (norm-gain-on-activation, CUDA's
+// tensor-core kernels, which round the activation to 16 bits there anyway)
+// step 3 fuses that way; else it is left out and the norms are fused with
+// their residual add (step 5) instead (the CPU, whose bf16 tiles would pay
+// a multiply per loaded activation in their inner loop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +36,9 @@ void tbc::buildFusePipeline(mlir::OpPassManager &pm,
                             const FusePipelineOptions &options) {
   pm.addPass(createTbcFuseGateUp());
   pm.addPass(createTbcMergeQKV());
-  if (options.weightType == "f32")
-    pm.addPass(createTbcFuseNormProjection());
+  if (options.weightType == "f32" || options.normGainOnActivation)
+    pm.addPass(createTbcFuseNormProjection(
+        TbcFuseNormProjectionOptions{/*gainOnActivation=*/options.weightType != "f32"}));
   pm.addPass(createTbcFuseRope());
   pm.addPass(createTbcFuseResidualNorm());
   pm.addPass(createTbcFuseSoftcap());

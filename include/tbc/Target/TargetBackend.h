@@ -82,6 +82,11 @@ public:
   /// The weight storage when `--dtype` is not given: what users of the
   /// target run (f32 on the CPU, exact; bf16 on CUDA, tensor cores).
   virtual llvm::StringRef defaultDtype() const { return "f32"; }
+  /// Whether, with 16-bit weights, the projection kernels take a fused
+  /// norm's gain on the activation as they load it (tbc-fuse's
+  /// norm-gain-on-activation); if not, those norms stay unfused (a gain
+  /// folded into a 16-bit weight would round it twice).
+  virtual bool takesNormGainOnActivation() const { return false; }
   /// Refuses options the backend cannot honour (empty: fine).
   virtual std::string checkOptions(const TargetOptions &options) const { return ""; }
   /// The stages after outlining, in order.

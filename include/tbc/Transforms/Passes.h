@@ -27,7 +27,8 @@ namespace tbc {
 
 void populateMergeQKVPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseGateUpPatterns(mlir::RewritePatternSet &patterns);
-void populateFuseNormProjectionPatterns(mlir::RewritePatternSet &patterns);
+void populateFuseNormProjectionPatterns(mlir::RewritePatternSet &patterns,
+                                        bool gainOnActivation = false);
 void populateFuseRopePatterns(mlir::RewritePatternSet &patterns);
 void populateFuseResidualNormPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseSoftcapPatterns(mlir::RewritePatternSet &patterns);
@@ -39,6 +40,12 @@ struct FusePipelineOptions
       llvm::cl::desc("How the target stores weights (f32, bf16, f16): with "
                      "16-bit weights no norm gain is folded into a weight, "
                      "which would round it a second time")};
+  Option<bool> normGainOnActivation{
+      *this, "norm-gain-on-activation", llvm::cl::init(false),
+      llvm::cl::desc("With 16-bit weights, fuse norms into their projections "
+                     "all the same, the gain scaling the activation as the "
+                     "kernel loads it (the target's kernels take it there: "
+                     "CUDA); else those norms stay unfused")};
 };
 
 /// The `tbc-fuse` pipeline: every fusion in a sound order, then the weight

@@ -94,11 +94,6 @@ bool cuda::usesTensorCores(Operation *op, StringRef weightType) {
 bool cuda::usesTiledProjection(Operation *op, StringRef weightType) {
   if (!usesTensorCores(op, weightType))
     return false;
-  // 16-bit modules never fold a norm into a projection (tbc-fuse), so the
-  // tiled kernel has no prologue: a hand-written fused_linear with a norm
-  // keeps the per-warp kernel's.
-  if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getNorm())
-    return false;
   return lastDim(cast<ProjectionOpInterface>(op).getInput().getType()) % kTiledK == 0;
 }
 
@@ -253,9 +248,19 @@ public:
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice ||
           launch.body == cuda::Body::flash)
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
+      // A tensor-core projection's block is 4 warps: ptxas aims at 1024
+      // threads an SM and so caps it at 64 registers, which a LayerNorm
+      // prologue (a mean per row besides the rstd, and the correction)
+      // with a GPT-J RoPE epilogue overran by 4 bytes of spill on sm_90.
+      // Such kernels may have 6 blocks an SM (80 registers); the others
+      // keep the 8 that ptxas picks (lifting the cap for all of them, they
+      // took 110-128 registers for nothing that could be measured here).
+      if (auto f = dyn_cast<FusedLinearOp>(op);
+          launch.body == cuda::Body::mma && f && f.getNorm() == NormKind::layer)
+        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(6));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = flashKeys = flashValues = tileA = tileB = Value();
+      workgroup = flashKeys = flashValues = tileA = tileB = tileStats = Value();
       // A tile of 16-bit mma operands, 16-byte aligned: it is read as 32-bit
       // pairs (a 16-bit array would be only 2-byte aligned) and staged with
       // stores of up to 128 bits.
@@ -277,6 +282,11 @@ public:
         using cuda::paddedSharedTile;
         tileA = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledRows, cuda::kTiledK));
         tileB = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledCols, cuda::kTiledK));
+        if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getNorm())
+          tileStats = fn.addWorkgroupAttribution(
+              MemRefType::get({2, cuda::kTiledRows}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
+              loc);
       }
       b.setInsertionPointToStart(&fn.getBody().front());
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
@@ -306,6 +316,7 @@ private:
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
+  Value tileStats;    // and its rows' norm statistics [mean, rstd][kTiledRows]
 
   /// Shared memory of an attention block: per warp, its running max, its sum
   /// and its 32 * ceil(D / 32) weighted values.
@@ -658,7 +669,7 @@ private:
     if (launch.body == cuda::Body::mma)
       return mmaProjection(x, w, out, e, gain, eps, rope);
     if (launch.body == cuda::Body::tiledMma)
-      return tiledProjection(x, w, out, e, gain, rope);
+      return tiledProjection(x, w, out, e, gain, eps, rope);
     const int64_t R = launch.rowsPerBlock;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -999,15 +1010,56 @@ private:
     return g.select(rotated, permuted, s);
   }
 
+  /// The tiled projection's prologue: the norm statistics of its block's
+  /// row `row` (x's row xRow), taken by the two adjacent threads that stage
+  /// it, each summing every other 4-vector of the row, and written to
+  /// tileStats (mean, rstd) for the epilogue. Rows are re-read from global
+  /// memory (L2): a block's 128 rows of activations and 128 of weights
+  /// would not fit its shared memory, and a separate norm kernel would
+  /// write and re-read them all the same.
+  void tiledRowStats(Value x, Value xRow, Value thread, Value row, NormKind norm, double eps) {
+    const int64_t K = width(x);
+    auto f32x4 = VectorType::get({4}, b.getF32Type());
+    // The previous row tile's epilogue reads the statistics: wait for it.
+    gpu::BarrierOp::create(b, loc);
+    Value first = g.mul(g.rem(thread, 2), 4);
+    auto rowSum = [&](llvm::function_ref<Value(Value)> term) {
+      Value part = g.loop(first, g.idx(K), g.idx(8), ValueRange{g.f32(0.0)},
+                          [&](Value k, ValueRange acc) {
+                            Value v = vector::LoadOp::create(b, loc, f32x4, x,
+                                                             ValueRange{xRow, k});
+                            Value s = vector::ReductionOp::create(
+                                b, loc, vector::CombiningKind::ADD, term(v));
+                            return SmallVector<Value>{g.fadd(acc[0], s)};
+                          })[0];
+      return g.butterfly(part, {1}, [&](Value p, Value q) { return g.fadd(p, q); });
+    };
+    Value inv = g.f32(1.0 / double(K)), mean;
+    if (norm == NormKind::layer)
+      mean = g.fmul(rowSum([](Value v) { return v; }), inv);
+    Value ss = rowSum([&](Value v) {
+      if (mean)
+        v = g.fsub(v, vector::BroadcastOp::create(b, loc, f32x4, mean));
+      return g.fmul(v, v);
+    });
+    Value rstd = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
+    g.ifThen(g.eq(g.rem(thread, 2), 0), [&] {
+      if (mean)
+        g.store(mean, tileStats, {g.idx(0), row});
+      g.store(rstd, tileStats, {g.idx(1), row});
+    });
+  }
+
   /// A projection of a long chunk on tensor cores, a block per kTiledRows x
   /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, every
   /// thread stages half a k-step of one activation row (rounded to 16 bits,
   /// times the input gain) and of one weight row (slotRow) in shared
   /// memory, then each warp runs its (kTiledRows / kTiledWarpsM) x
   /// (kTiledCols / kTiledWarpsN) tile's mma.sync from there while the next
-  /// step's loads are in flight. No norm prologue (usesTiledProjection).
+  /// step's loads are in flight. A norm's statistics are the prologue,
+  /// taken for the block's rows into shared memory (tileStats).
   LogicalResult tiledProjection(Value x, Value w, Value out, const Epilogue &e,
-                                const InputGain &gain, const Rotary *rope) {
+                                const InputGain &gain, double eps, const Rotary *rope) {
     using namespace cuda;
     const int64_t K = width(x), N = e.N, S = e.glu ? 2 * N : N;
     const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / kTiledWarpsN;
@@ -1041,6 +1093,8 @@ private:
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
       Value xRow = g.min(g.add(t0, stageRow), last);
+      if (e.norm)
+        tiledRowStats(x, xRow, thread, stageRow, *e.norm, eps);
       // The thread's share of step k0: per / 4 vectors of activations (f32),
       // then per / 8 of weights (16-bit, 16-byte aligned: rows of K % 32 ==
       // 0 elements from a 256-byte base).
@@ -1121,7 +1175,12 @@ private:
         for (int64_t j = 0; j < 2 * rowTiles; ++j)
           isRow.push_back(g.eq(i, j));
         g.ifThen(g.lt(t, T), [&] {
-          Value none; // no norm: no mean or rstd
+          Value mean, rstd; // none without a norm
+          if (e.norm) {
+            rstd = g.load(tileStats, {g.idx(1), inTile});
+            if (*e.norm == NormKind::layer)
+              mean = g.load(tileStats, {g.idx(0), inTile});
+          }
           for (int64_t nt = 0; nt < colTiles; ++nt) {
             Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
             Value s1 = g.add(s0, 1);
@@ -1138,14 +1197,14 @@ private:
             if (e.glu) { // gate and up of output column s0 / 2
               Value col = g.div(s0, 2);
               g.ifThen(g.lt(s0, S), [&] {
-                g.store(epilogue(e, col, none, none, accOf), out, {t, col});
+                g.store(epilogue(e, col, mean, rstd, accOf), out, {t, col});
               });
               continue;
             }
             Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
             Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
-            Value y0 = epilogue(e, row0, none, none, [&](int64_t) { return accOf(0); });
-            Value y1 = epilogue(e, row1, none, none, [&](int64_t) { return accOf(1); });
+            Value y0 = epilogue(e, row0, mean, rstd, [&](int64_t) { return accOf(0); });
+            Value y1 = epilogue(e, row1, mean, rstd, [&](int64_t) { return accOf(1); });
             if (rope) {
               RopeLanes l = rope->lanes(b, loc, row0);
               auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);

@@ -55,6 +55,9 @@ public:
   // bf16 weights on tensor cores, as a GPU user runs a checkpoint; f32
   // (`--dtype f32`) is the exact mode the tight checks use.
   StringRef defaultDtype() const override { return "bf16"; }
+  // Every projection kernel scales its activation by an input gain as it
+  // loads it; the tensor-core ones round it to 16 bits there anyway.
+  bool takesNormGainOnActivation() const override { return true; }
 
   std::string checkOptions(const TargetOptions &options) const override {
     std::string libdevice = cudaToolkit() + "/nvvm/libdevice/libdevice.10.bc";
