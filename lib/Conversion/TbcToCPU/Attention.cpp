@@ -115,20 +115,48 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                                                ValueRange{j, at(jb, kvCol, c)});
               acc = vector::FMAOp::create(jb, loc, qs[c], k, acc);
             }
-            Value s = vector::ReductionOp::create(jb, loc, vector::CombiningKind::ADD, acc);
+            // Summed as a tree (reassoc): in order, the 16 adds were one
+            // latency chain per score.
+            Value s = vector::ReductionOp::create(jb, loc, vector::CombiningKind::ADD, acc,
+                                                  arith::FastMathFlags::reassoc);
             s = arith::MulFOp::create(jb, loc, s, f32(jb, scale));
             if (cap)
               s = emitSoftcap(jb, loc, *cap, s);
             if (Value term = bias.at(jb, loc, h, p, j))
               s = arith::AddFOp::create(jb, loc, s, term);
             memref::StoreOp::create(jb, loc, s, S, ValueRange{j});
+            // maxnumf: maximumf's signed-zero order took two branches a
+            // score. A NaN score still makes the row NaN (through its exp).
             scf::YieldOp::create(jb, loc,
-                                 ValueRange{arith::MaximumFOp::create(jb, loc, m[0], s)});
+                                 ValueRange{arith::MaxNumFOp::create(jb, loc, m[0], s)});
           });
       Value m = maxLoop.getResult(0);
-      // Probabilities (unnormalised) and their sum.
+      // Probabilities (unnormalised) and their sum: `width` at a time (the
+      // polynomial exp vectorised; scalar, it cost as much as the scores),
+      // then the rest one by one.
+      Value jVecEnd = arith::AddIOp::create(
+          hb, loc, jBegin,
+          arith::MulIOp::create(
+              hb, loc,
+              arith::DivUIOp::create(hb, loc, arith::SubIOp::create(hb, loc, jEnd, jBegin),
+                                     idx(hb, width)),
+              idx(hb, width)));
+      Value mVec = vector::BroadcastOp::create(hb, loc, vecType, m);
+      auto vecSumLoop = scf::ForOp::create(
+          hb, loc, jBegin, jVecEnd, idx(hb, width),
+          ValueRange{arith::ConstantOp::create(hb, loc, vecType,
+                                               DenseElementsAttr::get(vecType, 0.0f))},
+          [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
+            Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{j});
+            Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, mVec));
+            vector::StoreOp::create(jb, loc, e, S, ValueRange{j});
+            scf::YieldOp::create(jb, loc, ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
+          });
+      Value vecSum = vector::ReductionOp::create(hb, loc, vector::CombiningKind::ADD,
+                                                 vecSumLoop.getResult(0),
+                                                 arith::FastMathFlags::reassoc);
       auto sumLoop = scf::ForOp::create(
-          hb, loc, jBegin, jEnd, one, ValueRange{f32(hb, 0.0)},
+          hb, loc, jVecEnd, jEnd, one, ValueRange{vecSum},
           [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
             Value s = memref::LoadOp::create(jb, loc, S, ValueRange{j});
             Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, m));
