@@ -262,15 +262,18 @@ func.func @embedding(%ids: tensor<?x?xi32>) -> tensor<?x?x16xf32> {
 // GQA attention (4 query heads on 2 key/value heads) with a sliding window
 // of 8 and a logit soft-cap: the first visible key is clamped to p - 7,
 // query head h reads key/value head h / 2, logits go through tanh before
-// the running max.
+// the running max; each score's dot product is summed as a tree, and the
+// softmax's exponentials are taken 16 at a time.
 // CHECK-LABEL: func.func @k0_attention(
 // CHECK-SAME: %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<2xi64>)
 // CHECK: arith.cmpi ugt, %{{.*}}, %c8
 // CHECK: arith.divui %{{.*}}, %c2
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
 // CHECK: %[[T:.*]] = math.tanh
 // CHECK-NEXT: %[[L:.*]] = arith.mulf %{{.*}}, %[[T]]
-// CHECK: arith.maximumf %{{.*}}, %[[L]]
-// CHECK: math.exp
+// CHECK: arith.maxnumf %{{.*}}, %[[L]]
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: math.exp %{{.*}} : f32
 func.func @attention_window_softcap_gqa(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
   %a = tbc.attention %q, %k, %v heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 causal window = 8 softcap = 50.0 : tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
   return %a : tensor<?x?x64xf32>

@@ -270,22 +270,50 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           });
       llvm::append_range(sums, kLoop.getResults());
     }
+    // The block's sums are added to the output. A panel inside the call's
+    // columns (all but the edges of a core's share) does it with plain
+    // loads and stores: AVX2's masked store (vmaskmovps) is microcoded on
+    // AMD's Zen, dozens of cycles each, 12 of them every kBlockK k.
     Value panelCol = arith::MulIOp::create(cb, loc, p, idx(cb, kPanelWidth));
-    for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
-      Value col = arith::AddIOp::create(cb, loc, panelCol, idx(cb, h * kVector));
-      Value cols = arith::AddIOp::create(
-          cb, loc, vector::BroadcastOp::create(cb, loc, laneType, i64(cb, col)), iota);
-      Value mask = arith::AndIOp::create(
-          cb, loc,
-          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::sge, cols, lo),
-          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::slt, cols, hi));
-      for (int64_t i = 0; i < r; ++i) {
-        SmallVector<Value, 3> at{zero, tokenRows[i], col};
-        Value old = vector::MaskedLoadOp::create(cb, loc, vecType, acc, at, mask, init);
-        Value sum = arith::AddFOp::create(cb, loc, old, sums[i * kVectorsPerPanel + h]);
-        vector::MaskedStoreOp::create(cb, loc, acc, at, mask, sum);
+    Value inside = arith::AndIOp::create(
+        cb, loc, arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::uge, panelCol, colBegin),
+        arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule,
+                              arith::AddIOp::create(cb, loc, panelCol, idx(cb, kPanelWidth)),
+                              colEnd));
+    auto addSums = [&](OpBuilder &sb, bool masked) {
+      for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+        Value col = arith::AddIOp::create(sb, loc, panelCol, idx(sb, h * kVector));
+        Value mask;
+        if (masked) {
+          Value cols = arith::AddIOp::create(
+              sb, loc, vector::BroadcastOp::create(sb, loc, laneType, i64(sb, col)), iota);
+          mask = arith::AndIOp::create(
+              sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, cols, lo),
+              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, cols, hi));
+        }
+        for (int64_t i = 0; i < r; ++i) {
+          SmallVector<Value, 3> at{zero, tokenRows[i], col};
+          Value old = masked ? vector::MaskedLoadOp::create(sb, loc, vecType, acc, at, mask, init)
+                                   .getResult()
+                             : vector::LoadOp::create(sb, loc, vecType, acc, at).getResult();
+          Value sum = arith::AddFOp::create(sb, loc, old, sums[i * kVectorsPerPanel + h]);
+          if (masked)
+            vector::MaskedStoreOp::create(sb, loc, acc, at, mask, sum);
+          else
+            vector::StoreOp::create(sb, loc, sum, acc, at);
+        }
       }
-    }
+    };
+    scf::IfOp::create(
+        cb, loc, inside,
+        [&](OpBuilder &sb, Location) {
+          addSums(sb, /*masked=*/false);
+          scf::YieldOp::create(sb, loc);
+        },
+        [&](OpBuilder &sb, Location) {
+          addSums(sb, /*masked=*/true);
+          scf::YieldOp::create(sb, loc);
+        });
   };
   scf::ForOp::create(
       b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
