@@ -6,12 +6,19 @@
 // A projection reads its weight packed in 32-column panels ([out, in] 96x64
 // becomes 3 x 64 x 32) and takes the [begin, end) of its output columns
 // last; 8-row x 32-column outer-product tiles (16 vector FMAs per k) add
-// into the output through stores masked to the columns in range.
+// into the output: a panel inside the range with plain loads and stores, one
+// across its edges through stores masked to the columns in range.
 // CHECK-LABEL: func.func @k{{[0-9]+}}_linear(
 // CHECK-SAME: memref<?x?x64xf32, strided<[?, ?, 1], offset: ?>>, %{{.*}}: memref<3x64x32xf32>, %{{.*}}: memref<?x?x96xf32>, %[[RANGE:.*]]: memref<2xi64>) attributes {llvm.emit_c_interface}
 // CHECK: memref.load %[[RANGE]]
 // CHECK: arith.minui
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// CHECK: %[[INSIDE:.*]] = arith.andi
+// CHECK-NEXT: scf.if %[[INSIDE]] {
+// CHECK-NOT: vector.masked
+// CHECK: vector.load
+// CHECK: vector.store
+// CHECK: } else {
 // CHECK: vector.maskedload
 // CHECK: vector.maskedstore
 
