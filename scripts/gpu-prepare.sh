@@ -4,8 +4,8 @@
 # conformance fixture for --target cuda, fused and unfused in f32 and fused
 # with bf16 weights, and the benchmark models. Output: gpu-modules/modules.tar.gz
 # (ignored by git; carry gpu-modules/ to the GPU machine, where gpu-check.sh
-# unpacks it). The modules are PTX text, about 60 MB unpacked, near the 64 MiB
-# a device call carries; packed they are about 10 MB.
+# unpacks it). The modules are PTX text, about 70 MB unpacked, more than the
+# 64 MiB a device call carries; packed they are about 13 MB.
 # Usage: scripts/gpu-prepare.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
