@@ -107,168 +107,169 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
 
     // Output dims [dimBase, dimBase + passDims) of this lane's rows.
     auto walk = [&](Value dimBase) {
-    // State per lane: max and partial sum of its two rows, its 16 x passDims
-    // output accumulators (dimTiles x 4).
-    SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
-    init.append(dimTiles * 4, g.f32(0.0));
-    SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
-                                                                            ValueRange s) {
-      // The previous tile's readers are done; stage this one (positions
-      // past the cache are zeros: its rows beyond may hold anything, and
-      // a NaN there times a zero weight would still be NaN).
-      gpu::BarrierOp::create(b, loc);
-      // Pairs of dims (d, d + 1) < width of positions j0 + j, j < Bc.
-      auto forPairs = [&](int64_t width,
-                          llvm::function_ref<void(Value j, Value d, Value row, Value inCache)> body) {
-        g.loop(thread, g.idx(Bc * width / 2), g.idx(threads), [&](Value e) {
-          Value j = g.div(e, width / 2), d = g.mul(g.rem(e, width / 2), 2);
-          Value pos = g.add(j0, j);
-          body(j, d, g.min(pos, lastPosition), g.lt(pos, kvLen));
-        });
-      };
-      // A cache of the tile's 16-bit type is copied as it is; an f32 one
-      // (or one of the other 16-bit type) is rounded here.
-      auto pairOf = [&](Value cache, Value row, Value col, Value inCache) {
-        auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
-                                        ValueRange{row, col});
-        // An even column of a row of even width.
-        v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
-        Value pair[2];
-        for (int64_t i = 0; i < 2; ++i) {
-          Value x = g.select(inCache, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}),
-                             cacheZero);
-          if (x.getType() != half.type()) {
-            if (!x.getType().isF32())
-              x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-            x = arith::TruncFOp::create(b, loc, half.type(), x);
+      // State per lane: max and partial sum of its two rows, its 16 x passDims
+      // output accumulators (dimTiles x 4).
+      SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
+      init.append(dimTiles * 4, g.f32(0.0));
+      SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
+                                                                              ValueRange s) {
+        // The previous tile's readers are done; stage this one (positions
+        // past the cache are zeros: its rows beyond may hold anything, and
+        // a NaN there times a zero weight would still be NaN).
+        gpu::BarrierOp::create(b, loc);
+        // Pairs of dims (d, d + 1) < width of positions j0 + j, j < Bc.
+        auto forPairs = [&](int64_t width, llvm::function_ref<void(Value j, Value d, Value row,
+                                                                   Value inCache)> body) {
+          g.loop(thread, g.idx(Bc * width / 2), g.idx(threads), [&](Value e) {
+            Value j = g.div(e, width / 2), d = g.mul(g.rem(e, width / 2), 2);
+            Value pos = g.add(j0, j);
+            body(j, d, g.min(pos, lastPosition), g.lt(pos, kvLen));
+          });
+        };
+        // A cache of the tile's 16-bit type is copied as it is; an f32 one
+        // (or one of the other 16-bit type) is rounded here.
+        auto pairOf = [&](Value cache, Value row, Value col, Value inCache) {
+          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
+                                          ValueRange{row, col});
+          // An even column of a row of even width.
+          v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
+          Value pair[2];
+          for (int64_t i = 0; i < 2; ++i) {
+            Value x = g.select(inCache, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}),
+                               cacheZero);
+            if (x.getType() != half.type()) {
+              if (!x.getType().isF32())
+                x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+              x = arith::TruncFOp::create(b, loc, half.type(), x);
+            }
+            pair[i] = x;
           }
-          pair[i] = x;
+          return std::pair{pair[0], pair[1]};
+        };
+        auto stageKey = [&](Value j, Value d, Value row, Value inCache) {
+          auto [k0, k1] = pairOf(o.keyCache, row, g.add(kvCol, d), inCache);
+          Value keyPair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, half.type()),
+                                                         ValueRange{k0, k1});
+          vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
+        };
+        auto stageValue = [&](Value j, Value d, Value row, Value inCache) {
+          auto [v0, v1] = pairOf(o.valueCache, row, g.add(g.add(kvCol, dimBase), d), inCache);
+          g.store(v0, o.valueTile, {d, j});
+          g.store(v1, o.valueTile, {g.add(d, 1), j});
+        };
+        if (passes == 1) {
+          forPairs(D, [&](Value j, Value d, Value row, Value inCache) {
+            stageKey(j, d, row, inCache);
+            stageValue(j, d, row, inCache);
+          });
+        } else {
+          forPairs(D, stageKey);
+          forPairs(passDims, stageValue);
         }
-        return std::pair{pair[0], pair[1]};
-      };
-      auto stageKey = [&](Value j, Value d, Value row, Value inCache) {
-        auto [k0, k1] = pairOf(o.keyCache, row, g.add(kvCol, d), inCache);
-        Value keyPair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, half.type()),
-                                                       ValueRange{k0, k1});
-        vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
-      };
-      auto stageValue = [&](Value j, Value d, Value row, Value inCache) {
-        auto [v0, v1] = pairOf(o.valueCache, row, g.add(g.add(kvCol, dimBase), d), inCache);
-        g.store(v0, o.valueTile, {d, j});
-        g.store(v1, o.valueTile, {g.add(d, 1), j});
-      };
-      if (passes == 1) {
-        forPairs(D, [&](Value j, Value d, Value row, Value inCache) {
-          stageKey(j, d, row, inCache);
-          stageValue(j, d, row, inCache);
-        });
-      } else {
-        forPairs(D, stageKey);
-        forPairs(passDims, stageValue);
-      }
-      gpu::BarrierOp::create(b, loc);
+        gpu::BarrierOp::create(b, loc);
 
-      Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
-      auto step = scf::IfOp::create(b, loc, s.getTypes(), seen, /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&step.getElseRegion().front());
-        scf::YieldOp::create(b, loc, s);
-        b.setInsertionPointToStart(&step.getThenRegion().front());
-        // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
-        // position j0 + 8 nt + quadCol + i % 2.
-        SmallVector<SmallVector<Value>> score(keyTiles);
-        for (int64_t nt = 0; nt < keyTiles; ++nt) {
-          SmallVector<Value> acc(4, g.f32(0.0));
-          Value kr = g.add(rowInGroup, nt * kMmaCols);
-          for (int64_t ks = 0; ks < kSteps; ++ks) {
-            Value k = g.add(quadCol, ks * kMmaK);
-            acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),
-                           {half.loadPair(o.keyTile, {kr, k}),
-                            half.loadPair(o.keyTile, {kr, g.add(k, 8)})},
-                           acc);
+        Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
+        auto step = scf::IfOp::create(b, loc, s.getTypes(), seen, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&step.getElseRegion().front());
+          scf::YieldOp::create(b, loc, s);
+          b.setInsertionPointToStart(&step.getThenRegion().front());
+          // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
+          // position j0 + 8 nt + quadCol + i % 2.
+          SmallVector<SmallVector<Value>> score(keyTiles);
+          for (int64_t nt = 0; nt < keyTiles; ++nt) {
+            SmallVector<Value> acc(4, g.f32(0.0));
+            Value kr = g.add(rowInGroup, nt * kMmaCols);
+            for (int64_t ks = 0; ks < kSteps; ++ks) {
+              Value k = g.add(quadCol, ks * kMmaK);
+              acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),
+                             {half.loadPair(o.keyTile, {kr, k}),
+                              half.loadPair(o.keyTile, {kr, g.add(k, 8)})},
+                             acc);
+            }
+            for (int64_t i = 0; i < 4; ++i) {
+              Value pos = g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
+              Value p = position[i / 2];
+              Value v = acc[i];
+              if (cap)
+                v = emitSoftcap(b, loc, *cap, v);
+              if (Value term = bias.at(b, loc, h, p, pos))
+                v = g.fadd(v, term);
+              Value visible = g.lt(pos, kvLen);
+              if (causal)
+                visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
+              if (window)
+                visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+              acc[i] = g.select(visible, v, negInf);
+            }
+            score[nt] = acc;
           }
-          for (int64_t i = 0; i < 4; ++i) {
-            Value pos = g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
-            Value p = position[i / 2];
-            Value v = acc[i];
-            if (cap)
-              v = emitSoftcap(b, loc, *cap, v);
-            if (Value term = bias.at(b, loc, h, p, pos))
-              v = g.fadd(v, term);
-            Value visible = g.lt(pos, kvLen);
-            if (causal)
-              visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
-            if (window)
-              visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
-            acc[i] = g.select(visible, v, negInf);
+          // Online softmax of the two rows; the 4 lanes of a row agree on its
+          // max.
+          Value base[2], corr[2], sum[2];
+          SmallVector<Value> next(4);
+          for (int r = 0; r < 2; ++r) {
+            Value m = negInf;
+            for (int64_t nt = 0; nt < keyTiles; ++nt)
+              m = g.fmax(m, g.fmax(score[nt][2 * r], score[nt][2 * r + 1]));
+            Value mNew = g.fmax(s[r], g.rowQuadMax(m));
+            Value allMasked =
+                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+            base[r] = g.select(allMasked, g.f32(0.0), mNew);
+            corr[r] = g.exp(g.fsub(s[r], base[r]));
+            next[r] = mNew;
+            sum[r] = g.fmul(s[2 + r], corr[r]);
           }
-          score[nt] = acc;
-        }
-        // Online softmax of the two rows; the 4 lanes of a row agree on its
-        // max.
-        Value base[2], corr[2], sum[2];
-        SmallVector<Value> next(4);
-        for (int r = 0; r < 2; ++r) {
-          Value m = negInf;
           for (int64_t nt = 0; nt < keyTiles; ++nt)
-            m = g.fmax(m, g.fmax(score[nt][2 * r], score[nt][2 * r + 1]));
-          Value mNew = g.fmax(s[r], g.rowQuadMax(m));
-          Value allMasked = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
-          base[r] = g.select(allMasked, g.f32(0.0), mNew);
-          corr[r] = g.exp(g.fsub(s[r], base[r]));
-          next[r] = mNew;
-          sum[r] = g.fmul(s[2 + r], corr[r]);
+            for (int64_t i = 0; i < 4; ++i) {
+              score[nt][i] = g.exp(g.fsub(score[nt][i], base[i / 2]));
+              sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
+            }
+          next[2] = sum[0];
+          next[3] = sum[1];
+          // O = O * corr + P V, k over the tile's positions 16 at a time.
+          SmallVector<Value> out;
+          for (int64_t dt = 0; dt < dimTiles; ++dt)
+            for (int64_t i = 0; i < 4; ++i)
+              out.push_back(g.fmul(s[4 + 4 * dt + i], corr[i / 2]));
+          for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
+            const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
+            SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
+                                 half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])};
+            Value k = g.add(quadCol, kt * kMmaK);
+            for (int64_t dt = 0; dt < dimTiles; ++dt) {
+              Value vr = g.add(rowInGroup, dt * kMmaCols);
+              SmallVector<Value> acc =
+                  half.mma(p, {half.loadPair(o.valueTile, {vr, k}),
+                               half.loadPair(o.valueTile, {vr, g.add(k, 8)})},
+                           ArrayRef<Value>(out).slice(4 * dt, 4));
+              std::copy(acc.begin(), acc.end(), out.begin() + 4 * dt);
+            }
+          }
+          next.append(out);
+          scf::YieldOp::create(b, loc, next);
         }
-        for (int64_t nt = 0; nt < keyTiles; ++nt)
-          for (int64_t i = 0; i < 4; ++i) {
-            score[nt][i] = g.exp(g.fsub(score[nt][i], base[i / 2]));
-            sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
-          }
-        next[2] = sum[0];
-        next[3] = sum[1];
-        // O = O * corr + P V, k over the tile's positions 16 at a time.
-        SmallVector<Value> out;
-        for (int64_t dt = 0; dt < dimTiles; ++dt)
-          for (int64_t i = 0; i < 4; ++i)
-            out.push_back(g.fmul(s[4 + 4 * dt + i], corr[i / 2]));
-        for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
-          const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
-          SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
-                               half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])};
-          Value k = g.add(quadCol, kt * kMmaK);
-          for (int64_t dt = 0; dt < dimTiles; ++dt) {
-            Value vr = g.add(rowInGroup, dt * kMmaCols);
-            SmallVector<Value> acc =
-                half.mma(p, {half.loadPair(o.valueTile, {vr, k}),
-                             half.loadPair(o.valueTile, {vr, g.add(k, 8)})},
-                         ArrayRef<Value>(out).slice(4 * dt, 4));
-            std::copy(acc.begin(), acc.end(), out.begin() + 4 * dt);
-          }
-        }
-        next.append(out);
-        scf::YieldOp::create(b, loc, next);
-      }
-      return SmallVector<Value>(step.getResults());
-    });
-
-    // out = O / (the row's sum over its 4 lanes).
-    Value inv[2];
-    for (int r = 0; r < 2; ++r) {
-      Value l = g.rowQuadSum(state[2 + r]);
-      // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
-      // products' result: IEEE division calls a slow-path subroutine whose
-      // calling convention spilled registers on sm_90.
-      inv[r] = arith::DivFOp::create(b, loc, g.f32(1.0), l, arith::FastMathFlags::afn);
-    }
-    for (int r = 0; r < 2; ++r)
-      g.ifThen(g.lt(row[r], o.T), [&] {
-        for (int64_t dt = 0; dt < dimTiles; ++dt)
-          for (int64_t c = 0; c < 2; ++c) {
-            Value d = g.add(g.add(g.add(qCol, dimBase), quadCol), dt * kMmaCols + c);
-            g.store(g.fmul(state[4 + 4 * dt + 2 * r + c], inv[r]), o.out, {row[r], d});
-          }
+        return SmallVector<Value>(step.getResults());
       });
+
+      // out = O / (the row's sum over its 4 lanes).
+      Value inv[2];
+      for (int r = 0; r < 2; ++r) {
+        Value l = g.rowQuadSum(state[2 + r]);
+        // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
+        // products' result: IEEE division calls a slow-path subroutine whose
+        // calling convention spilled registers on sm_90.
+        inv[r] = arith::DivFOp::create(b, loc, g.f32(1.0), l, arith::FastMathFlags::afn);
+      }
+      for (int r = 0; r < 2; ++r)
+        g.ifThen(g.lt(row[r], o.T), [&] {
+          for (int64_t dt = 0; dt < dimTiles; ++dt)
+            for (int64_t c = 0; c < 2; ++c) {
+              Value d = g.add(g.add(g.add(qCol, dimBase), quadCol), dt * kMmaCols + c);
+              g.store(g.fmul(state[4 + 4 * dt + 2 * r + c], inv[r]), o.out, {row[r], d});
+            }
+        });
     };
     if (passes == 1)
       walk(g.idx(0));

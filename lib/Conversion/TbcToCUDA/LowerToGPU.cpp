@@ -491,6 +491,28 @@ private:
     });
   }
 
+  /// A row's norm statistics over its n values: {mean (LayerNorm only,
+  /// else null), rstd}. `rowSum(term)` sums term(v) over the row for the
+  /// values v its caller loads (scalars or vectors) across the threads
+  /// that share the row; the mean reaches a vector term broadcast.
+  std::pair<Value, Value>
+  rowStatistics(NormKind norm, int64_t n, double eps,
+                llvm::function_ref<Value(llvm::function_ref<Value(Value)>)> rowSum) {
+    Value inv = g.f32(1.0 / double(n)), mean;
+    if (norm == NormKind::layer)
+      mean = g.fmul(rowSum([](Value v) { return v; }), inv);
+    Value ss = rowSum([&](Value v) {
+      if (mean) {
+        Value m = mean;
+        if (auto vec = dyn_cast<VectorType>(v.getType()))
+          m = vector::BroadcastOp::create(b, loc, vec, mean);
+        v = g.fsub(v, m);
+      }
+      return g.fmul(v, v);
+    });
+    return {mean, g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)))};
+  }
+
   /// sum over i in [lane, n) step 32 of f(i), summed over the warp.
   Value warpReduce(Value lane, int64_t n, llvm::function_ref<Value(Value)> f) {
     Value part = g.loop(lane, g.idx(n), g.idx(32), ValueRange{g.f32(0.0)},
@@ -520,22 +542,10 @@ private:
           src = sum;
         }
         auto at = [&](Value i) { return g.load(src, {t, g.add(base, i)}); };
-        Value inv = g.f32(1.0 / double(glen));
-        Value mean, rstd;
-        if (kind == NormKind::rms) {
-          Value ss = warpReduce(lane, glen, [&](Value i) {
-            Value v = at(i);
-            return g.fmul(v, v);
-          });
-          rstd = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
-        } else {
-          mean = g.fmul(warpReduce(lane, glen, at), inv);
-          Value var = warpReduce(lane, glen, [&](Value i) {
-            Value d = g.fsub(at(i), mean);
-            return g.fmul(d, d);
-          });
-          rstd = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
-        }
+        Value mean, rstd; // captured below: not a structured binding (C++17)
+        std::tie(mean, rstd) = rowStatistics(kind, glen, eps, [&](auto term) {
+          return warpReduce(lane, glen, [&](Value i) { return term(at(i)); });
+        });
         g.loop(lane, g.idx(glen), g.idx(32), [&](Value i) {
           Value v = at(i);
           Value gain = g.load(w, i);
@@ -728,24 +738,10 @@ private:
           rows.push_back(g.min(g.add(t0, r), last)); // reads stay in bounds
         // Prologue: each row's statistics, two passes for LayerNorm.
         SmallVector<Value> mean(R), rstd(R);
-        Value inv = g.f32(1.0 / double(K));
-        for (int64_t r = 0; r < R && norm; ++r) {
-          auto at = [&](Value k) { return g.load(x, {rows[r], k}); };
-          if (*norm == NormKind::rms) {
-            Value ss = warpReduce(lane, K, [&](Value k) {
-              Value v = at(k);
-              return g.fmul(v, v);
-            });
-            rstd[r] = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
-          } else {
-            mean[r] = g.fmul(warpReduce(lane, K, at), inv);
-            Value var = warpReduce(lane, K, [&](Value k) {
-              Value d = g.fsub(at(k), mean[r]);
-              return g.fmul(d, d);
-            });
-            rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
-          }
-        }
+        for (int64_t r = 0; r < R && norm; ++r)
+          std::tie(mean[r], rstd[r]) = rowStatistics(*norm, K, eps, [&](auto term) {
+            return warpReduce(lane, K, [&](Value k) { return term(g.load(x, {rows[r], k})); });
+          });
         // Main loop: R dot products per weight row read (a GLU's gate and
         // up rows, a RoPE pair's two rows).
         // Decoding reads each weight once per token: the GEMV (R == 1)
@@ -867,32 +863,15 @@ private:
         // lanes of its group (each sums every 4th element, then the group
         // adds its partial sums).
         Value mean[2], rstd[2];
-        Value inv = g.f32(1.0 / double(K));
-        auto groupSum = [&](llvm::function_ref<Value(Value)> f) {
-          Value part = g.loop(quad, g.idx(K), g.idx(4), ValueRange{g.f32(0.0)},
-                              [&](Value k, ValueRange acc) {
-                                return SmallVector<Value>{g.fadd(acc[0], f(k))};
-                              })[0];
-          return g.rowQuadSum(part);
-        };
-        for (int r = 0; r < 2 && e.norm; ++r) {
-          auto at = [&](Value k) { return g.load(x, {rows[r], k}); };
-          if (*e.norm == NormKind::rms) {
-            Value ss = groupSum([&](Value k) {
-              Value v = at(k);
-              return g.fmul(v, v);
-            });
-            rstd[r] = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
-          } else {
-            mean[r] = g.fmul(groupSum(at), inv);
-            Value m = mean[r];
-            Value var = groupSum([&](Value k) {
-              Value d = g.fsub(at(k), m);
-              return g.fmul(d, d);
-            });
-            rstd[r] = g.rsqrt(g.fadd(g.fmul(var, inv), g.f32(eps)));
-          }
-        }
+        for (int r = 0; r < 2 && e.norm; ++r)
+          std::tie(mean[r], rstd[r]) = rowStatistics(*e.norm, K, eps, [&](auto term) {
+            Value part = g.loop(quad, g.idx(K), g.idx(4), ValueRange{g.f32(0.0)},
+                                [&](Value k, ValueRange acc) {
+                                  return SmallVector<Value>{
+                                      g.fadd(acc[0], term(g.load(x, {rows[r], k})))};
+                                })[0];
+            return g.rowQuadSum(part);
+          });
         // Main loop over k in steps of 16: one mma per weight tile (the
         // B registers of tile h read weight row wRow[h]).
         auto mmaLoop = [&](ArrayRef<Value> wRow) {
@@ -1023,7 +1002,8 @@ private:
     // The previous row tile's epilogue reads the statistics: wait for it.
     gpu::BarrierOp::create(b, loc);
     Value first = g.mul(g.rem(thread, 2), 4);
-    auto rowSum = [&](llvm::function_ref<Value(Value)> term) {
+    Value mean, rstd; // captured below: not a structured binding (C++17)
+    std::tie(mean, rstd) = rowStatistics(norm, K, eps, [&](auto term) {
       Value part = g.loop(first, g.idx(K), g.idx(8), ValueRange{g.f32(0.0)},
                           [&](Value k, ValueRange acc) {
                             Value v = vector::LoadOp::create(b, loc, f32x4, x,
@@ -1033,16 +1013,7 @@ private:
                             return SmallVector<Value>{g.fadd(acc[0], s)};
                           })[0];
       return g.butterfly(part, {1}, [&](Value p, Value q) { return g.fadd(p, q); });
-    };
-    Value inv = g.f32(1.0 / double(K)), mean;
-    if (norm == NormKind::layer)
-      mean = g.fmul(rowSum([](Value v) { return v; }), inv);
-    Value ss = rowSum([&](Value v) {
-      if (mean)
-        v = g.fsub(v, vector::BroadcastOp::create(b, loc, f32x4, mean));
-      return g.fmul(v, v);
     });
-    Value rstd = g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)));
     g.ifThen(g.eq(g.rem(thread, 2), 0), [&] {
       if (mean)
         g.store(mean, tileStats, {g.idx(0), row});
