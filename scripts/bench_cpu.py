@@ -54,6 +54,29 @@ ROPE_THETA = 500000.0
 AVX2_ONLY_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
                  "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
+# Every engine's weights on 2 MiB pages where the kernel grants them
+# (transparent huge pages `madvise` or `always`): on 4 KiB pages a decode
+# stream runs up to a third slower on some hosts (TLB misses, the prefetcher
+# stopping at every page), and the read-bandwidth probe too. tbc asks for
+# them itself (include/tbc/Runtime/HugePageAllocator.h); PyTorch's CPU
+# allocator does with THP_MEM_ALLOC_ENABLE=1; glibc's malloc, which holds
+# llama.cpp's buffers, with glibc.malloc.hugetlb=1, llama.cpp then loading
+# the GGUF into memory (use_mmap=False) instead of mapping the file, whose
+# page-cache pages stay 4 KiB. Each engine's share on them is printed.
+HUGE_PAGES_ENV = {"THP_MEM_ALLOC_ENABLE": "1", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+
+
+def huge_page_mb():
+    """MB of this process's memory on transparent huge pages (AnonHugePages)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
 
 def host_cpu():
     model, flags = "unknown", set()
@@ -210,7 +233,7 @@ class LlamaCppEngine:
         self.llama_cpp = llama_cpp
         self.llm = llama_cpp.Llama(model_path=spec["gguf"], n_ctx=2048, n_batch=512, n_ubatch=512,
                          n_threads=spec["threads"], n_threads_batch=spec["threads"],
-                         logits_all=False, verbose=False)
+                         logits_all=False, verbose=False, use_mmap=not spec["huge_pages"])
 
     def last(self):
         # The last token's logits from llama.cpp itself: with logits_all off,
@@ -236,6 +259,13 @@ class TorchEngine:
         self.torch = torch
         dtype = torch.float32 if spec["dtype"] == "f32" else torch.bfloat16
         self.model = LlamaForCausalLM.from_pretrained(spec["weights"], dtype=dtype).eval()
+        if spec["huge_pages"]:
+            # from_pretrained may leave parameters on the safetensors file's
+            # mapping (4 KiB page-cache pages): copies come from PyTorch's
+            # allocator, on 2 MiB pages with THP_MEM_ALLOC_ENABLE=1.
+            with torch.no_grad():
+                for t in list(self.model.parameters()) + list(self.model.buffers()):
+                    t.data = t.data.clone()
         if spec["compile"]:
             self.model.forward = torch.compile(self.model.forward, dynamic=True)
         self.past = None
@@ -262,7 +292,7 @@ def worker(name, spec, conn):
     os.environ.setdefault("OMP_NUM_THREADS", str(spec["threads"]))
     try:
         engine = ENGINES[name](spec)
-        conn.send(("ready", True))
+        conn.send(("ready", huge_page_mb()))
         while True:
             cmd, arg = conn.recv()
             if cmd == "quit":
@@ -288,7 +318,8 @@ class Process:
         self.conn, child = mp.Pipe()
         self.proc = mp.get_context("spawn").Process(target=worker, args=(name, spec, child))
         self.proc.start()
-        self.ok = self.recv() is not None
+        self.huge_mb = self.recv()  # MB on 2 MiB pages once loaded
+        self.ok = self.huge_mb is not None
 
     def recv(self):
         status, value = self.conn.recv()
@@ -317,16 +348,19 @@ class Process:
 
 
 def read_bandwidth(threads):
-    """GB/s of a multi-threaded read of 1 GiB (torch.sum), best of 5."""
+    """GB/s of a multi-threaded read of 1 GiB (torch.sum), best of 5, and
+    whether the tensor was on 2 MiB pages."""
     import torch
     torch.set_num_threads(threads)
+    before = huge_page_mb()
     a = torch.ones(2**28, dtype=torch.float32)
+    huge = huge_page_mb() - before >= 512
     best = 0.0
     for _ in range(5):
         t0 = time.perf_counter()
         a.sum()
         best = max(best, a.numel() * 4 / (time.perf_counter() - t0) / 1e9)
-    return best
+    return best, huge
 
 
 def matmul_gflops(threads):
@@ -439,9 +473,18 @@ def main():
                    help="pause before each timed call, so that the previous engine's worker "
                    "threads (OpenMP spin-waits in PyTorch and llama.cpp) are idle when the next "
                    "one starts (default 200)")
+    p.add_argument("--pages", choices=["huge", "default"], default="huge",
+                   help="huge (default): every engine's memory on 2 MiB pages where the kernel "
+                   "grants them (PyTorch through THP_MEM_ALLOC_ENABLE=1, llama.cpp through "
+                   "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 and use_mmap=False, tbc by itself); "
+                   "default: the peers as they come (tbc still asks for huge pages)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
+    if a.pages == "huge":
+        # Before torch allocates here (the bandwidth probe) and before the
+        # workers start (glibc reads its tunables at a process's start).
+        os.environ.update(HUGE_PAGES_ENV)
     if a.isa == "avx2":
         # Before torch is imported here or in a worker (spawned workers
         # inherit the environment): its dispatch, oneDNN and MKL read these
@@ -457,7 +500,7 @@ def main():
     model_name, ext = host_cpu()
     all_engines = a.engines.split(",")
     prompts = [int(x) for x in a.prompts.split(",")]
-    bandwidth = read_bandwidth(a.threads)
+    bandwidth, bandwidth_huge = read_bandwidth(a.threads)
     peak = matmul_gflops(a.threads)
     # tbc's kernels use zmm only when built for a host with AVX-512.
     avx512 = "avx512f" in ext and a.cpu == "host"
@@ -466,7 +509,8 @@ def main():
         sys.exit(f"--isa avx2: torch reports {torch_isa}, not AVX2")
     fma = fma_peak(a.threads, avx512)
     print(f"host: {model_name}, {os.cpu_count()} cores, {' '.join(ext)}; {a.threads} threads; "
-          f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5); "
+          f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5, "
+          f"{'2 MiB' if bandwidth_huge else '4 KiB'} pages); "
           f"f32 matmul {peak:.0f} GFLOP/s (torch, 4096^3, best of 3); "
           + (f"FMA peak {fma:.0f} GFLOP/s ({'zmm' if avx512 else 'ymm'}, 12 chains per thread)"
              if fma else "FMA peak: no C compiler"))
@@ -503,7 +547,7 @@ def main():
                 spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
                             libtbc=os.path.join(a.build, "lib", "libtbc.so"),
                             gguf=os.path.join(tmp, "m.gguf"), compile=False,
-                            llama_path=a.llama_path)
+                            llama_path=a.llama_path, huge_pages=a.pages == "huge")
                 if "llama.cpp" in engines:
                     write_gguf(folder, config, dtype, spec["gguf"])
                 procs = [Process(e, dict(spec, compile=e == "compile",
@@ -526,6 +570,8 @@ def main():
                     return 2 * ((layers - 1) * P * (qkv + rest) + P * qkv + rest + VOCAB * hidden)
                 print(f"\n== hidden {hidden}, {config.num_hidden_layers} layers, {dtype} weights, "
                       f"{params / 1e6:.0f} M params")
+                print("  on 2 MiB pages once loaded: " + ", ".join(
+                    f"{proc.name} {proc.huge_mb:.0f} MB" for proc in procs if proc.ok))
 
                 # Same model: prefill logits against eager transformers.
                 check = rng.integers(3, VOCAB, 16).tolist()

@@ -85,9 +85,11 @@ private:
   const Module &module_;
   const CpuExecutor &executor_;
   int64_t capacity_;
-  std::vector<std::vector<float>> caches_; // indexed by buffer id
+  // Indexed by buffer id; large ones on 2 MiB pages, as decoding streams
+  // them every step.
+  std::vector<LargeVector<float>> caches_;
   /// Activation buffers between calls, by size (reused, never freed).
-  std::multimap<size_t, std::vector<float>> spare_;
+  std::multimap<size_t, LargeVector<float>> spare_;
 };
 } // namespace
 
@@ -117,7 +119,7 @@ bool CpuExecutor::load(const ModuleFile &file, const Module &module, std::string
             "machine (tbc compile)";
     return false;
   }
-  // The host kernels keep their caches in f32 (std::vector<float> below).
+  // The host kernels keep their caches in f32 (caches_).
   for (const BufferEntry &b : im.buffers)
     if (b.kind == "kv_cache" && b.cacheType != "f32") {
       error = "manifest: the CPU executor keeps KV caches in f32, not " + b.cacheType;
@@ -170,7 +172,7 @@ bool CpuSession::growCaches(int64_t positions, std::string &error) {
     if (buffers[i].kind != "kv_cache")
       continue;
     size_t width = size_t(buffers[i].width);
-    std::vector<float> &cache = caches_[i];
+    LargeVector<float> &cache = caches_[i];
     if (cache.size() >= size_t(positions) * width)
       continue;
     // Doubling (from 256 positions), capped at the capacity: amortised
@@ -180,7 +182,7 @@ bool CpuSession::growCaches(int64_t positions, std::string &error) {
       want *= 2;
     want = std::min(want, capacity_);
     try {
-      std::vector<float> grown(size_t(want) * width, 0.0f);
+      LargeVector<float> grown(size_t(want) * width, 0.0f);
       std::copy(cache.begin(), cache.end(), grown.begin());
       cache.swap(grown);
     } catch (const std::bad_alloc &) {
@@ -251,7 +253,12 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       if (!a.weight)
         lastUse[root(a.id)] = s;
   lastUse[im.output] = im.steps.size();
-  std::vector<std::vector<float>> acts(nb);
+  // Activations by root buffer, large ones on 2 MiB pages (prefill +2-3%
+  // at hidden 2048); the logits in `output` instead, a std::vector that
+  // goes back to the caller without a copy.
+  std::vector<LargeVector<float>> acts(nb);
+  std::vector<float> output;
+  auto actData = [&](int r) { return r == im.output ? output.data() : acts[r].data(); };
   // Taps are copied out right after the step that writes their buffer (the
   // first to use its root), before the memory is recycled; only when some
   // sequence of the batch is tapping.
@@ -281,7 +288,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
         tap.width = b.width;
         tap.data.resize(size_t(n * b.width));
         for (int64_t t = 0; t < n; ++t)
-          std::copy_n(acts[r].begin() + (rowBegin[c] + t) * rootWidth + offset, b.width,
+          std::copy_n(actData(r) + (rowBegin[c] + t) * rootWidth + offset, b.width,
                       tap.data.begin() + t * b.width);
       }
     }
@@ -319,7 +326,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       if (a.weight || manifest::isSequenceInput(im.buffers[a.id].kind))
         continue;
       int r = root(a.id);
-      if (!acts[r].empty())
+      if (!(r == im.output ? output.empty() : acts[r].empty()))
         continue;
       // Memory is reused, never returned: fresh pages cost more than the
       // kernels that fill them (a 262k-token vocabulary's logits for a
@@ -327,9 +334,9 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       // back; everything else comes from the session's spare buffers.
       size_t size = size_t(T * im.buffers[r].width);
       auto it = spare_.find(size);
-      if (r == im.output && logits.capacity() >= size) {
-        acts[r] = std::move(logits);
-        acts[r].resize(size);
+      if (r == im.output) {
+        output = std::move(logits);
+        output.resize(size);
       } else if (it != spare_.end()) {
         acts[r] = std::move(it->second);
         spare_.erase(it);
@@ -379,7 +386,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
         }
         int r = root(a.id);
         int64_t rootWidth = im.buffers[r].width;
-        desc(acts[r].data() + row0 * rootWidth, b.kind == "view" ? b.offset : 0,
+        desc(actData(r) + row0 * rootWidth, b.kind == "view" ? b.offset : 0,
              {1, rows, b.width}, {T * rootWidth, rootWidth, 1});
       }
       for (int c : step.caches) {
@@ -476,7 +483,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       }
   }
   // The logits by sequence: the first chunk's are the front rows.
-  std::vector<float> &all = acts[im.output];
+  std::vector<float> &all = output;
   int64_t vocab = im.buffers[im.output].width;
   if (logitRows == LogitRows::Last) {
     for (size_t c = chunks.size(); c-- > 0;) {

@@ -316,8 +316,8 @@ public:
       if (!im.readByKernels[id])
         continue;
       // bf16/f16 weights (a `convert`) travel and stay in 16 bits.
-      const std::vector<float> &w = im.weights[id];
-      const std::vector<uint16_t> &half = im.weights16[id];
+      const LargeVector<float> &w = im.weights[id];
+      const LargeVector<uint16_t> &half = im.weights16[id];
       bool narrow = im.weightEntries[id].dtype != "f32"; // bf16 or f16
       const void *src = narrow ? static_cast<const void *>(half.data()) : w.data();
       size_t bytes = narrow ? half.size() * 2 : w.size() * 4;
@@ -329,10 +329,10 @@ public:
       }
     }
     // The device holds them now; the host copies would double the memory.
-    for (std::vector<float> &w : im.weights)
-      std::vector<float>().swap(w);
-    for (std::vector<uint16_t> &w : im.weights16)
-      std::vector<uint16_t>().swap(w);
+    for (LargeVector<float> &w : im.weights)
+      LargeVector<float>().swap(w);
+    for (LargeVector<uint16_t> &w : im.weights16)
+      LargeVector<uint16_t>().swap(w);
     return true;
   }
 

@@ -10,6 +10,7 @@
 #include "tbc/Support/HalfFloats.h"
 #include "tbc/Support/Manifest.h"
 #include "tbc/Support/ModuleFile.h"
+#include "tbc/Runtime/HugePageAllocator.h"
 #include "tbc/Runtime/Runtime.h"
 
 #include "DeviceExecutor.h"
@@ -49,8 +50,8 @@ inline std::string shapeString(const std::vector<int64_t> &s) {
 /// values, or the bits of bf16/f16 values as a checkpoint holds them.
 struct StagedWeight {
   enum Kind { F32, BF16, F16 } kind = F32;
-  std::vector<float> f32;
-  std::vector<uint16_t> bits;
+  LargeVector<float> f32;
+  LargeVector<uint16_t> bits;
   /// A copy of a checkpoint tensor in its own precision (never widened).
   static StagedWeight fromCheckpoint(const TensorView &t);
 };
@@ -106,10 +107,10 @@ struct Module::Impl {
   std::vector<manifest::Tap> taps;
   /// Positions a sequence may reach: the rows of a learned position table.
   int64_t positionLimit = INT64_MAX;
-  std::vector<std::vector<float>> weights; // by weight id, after binding
+  std::vector<LargeVector<float>> weights; // by weight id, after binding
   /// Weights the kernels read as bf16 (a `convert`), in 16 bits; their f32
   /// slot in `weights` stays empty.
-  std::vector<std::vector<uint16_t>> weights16;
+  std::vector<LargeVector<uint16_t>> weights16;
 
 
   bool parseManifest(const std::string &text, Module &m, std::string &error);

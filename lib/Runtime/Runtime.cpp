@@ -284,7 +284,7 @@ bool Module::bindWeights(const WeightStore &store, std::string &error,
 
 void Module::bindRandomWeights(uint64_t seed) {
   Impl &im = *impl_;
-  std::vector<std::vector<float>> values(params_.size());
+  std::vector<LargeVector<float>> values(params_.size());
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   auto next = [&]() { // splitmix64 -> uniform [-1, 1)
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);

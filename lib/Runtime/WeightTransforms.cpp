@@ -38,7 +38,7 @@ StagedWeight::Kind kindOf(const std::string &dtype) {
 
 /// `s` as f32 values: `s.f32` itself, or its 16-bit values widened into
 /// `scratch`.
-const std::vector<float> &asF32(const StagedWeight &s, std::vector<float> &scratch) {
+const LargeVector<float> &asF32(const StagedWeight &s, LargeVector<float> &scratch) {
   if (s.kind == StagedWeight::F32)
     return s.f32;
   scratch.resize(s.bits.size());
@@ -87,14 +87,14 @@ void concat(const std::vector<const T *> &srcs, T *out, const WeightEntry &e,
 }
 
 /// fold_gain, weight_row_sums, fold_bias: computed in f32 (f64 sums).
-void computeF32(const WeightEntry &e, const std::vector<const std::vector<float> *> &in,
-                const std::vector<int64_t> &ws, std::vector<float> &out) {
-  const std::vector<float> &w = *in[0];
+void computeF32(const WeightEntry &e, const std::vector<const LargeVector<float> *> &in,
+                const std::vector<int64_t> &ws, LargeVector<float> &out) {
+  const LargeVector<float> &w = *in[0];
   int64_t r = ws[0], c = ws[1];
   // Element (a, b) of an [out, in] weight, or of an [in, out] one.
   auto at = [&](int64_t a, int64_t b) { return a * c + b; };
   if (e.op == "fold_gain") {
-    const std::vector<float> &g = *in[1];
+    const LargeVector<float> &g = *in[1];
     for (int64_t a = 0; a < r; ++a)
       for (int64_t b = 0; b < c; ++b)
         out[at(a, b)] = w[at(a, b)] * (float(e.offset) + g[e.inOut ? a : b]);
@@ -103,7 +103,7 @@ void computeF32(const WeightEntry &e, const std::vector<const std::vector<float>
       for (int64_t b = 0; b < c; ++b)
         out[e.inOut ? b : a] += w[at(a, b)];
   } else if (e.op == "fold_bias") {
-    const std::vector<float> &beta = *in[1];
+    const LargeVector<float> &beta = *in[1];
     std::vector<double> acc(out.size(), 0.0);
     for (int64_t a = 0; a < r; ++a)
       for (int64_t b = 0; b < c; ++b) {
@@ -185,8 +185,8 @@ void Module::Impl::runTransforms(
         // The checkpoint's own 16-bit values (or f32 to f32): no rounding.
         out = lastUse ? std::move(src) : src;
       } else {
-        std::vector<float> scratch;
-        const std::vector<float> &w = asF32(src, scratch);
+        LargeVector<float> scratch;
+        const LargeVector<float> &w = asF32(src, scratch);
         out.kind = want;
         if (want == StagedWeight::F32) {
           out.f32 = w;
@@ -210,7 +210,7 @@ void Module::Impl::runTransforms(
           concat(srcs, out.bits.data(), e, weightEntries);
       } else {
         out.f32.assign(n, 0.0f);
-        std::vector<std::vector<float>> scratch(ins.size());
+        std::vector<LargeVector<float>> scratch(ins.size());
         std::vector<const float *> srcs;
         for (size_t i = 0; i < ins.size(); ++i)
           srcs.push_back(asF32(*ins[i], scratch[i]).data());
@@ -221,8 +221,8 @@ void Module::Impl::runTransforms(
       }
     } else {
       out.f32.assign(size_t(product(e.shape)), 0.0f);
-      std::vector<std::vector<float>> scratch(ins.size());
-      std::vector<const std::vector<float> *> values;
+      std::vector<LargeVector<float>> scratch(ins.size());
+      std::vector<const LargeVector<float> *> values;
       for (size_t i = 0; i < ins.size(); ++i)
         values.push_back(&asF32(*ins[i], scratch[i]));
       computeF32(e, values, ws, out.f32);
@@ -242,7 +242,7 @@ void Module::Impl::runTransforms(
     } else if (s.kind == StagedWeight::F32) {
       weights[id] = std::move(s.f32);
     } else {
-      std::vector<float> scratch;
+      LargeVector<float> scratch;
       asF32(s, scratch);
       weights[id] = std::move(scratch);
     }

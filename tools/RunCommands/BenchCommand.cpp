@@ -12,6 +12,7 @@
 
 #include "CommandLine.h"
 #include "tbc/Support/Limits.h"
+#include "tbc/Runtime/HugePageAllocator.h"
 #include "tbc/Runtime/ThreadPool.h"
 #include "tbc/Runtime/Runtime.h"
 
@@ -59,12 +60,18 @@ static double secondsSince(Clock::time_point t0) {
 }
 
 /// Bytes per second of a streaming read over every core: the ceiling for
-/// work that must read each weight once.
-static double measureReadBandwidth() {
+/// work that must read each weight once. The buffer takes 2 MiB pages
+/// where the system grants them, as the runtime's weights do: on 4 KiB
+/// pages the probe itself runs at about half the speed on some hosts
+/// (TLB misses, the prefetcher stopping at every page), which would make
+/// the roofline a floor. `onHugePages` says whether it got them.
+static double measureReadBandwidth(bool &onHugePages) {
   const size_t words = size_t(512) << 20 >> 3; // 512 MiB, far beyond caches
-  std::vector<uint64_t> data(words);
+  int64_t hugeBefore = hugePageBytes();
+  LargeVector<uint64_t> data(words);
   for (size_t i = 0; i < words; ++i)
     data[i] = i;
+  onHugePages = hugeBefore >= 0 && hugePageBytes() - hugeBefore >= int64_t(words * 8 / 2);
   ThreadPool &pool = ThreadPool::shared();
   unsigned parts = pool.size();
   std::vector<uint64_t> sinks(parts * 8);
@@ -191,7 +198,9 @@ int tbc::rt::benchCommand(int argc, char **argv) {
 
   // Measured before and after the timed runs, the best kept: the machine
   // may be shared, and the roofline must be an upper bound.
-  double bandwidth = measureReadBandwidth();
+  int64_t hugeWeights = hugePageBytes(); // the bound weights' (the probe's comes and goes)
+  bool probeOnHugePages = false;
+  double bandwidth = measureReadBandwidth(probeOnHugePages);
   Module::TokenCost cost = module->tokenCost();
   double bestPrefill = 1e300, bestDecode = 1e300;
   std::vector<Session::KernelTime> prefillProfile, decodeProfile;
@@ -247,13 +256,20 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       accumulate(decodeProfile, *sessions[0]);
   }
 
-  bandwidth = std::max(bandwidth, measureReadBandwidth());
+  bandwidth = std::max(bandwidth, measureReadBandwidth(probeOnHugePages));
   std::printf("tbc bench: %s, %s weights, %.1f MB read per token, %u threads\n",
               module->architecture().empty() ? "model" : module->architecture().c_str(),
               w.path.empty() ? "random" : "checkpoint",
               cost.weightBytes / 1e6, ThreadPool::shared().size());
-  std::printf("  memory bandwidth  %8.2f GB/s (streaming read, all cores, best of 10 now)\n",
-              bandwidth / 1e9);
+  std::printf("  memory bandwidth  %8.2f GB/s (streaming read, all cores, %s pages, best of 10 "
+              "now)\n",
+              bandwidth / 1e9, probeOnHugePages ? "2 MiB" : "4 KiB");
+  // Host memory on transparent huge pages: the CPU executor's weights and
+  // caches ask for them (HugePageAllocator.h); with THP off they stay on
+  // 4 KiB pages and decoding streams them more slowly.
+  if (hugeWeights >= 0)
+    std::printf("  2 MiB pages       %8.1f MB of the process's memory (transparent huge pages)\n",
+                double(hugeWeights) / 1e6);
   int64_t prefillTokens = prompt * batch;
   // With the last logits only, the steps after the last attention ran on
   // each prompt's last row.
