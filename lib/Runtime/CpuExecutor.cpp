@@ -23,6 +23,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,6 +41,53 @@ using KernelFn = void (*)(void **);
 // columns, 128 tokens 12-18%, 256 within 5% either way, 512 the same;
 // bench/NOTES.md, 2026-11-25).
 constexpr int64_t kColumnSplitRows = 128;
+
+/// Activation buffers between forward calls, shared by a module's sessions.
+/// Fresh memory costs page faults, and on a virtual machine a 2 MiB page's
+/// first touch can take milliseconds: with every session mapping its own,
+/// a 512-token prefill at hidden 4096 spent 60-120 ms of its 240-300 in the
+/// kernel whenever other processes had run in between (bench/NOTES.md,
+/// 2026-11-25). So a buffer outlives the session that filled it; the pool
+/// keeps no more than the largest forward call so far has used.
+class ActivationPool {
+public:
+  /// A buffer of `size` floats, contents undefined: the smallest spare that
+  /// holds it unless that is over twice as large, else a new one.
+  LargeVector<float> take(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = spare_.lower_bound(size);
+      if (it != spare_.end() && it->first / 2 <= size) {
+        LargeVector<float> buffer = std::move(it->second);
+        held_ -= it->first;
+        spare_.erase(it);
+        buffer.resize(size);
+        return buffer;
+      }
+    }
+    return LargeVector<float>(size);
+  }
+  void give(LargeVector<float> buffer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_ += buffer.capacity();
+    spare_.emplace(buffer.capacity(), std::move(buffer));
+  }
+  /// After a forward call that took `used` floats: frees the smallest spares
+  /// until the pool holds no more than the largest call so far took.
+  void endForward(size_t used) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    largestForward_ = std::max(largestForward_, used);
+    while (held_ > largestForward_ && !spare_.empty()) {
+      held_ -= spare_.begin()->first;
+      spare_.erase(spare_.begin());
+    }
+  }
+
+private:
+  std::mutex mutex_;
+  std::multimap<size_t, LargeVector<float>> spare_; // by capacity, in floats
+  size_t held_ = 0, largestForward_ = 0;            // floats
+};
 
 class CpuExecutor final : public DeviceExecutor {
 public:
@@ -60,6 +108,7 @@ public:
   void *library = nullptr;
   int memfd = -1;
   std::vector<KernelFn> kernels; // by kernel id
+  mutable ActivationPool activations;
 };
 
 class CpuSession final : public DeviceSession {
@@ -88,8 +137,6 @@ private:
   // Indexed by buffer id; large ones on 2 MiB pages, as decoding streams
   // them every step.
   std::vector<LargeVector<float>> caches_;
-  /// Activation buffers between calls, by size (reused, never freed).
-  std::multimap<size_t, LargeVector<float>> spare_;
 };
 } // namespace
 
@@ -227,7 +274,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
   int64_t T = int64_t(tokens.size());
   std::vector<float> &logits = *chunks[0].logits;
   std::vector<Session::KernelTime> *profile = first.profile;
-  auto &spare_ = first.spare_;
+  ActivationPool &activations = first.executor_.activations;
   const CpuExecutor &executor_ = first.executor_;
 
   // With only the last position's logits wanted, the steps after the last
@@ -258,6 +305,7 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
   // goes back to the caller without a copy.
   std::vector<LargeVector<float>> acts(nb);
   std::vector<float> output;
+  size_t taken = 0; // floats from the pool, for its bound
   auto actData = [&](int r) { return r == im.output ? output.data() : acts[r].data(); };
   // Taps are copied out right after the step that writes their buffer (the
   // first to use its root), before the memory is recycled; only when some
@@ -328,20 +376,17 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       int r = root(a.id);
       if (!(r == im.output ? output.empty() : acts[r].empty()))
         continue;
-      // Memory is reused, never returned: fresh pages cost more than the
-      // kernels that fill them (a 262k-token vocabulary's logits for a
-      // 64-token prompt are 67 MB). The logits take the caller's vector
-      // back; everything else comes from the session's spare buffers.
+      // Memory is reused: fresh pages cost more than the kernels that
+      // fill them (a 262k-token vocabulary's logits for a 64-token prompt
+      // are 67 MB). The logits take the caller's vector back; everything
+      // else comes from the module's pool.
       size_t size = size_t(T * im.buffers[r].width);
-      auto it = spare_.find(size);
       if (r == im.output) {
         output = std::move(logits);
         output.resize(size);
-      } else if (it != spare_.end()) {
-        acts[r] = std::move(it->second);
-        spare_.erase(it);
       } else {
-        acts[r].assign(size, 0.0f);
+        acts[r] = activations.take(size);
+        taken += size;
       }
     }
     // Runs the kernel on rows [row0, row0 + rows) of the chunk and, for a
@@ -476,12 +521,12 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       if (!a.weight) {
         int r = root(a.id);
         if (lastUse[r] == s && !acts[r].empty()) {
-          size_t size = acts[r].size();
-          spare_.emplace(size, std::move(acts[r]));
-          acts[r].clear();
+          activations.give(std::move(acts[r]));
+          acts[r] = LargeVector<float>();
         }
       }
   }
+  activations.endForward(taken);
   // The logits by sequence: the first chunk's are the front rows.
   std::vector<float> &all = output;
   int64_t vocab = im.buffers[im.output].width;
