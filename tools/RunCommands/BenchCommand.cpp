@@ -80,14 +80,18 @@ static double measureReadBandwidth(bool &onHugePages) {
     auto t0 = Clock::now();
     pool.run([&](unsigned part) {
       size_t begin = words * part / parts, end = words * (part + 1) / parts;
-      // Four independent chains keep loads, not adds, the limit.
+      // Four independent chains keep loads, not adds, the limit; a software
+      // prefetch 8 KiB ahead into L2, one per cache line, as the decode
+      // kernels issue (without it the kernels outran this probe by 5-7%).
       uint64_t a = 0, b = 0, c = 0, d = 0;
       size_t i = begin;
-      for (; i + 4 <= end; i += 4) {
-        a += data[i];
-        b ^= data[i + 1];
-        c += data[i + 2];
-        d ^= data[i + 3];
+      constexpr size_t kAhead = 8192 / sizeof(uint64_t);
+      for (; i + 8 <= end; i += 8) {
+        __builtin_prefetch(&data[std::min(i + kAhead, end - 1)], 0, 2);
+        a += data[i] + data[i + 4];
+        b ^= data[i + 1] ^ data[i + 5];
+        c += data[i + 2] + data[i + 6];
+        d ^= data[i + 3] ^ data[i + 7];
       }
       for (; i < end; ++i)
         a += data[i];
