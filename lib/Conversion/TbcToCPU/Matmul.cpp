@@ -322,11 +322,21 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           scf::ForOp::create(
               ob, loc, from, to, idx(ob, r), ValueRange{},
               [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                // A single row's kDecodeUnroll accumulator sets each sum
+                // every kDecodeUnroll-th k, so its blocks can be that much
+                // longer for the same error per sum as a full tile's. With
+                // 16-bit weights, where a block is half the bytes, its
+                // epilogue (sums, loads, stores) then comes 4x less often:
+                // bf16 decode +3-7% at hidden 2048-4096; f32 decode gained
+                // nothing (-2-4% at hidden 1024) and keeps 128 (NOTES.md).
+                const bool halfWidth = weightVec.getElementType().getIntOrFloatBitWidth() == 16;
+                const int64_t block =
+                    r == 1 && halfWidth ? kDecodeUnroll * kStepsPerBlock : kStepsPerBlock;
                 scf::ForOp::create(
-                    rb, loc, zero, idx(rb, kSteps), idx(rb, kStepsPerBlock), ValueRange{},
+                    rb, loc, zero, idx(rb, kSteps), idx(rb, block), ValueRange{},
                     [&](OpBuilder &kb, Location, Value k0, ValueRange) {
                       Value k1 = arith::MinUIOp::create(
-                          kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, kStepsPerBlock)),
+                          kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, block)),
                           idx(kb, kSteps));
                       tile(kb, t, p, r, k0, k1);
                       scf::YieldOp::create(kb, loc);
