@@ -16,6 +16,12 @@ GFLOP/s; the host's CPU model and vector extensions head the output.
 Before timing, llama.cpp's f32 GGUF logits are checked against transformers
 (and tbc's against transformers), so the engines run the same model.
 
+Every engine's weights go on 2 MiB pages where the kernel grants them
+(--pages huge, the default; tbc does it by itself, the peers are given the
+knobs they have) and each engine's share on them is printed: on 4 KiB pages
+a decode stream runs up to a third slower on some hosts, and the comparison
+would be of page sizes, not kernels.
+
 Engine `tbc-dot` (bf16 weights, on a CPU with AVX512-BF16) is tbc compiled
 with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
 as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations.
