@@ -92,6 +92,15 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   auto vecType = VectorType::get({kVector}, b.getF32Type());
   auto weightVec =
       VectorType::get({kVector}, cast<MemRefType>(packed.getType()).getElementType());
+  const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
+  // A single row's kDecodeUnroll accumulator sets each sum every
+  // kDecodeUnroll-th k, so its blocks can be that much longer for the same
+  // error per sum as a full tile's. With 16-bit weights, where a block is
+  // half the bytes, its epilogue (sums, loads, stores) then comes 4x less
+  // often: bf16 decode +3-7% at hidden 2048-4096; f32 decode gained nothing
+  // (-2-4% at hidden 1024) and keeps 128 (bench/NOTES.md).
+  const int64_t kStepsPerRowBlock =
+      elementBytes == 2 ? kDecodeUnroll * kStepsPerBlock : kStepsPerBlock;
   auto laneType = VectorType::get({kVector}, b.getI64Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
@@ -219,7 +228,6 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       // hardware prefetcher alone did. Into L2 (prefetcht1), whose queue
       // holds more misses than L1's fill buffers: bf16 decode +12% over
       // prefetcht0 (bench/NOTES.md, 2026-11-25).
-      const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
       const int64_t panelRowBytes = kPanelWidth * elementBytes;
       const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
       const int64_t prefetchRows = std::max<int64_t>(1, kPrefetchBytes / panelRowBytes);
@@ -322,16 +330,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           scf::ForOp::create(
               ob, loc, from, to, idx(ob, r), ValueRange{},
               [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                // A single row's kDecodeUnroll accumulator sets each sum
-                // every kDecodeUnroll-th k, so its blocks can be that much
-                // longer for the same error per sum as a full tile's. With
-                // 16-bit weights, where a block is half the bytes, its
-                // epilogue (sums, loads, stores) then comes 4x less often:
-                // bf16 decode +3-7% at hidden 2048-4096; f32 decode gained
-                // nothing (-2-4% at hidden 1024) and keeps 128 (NOTES.md).
-                const bool halfWidth = weightVec.getElementType().getIntOrFloatBitWidth() == 16;
-                const int64_t block =
-                    r == 1 && halfWidth ? kDecodeUnroll * kStepsPerBlock : kStepsPerBlock;
+                const int64_t block = r == 1 ? kStepsPerRowBlock : kStepsPerBlock;
                 scf::ForOp::create(
                     rb, loc, zero, idx(rb, kSteps), idx(rb, block), ValueRange{},
                     [&](OpBuilder &kb, Location, Value k0, ValueRange) {
