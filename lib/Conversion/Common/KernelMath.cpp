@@ -152,24 +152,36 @@ Value RopeMath::inverseFrequency(OpBuilder &b, Location loc, Value i,
   return arith::SelectOp::create(b, loc, longer, computed, kept);
 }
 
-Value RopeMath::rotate(OpBuilder &b, Location loc, Value v, Value partner, Value first,
-                       Value position, Value inv) const {
-  auto cf = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-  };
+std::pair<Value, Value> RopeMath::cosSin(OpBuilder &b, Location loc, Value position,
+                                         Value inv) const {
   Value p = arith::SIToFPOp::create(b, loc, b.getF32Type(), position);
   Value angle = arith::MulFOp::create(b, loc, p, inv);
   Value cos = math::CosOp::create(b, loc, angle);
   Value sin = math::SinOp::create(b, loc, angle);
   double attention = ropeAttentionFactor(scaling);
   if (attention != 1.0) {
-    cos = arith::MulFOp::create(b, loc, cos, cf(attention));
-    sin = arith::MulFOp::create(b, loc, sin, cf(attention));
+    Value factor = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(attention)));
+    cos = arith::MulFOp::create(b, loc, cos, factor);
+    sin = arith::MulFOp::create(b, loc, sin, factor);
   }
+  return {cos, sin};
+}
+
+Value RopeMath::rotateBy(OpBuilder &b, Location loc, Value v, Value partner, Value first,
+                         Value cos, Value sin) {
+  auto cf = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
   Value sign = arith::SelectOp::create(b, loc, first, cf(-1.0), cf(1.0));
   return arith::AddFOp::create(
       b, loc, arith::MulFOp::create(b, loc, v, cos),
       arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, sign, partner), sin));
+}
+
+Value RopeMath::rotate(OpBuilder &b, Location loc, Value v, Value partner, Value first,
+                       Value position, Value inv) const {
+  auto [cos, sin] = cosSin(b, loc, position, inv);
+  return rotateBy(b, loc, v, partner, first, cos, sin);
 }
 
 PositionBias::PositionBias(OpBuilder &b, Location loc, AttentionOp a,

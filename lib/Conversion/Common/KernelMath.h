@@ -53,6 +53,14 @@ public:
   mlir::Value rotate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      mlir::Value partner, mlir::Value first,
                      mlir::Value position, mlir::Value inv) const;
+  /// cos(a) and sin(a) of the rotation above, scaled by the attention
+  /// factor: what a kernel tabulates once per position and frequency.
+  std::pair<mlir::Value, mlir::Value> cosSin(mlir::OpBuilder &b, mlir::Location loc,
+                                             mlir::Value position, mlir::Value inv) const;
+  /// The rotation with cos and sin given (from cosSin).
+  static mlir::Value rotateBy(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                              mlir::Value partner, mlir::Value first, mlir::Value cos,
+                              mlir::Value sin);
 
 private:
   RopeScalingAttr scaling;
