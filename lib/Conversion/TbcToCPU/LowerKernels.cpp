@@ -316,16 +316,12 @@ private:
 
   /// acc[b, t, n] += sum_k x[b, t, k] * W[n, k] for n in [begin, end); the
   /// weight comes packed in panels whatever its checkpoint layout.
-  void matmul(Value x, Value packed, Value acc, Value begin, Value end) {
-    emitPanelMatmul(b, loc, x, packed, acc, begin, end, tile);
+  void matmul(Value x, Value packed, Value acc, Value begin, Value end, bool accumulate) {
+    emitPanelMatmul(b, loc, x, packed, acc, begin, end, tile, accumulate);
   }
 
-  /// out = bias broadcast, or zero.
+  /// out = bias broadcast.
   void initWithBias(Value out, Value bias) {
-    if (!bias) {
-      kb.fill(out, 0.0);
-      return;
-    }
     kb.generic(bias, out, {kb.map(3, {kb.d(2)}), kb.identity(3)},
                KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -335,9 +331,9 @@ private:
 
   LogicalResult linear(Value x, Value w, Value bias, Value out) {
     Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
-    initWithBias(kb.slice(out, 2, rangeBegin, n),
-                 bias ? kb.slice(bias, 0, rangeBegin, n) : Value());
-    matmul(x, w, out, rangeBegin, rangeEnd);
+    if (bias)
+      initWithBias(kb.slice(out, 2, rangeBegin, n), kb.slice(bias, 0, rangeBegin, n));
+    matmul(x, w, out, rangeBegin, rangeEnd, /*accumulate=*/bool(bias));
     return success();
   }
 
@@ -407,8 +403,7 @@ private:
           Value at = arith::MulIOp::create(b, loc, which, kb.idx(half));
           Value begin = arith::AddIOp::create(b, loc, rangeBegin, at);
           Value end = arith::AddIOp::create(b, loc, rangeEnd, at);
-          kb.fill(kb.slice(acc, 2, begin, n), 0.0);
-          matmul(lhs, w, acc, begin, end);
+          matmul(lhs, w, acc, begin, end, /*accumulate=*/false);
           scf::YieldOp::create(b, loc);
         });
 

@@ -76,7 +76,8 @@ static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k)
 }
 
 void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
-                          Value acc, Value colBegin, Value colEnd, const CpuTile &shape) {
+                          Value acc, Value colBegin, Value colEnd, const CpuTile &shape,
+                          bool accumulate) {
   const int64_t kVector = shape.vector, kPanelWidth = shape.panel,
                 kVectorsPerPanel = shape.panel / shape.vector;
   int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
@@ -143,6 +144,9 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // given) add their sums to the output.
   auto tile = [&](OpBuilder &cb, Value t, Value p, int64_t r, Value k0, Value k1,
                   Value firstNew) {
+    Value firstBlock =
+        accumulate ? Value()
+                   : arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::eq, k0, zero).getResult();
     Value init = arith::ConstantOp::create(
         cb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
     SmallVector<Value> inits(r * kVectorsPerPanel, init);
@@ -315,11 +319,20 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                                    .getResult()
                              : vector::LoadOp::create(sb, loc, vecType, acc, at).getResult();
           Value add = sums[i * kVectorsPerPanel + h];
-          if (firstNew)
-            add = arith::SelectOp::create(
-                sb, loc,
-                arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::uge, tokenRows[i], firstNew),
-                add, init);
+          Value isNew = firstNew ? arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::uge,
+                                                         tokenRows[i], firstNew)
+                                       .getResult()
+                                 : Value();
+          if (isNew)
+            add = arith::SelectOp::create(sb, loc, isNew, add, init);
+          if (firstBlock) {
+            // The first block of a row defines it: whatever the buffer held
+            // before is dropped by the select (never added, so not even a
+            // NaN survives), and no zero-fill pass over acc is needed.
+            Value fresh = isNew ? arith::AndIOp::create(sb, loc, firstBlock, isNew).getResult()
+                                : firstBlock;
+            old = arith::SelectOp::create(sb, loc, fresh, init, old);
+          }
           Value sum = arith::AddFOp::create(sb, loc, old, add);
           if (masked)
             vector::MaskedStoreOp::create(sb, loc, acc, at, mask, sum);
