@@ -56,6 +56,9 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
            "Projections multiply bf16 weights packed in k pairs by activations rounded to "
            "bf16 (x86vector.avx512.dot: vdpbf16ps, AVX512-BF16); needs weight-type=bf16 and "
            "the 16-wide tile">,
+    Option<"decodePrefetch", "decode-prefetch", "int64_t", /*default=*/"8192",
+           "Bytes ahead that a single-row (decode) projection tile prefetches its weight "
+           "panel into L2; 0: no software prefetch">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -31,6 +31,9 @@ struct HostTarget {
 std::string checkHostTarget(const HostTarget &target);
 /// Whether code for `target` may use the extension `feature` ("avx512f").
 bool hostTargetHas(const HostTarget &target, llvm::StringRef feature);
+/// The LLVM name of the CPU code for `target` is tuned for: `cpu`, or this
+/// machine's ("znver3", "sapphirerapids") for "host".
+std::string hostTargetCpu(const HostTarget &target);
 
 /// LLVM dialect -> a host shared object (bytes), via an object file for
 /// `target` and the system linker (`cc -shared`).

@@ -34,8 +34,6 @@ using namespace mlir;
 static constexpr int64_t kBlockK = 128;
 // Independent accumulator sets of a single-row (decode) tile.
 static constexpr int64_t kDecodeUnroll = 4;
-// How far ahead of its loads a single-row tile prefetches its panel.
-static constexpr int64_t kPrefetchBytes = 8192;
 
 /// xp[t, q] = x[0, t, 2q] | x[0, t, 2q + 1] << 16, both rounded to bf16
 /// (vdpbf16ps takes the even element of a pair from the low half). A buffer
@@ -237,14 +235,17 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       // weight stream well below memory bandwidth. kDecodeUnroll k steps
       // go to their own accumulators, summed after the loop.
       int64_t n = kVectorsPerPanel;
-      // Decoding streams each weight once: software prefetches this far
-      // ahead of the loads keep more of the stream in flight than the
-      // hardware prefetcher alone did. Into L2 (prefetcht1), whose queue
-      // holds more misses than L1's fill buffers: bf16 decode +12% over
-      // prefetcht0 (bench/NOTES.md, 2026-11-25).
+      // Decoding streams each weight once: on Intel's cores software
+      // prefetches shape.decodePrefetch bytes ahead of the loads keep more
+      // of the stream in flight than the hardware prefetcher alone did. Into
+      // L2 (prefetcht1), whose queue holds more misses than L1's fill
+      // buffers: bf16 decode +12% over prefetcht0 (bench/NOTES.md,
+      // 2026-11-25). On AMD's Zen 3 f32 panels stream faster without them
+      // (2026-11-26): the target picks the distance, 0 for none.
       const int64_t panelRowBytes = kPanelWidth * elementBytes;
       const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
-      const int64_t prefetchRows = std::max<int64_t>(1, kPrefetchBytes / panelRowBytes);
+      const int64_t prefetchBytes = shape.decodePrefetch;
+      const int64_t prefetchRows = std::max<int64_t>(1, prefetchBytes / panelRowBytes);
       Value kMain = arith::AddIOp::create(
           cb, loc, k0,
           roundDownIn(cb, arith::SubIOp::create(cb, loc, k1, k0), kDecodeUnroll));
@@ -254,9 +255,10 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
             SmallVector<Value> next;
             // One prefetch per cache line of the iteration's panel rows,
-            // kPrefetchBytes ahead (clamped to the panel's last row), to L2.
+            // prefetchBytes ahead (clamped to the panel's last row), to L2.
             Value firstRow = dot ? arith::MulIOp::create(kb, loc, kk, idx(kb, 2)).getResult() : kk;
-            for (int64_t off = 0; off < kDecodeUnroll * stepBytes; off += 64) {
+            for (int64_t off = 0; prefetchBytes > 0 && off < kDecodeUnroll * stepBytes;
+                 off += 64) {
               Value ahead = arith::MinUIOp::create(
                   kb, loc,
                   arith::AddIOp::create(kb, loc, firstRow,

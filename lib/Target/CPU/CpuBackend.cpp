@@ -20,12 +20,26 @@ HostTarget hostTarget(const TargetOptions &options) {
   return HostTarget{options.cpu, options.cpuFeatures};
 }
 
+/// How far ahead a decode tile prefetches its weight panel on `cpu`. Intel's
+/// cores stream a panel faster with 8 KB of software prefetch into L2 (f32
+/// decode +31%, bf16 +50% on a Sapphire Rapids; bench/NOTES.md 2026-11-25).
+/// AMD's Zen 3 streams f32 panels faster with its hardware prefetcher alone
+/// (+6-11% without) and 16-bit ones, which take twice the instructions per
+/// byte, with 4 KB (bench/NOTES.md 2026-11-26).
+int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
+  if (cpu.starts_with("znver"))
+    return weightType == "f32" ? 0 : 4096;
+  return 8192;
+}
+
 /// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x
 /// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
 /// needs 32 ymm accumulators there and spills in its inner loop).
 CpuTile tileFor(const TargetOptions &options) {
-  CpuTile tile = hostTargetHas(hostTarget(options), "avx512f") ? kAvx512Tile : kAvx2Tile;
+  HostTarget target = hostTarget(options);
+  CpuTile tile = hostTargetHas(target, "avx512f") ? kAvx512Tile : kAvx2Tile;
   tile.bf16Dot = options.cpuDot == "bf16";
+  tile.decodePrefetch = decodePrefetchFor(hostTargetCpu(target), options.weightType);
   return tile;
 }
 

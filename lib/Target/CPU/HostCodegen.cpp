@@ -36,6 +36,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const Cpu
   options.panelWidth = tile.panel;
   options.tileRows = tile.rows;
   options.bf16Dot = tile.bf16Dot;
+  options.decodePrefetch = tile.decodePrefetch;
   pm.addPass(createTbcLowerToCPU(options));
 }
 
@@ -149,6 +150,8 @@ std::string tbc::checkHostTarget(const HostTarget &t) {
   }
   return "";
 }
+
+std::string tbc::hostTargetCpu(const HostTarget &t) { return cpuAndFeatures(t).first; }
 
 bool tbc::hostTargetHas(const HostTarget &t, StringRef feature) {
   std::unique_ptr<llvm::MCSubtargetInfo> sti = subtarget(t);

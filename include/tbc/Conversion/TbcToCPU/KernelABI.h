@@ -49,11 +49,15 @@ struct CpuTile {
   /// bf16 weights packed in k pairs and multiplied by activations rounded to
   /// bf16, two k per instruction (vdpbf16ps; AVX-512 tile, bf16 weights).
   bool bf16Dot = false;
+  /// How far ahead (bytes) a single-row (decode) tile prefetches its panel
+  /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
+  /// weight width (CpuBackend.cpp's tileFor).
+  int64_t decodePrefetch = 8192;
 };
 /// The AVX-512 tile: the default, and what modules recorded before the tile
 /// was chosen per target.
-constexpr CpuTile kAvx512Tile{16, 32, 8};
-constexpr CpuTile kAvx2Tile{8, 16, 6};
+constexpr CpuTile kAvx512Tile{16, 32, 8, false, 8192};
+constexpr CpuTile kAvx2Tile{8, 16, 6, false, 8192};
 
 /// The operand of a kernel's op that is read packed: a projection's weight,
 /// or an embedding's table (so that a table tied to the LM head is stored

@@ -1,0 +1,38 @@
+// The single-row (decode) tile's software prefetch: decode-prefetch bytes
+// ahead of its loads, into L2 (locality<2>), one per cache line; none at 0
+// (AMD's Zen streams f32 panels faster on its hardware prefetcher alone).
+// Multi-row tiles prefetch their next panel (locality<3>) either way.
+// RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu | FileCheck %s --check-prefix=PF8K
+// RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=4096 | FileCheck %s --check-prefix=PF4K
+// RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=0 | FileCheck %s --check-prefix=NOPF
+// RUN: not tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=-1 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A panel row is 32 f32 = 128 bytes: 8 KB ahead is 64 rows, 4 KB 32; the
+// unrolled iteration's 4 rows are 8 cache lines, two per row.
+// PF8K-LABEL: func.func @k0_linear(
+// PF8K-SAME: memref<2x1024x32xf32>
+// PF8K: locality<3>
+// PF8K: %[[ROW:.*]] = arith.addi %arg{{[0-9]+}}, %c64{{(_[0-9]+)?}} : index
+// PF8K-NEXT: %[[CLAMPED:.*]] = arith.minui %[[ROW]], %c1023{{.*}} : index
+// PF8K: memref.prefetch %{{.*}}[%[[CLAMPED]], %c0{{.*}}], read, locality<2>, data
+// PF8K-COUNT-7: memref.prefetch {{.*}} locality<2>
+// PF8K-NOT: locality<2>
+// PF8K: return
+
+// PF4K-LABEL: func.func @k0_linear(
+// PF4K: locality<3>
+// PF4K: %[[ROW:.*]] = arith.addi %arg{{[0-9]+}}, %c32{{(_[0-9]+)?}} : index
+// PF4K-NEXT: %[[CLAMPED:.*]] = arith.minui %[[ROW]], %c1023{{.*}} : index
+// PF4K: memref.prefetch %{{.*}}[%[[CLAMPED]], %c0{{.*}}], read, locality<2>, data
+
+// NOPF-LABEL: func.func @k0_linear(
+// NOPF: memref.prefetch {{.*}} locality<3>
+// NOPF-NOT: locality<2>
+// NOPF: return
+
+// BAD: decode-prefetch >= 0
+func.func @decode(%x: tensor<?x?x1024xf32>) -> tensor<?x?x64xf32> {
+  %w = tbc.param "p.weight" : tensor<64x1024xf32>
+  %y = tbc.linear %x, %w : tensor<?x?x1024xf32>, tensor<64x1024xf32> -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
