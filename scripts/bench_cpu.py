@@ -466,9 +466,12 @@ def main():
     p.add_argument("--engines", default="tbc,tbc-dot,llama.cpp,eager,compile",
                    help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
+    p.add_argument("--cpu-features", default="",
+                   help="tbc compile --cpu-features (e.g. -avx512f: AVX2 code tuned for the host)")
     p.add_argument("--isa", choices=["host", "avx2"], default="host",
                    help="avx2: every engine limited to AVX2+FMA on an AVX-512 host, the stand-in "
-                   "for an AVX2-only CPU: tbc --cpu znver3 (unless --cpu says otherwise), PyTorch "
+                   "for an AVX2-only CPU: tbc --cpu znver3 (unless --cpu says otherwise: Zen 3's code, its "
+                   "decode prefetch included; --cpu host --cpu-features=-avx512f keeps the host's), PyTorch "
                    "through ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2 and "
                    "MKL_ENABLE_INSTRUCTIONS=AVX2 (checked: torch must report AVX2), llama.cpp "
                    "from an AVX2-only build named by --llama-path")
@@ -530,7 +533,9 @@ def main():
         versions += f", llama-cpp-python {llama_cpp.__version__}"
         info = llama_cpp.llama_print_system_info().decode()
         versions += f" ({a.llama_path or 'default build'}: {info.strip()})"
-    print(versions + f"; tbc --cpu {a.cpu}; {a.rounds} interleaved rounds, medians, "
+    print(versions + f"; tbc --cpu {a.cpu}"
+          + (f" --cpu-features={a.cpu_features}" if a.cpu_features else "")
+          + f"; {a.rounds} interleaved rounds, medians, "
           f"{a.settle_ms:g} ms settle before each timed call")
     rows = []
     rng = np.random.default_rng(1)
@@ -548,7 +553,8 @@ def main():
                 for path, extra in [(module, [])] + ([(module_dot, ["--cpu-dot", "bf16"])]
                                                      if "tbc-dot" in engines else []):
                     subprocess.run([os.path.join(a.build, "bin", "tbc"), "compile", folder,
-                                    "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra,
+                                    "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra
+                                   + (["--cpu-features", a.cpu_features] if a.cpu_features else []),
                                    check=True, stderr=subprocess.DEVNULL)
                 spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
                             libtbc=os.path.join(a.build, "lib", "libtbc.so"),
