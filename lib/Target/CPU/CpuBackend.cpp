@@ -29,7 +29,7 @@ HostTarget hostTarget(const TargetOptions &options) {
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
   if (cpu.starts_with("znver"))
     return weightType == "f32" ? 0 : 4096;
-  return 8192;
+  return kDefaultDecodePrefetch;
 }
 
 /// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x

@@ -38,6 +38,10 @@
 
 namespace tbc {
 
+/// How far ahead a decode tile prefetches its weight panel unless the target
+/// CPU wants otherwise (CpuBackend.cpp's decodePrefetchFor).
+constexpr int64_t kDefaultDecodePrefetch = 8192;
+
 /// The register tile of the projection kernels, chosen once per target CPU
 /// (the CPU backend's tileFor): `vector` floats per SIMD register, weight
 /// panels of `panel` output columns, `rows` token rows per tile. The
@@ -52,12 +56,12 @@ struct CpuTile {
   /// How far ahead (bytes) a single-row (decode) tile prefetches its panel
   /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
   /// weight width (CpuBackend.cpp's tileFor).
-  int64_t decodePrefetch = 8192;
+  int64_t decodePrefetch = kDefaultDecodePrefetch;
 };
 /// The AVX-512 tile: the default, and what modules recorded before the tile
 /// was chosen per target.
-constexpr CpuTile kAvx512Tile{16, 32, 8, false, 8192};
-constexpr CpuTile kAvx2Tile{8, 16, 6, false, 8192};
+constexpr CpuTile kAvx512Tile{16, 32, 8};
+constexpr CpuTile kAvx2Tile{8, 16, 6};
 
 /// The operand of a kernel's op that is read packed: a projection's weight,
 /// or an embedding's table (so that a table tied to the LM head is stored
