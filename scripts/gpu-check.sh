@@ -4,40 +4,67 @@
 # from the modules scripts/gpu-prepare.sh compiled beforehand (prefill, KV
 # cache decode and greedy tokens against transformers' logits), then times
 # the benchmark (bench/gpu_bench.py) against PyTorch on the same GPU.
-# Usage: scripts/gpu-check.sh [--no-bench | --bench-only]
-#   (the two halves each fit one 10-minute call; $OUT, when set, receives the
-#   benchmark's CSV and chart)
+# Usage: scripts/gpu-check.sh [--no-bench | --bench-only] [gpu_bench.py run flags...]
+#   The checks run side by side (TBC_GPU_JOBS at a time, default: the cores,
+#   at most 12; the driver's PTX JIT is CPU work), each under a time limit
+#   (TBC_GPU_JOB_TIMEOUT seconds, default 120: a kernel that hangs the GPU
+#   fails its line instead of the call), and print in order once all are done.
+#   The benchmark runs alone afterwards; $OUT, when set, receives its CSV and
+#   chart. The two halves each fit one 10-minute call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-gpu
+mods=$build/modules
+jobdir=$build/jobs
+
+# A check: line N of $jobdir/list is name, kind, filter and command, split by US (\x1f);
+# it prints one line (the command's output, filtered and joined) into N.out.
+if [ "${1:-}" = --run-job ]; then
+  IFS=$'\x1f' read -r -a f < <(sed -n "${2}p" "$jobdir/list")
+  out=$(timeout "${TBC_GPU_JOB_TIMEOUT:-120}" "${f[@]:3}" 2>&1)
+  rc=$?
+  [ $rc -eq 124 ] && out="TIMEOUT after ${TBC_GPU_JOB_TIMEOUT:-120} s; $out"
+  [ "${f[2]}" = verify ] && out=$(echo "$out" | grep -E "^tbc verify: (PASS|FAIL)|TIMEOUT" || echo "$out" | tail -3)
+  printf '%-24s %-12s %s\n' "${f[0]}" "${f[1]}" "$(echo "$out" | tr '\n' ' ' | cut -c1-220)" >"$jobdir/$2.out"
+  [ "${f[2]}" = header ] && rc=-
+  echo $rc >"$jobdir/$2.rc"
+  exit 0
+fi
+
 pack=$root/gpu-modules/modules.tar.gz
 [ -f "$pack" ] || { echo "gpu-check: no gpu-modules/modules.tar.gz (run scripts/gpu-prepare.sh on an LLVM machine first)"; exit 1; }
-mods=$build/modules
 rm -rf "$mods" && mkdir -p "$mods" && tar -C "$mods" -xzf "$pack" || { echo "gpu-check: cannot unpack $pack"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 echo "== building the runtime (TBC_RUNTIME_ONLY)"
-cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-  ninja -C "$build" tbc-run tbc-conformance >/dev/null || { echo "build failed"; exit 1; }
+started=$SECONDS
+mkdir -p "$build"
+{ cmake -G Ninja -S "$root" -B "$build" -DTBC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release &&
+  ninja -C "$build" tbc-run tbc-conformance; } >"$build/build.log" 2>&1 ||
+  { tail -30 "$build/build.log"; echo "build failed"; exit 1; }
+echo "   built in $((SECONDS - started)) s"
 status=0
 part=${1:-all}
+case $part in --no-bench | --bench-only) shift ;; *) part=all ;; esac
+
 if [ "$part" != --bench-only ]; then
-# One line per module: fixture, kind, then tbc-conformance's report.
-conform() { # fixture kind module fixture-dir [tbc-conformance flags...]
-  printf '%-24s %-8s ' "$1" "$2"
-  local out rc
-  out=$("$build/bin/tbc-conformance" "$3" "$4" "${@:5}" 2>&1)
-  rc=$?
-  echo "$out" | tr '\n' ' ' | cut -c1-200
-  [ $rc -eq 0 ] || status=1
+rm -rf "$jobdir" && mkdir -p "$jobdir"
+: >"$jobdir/list"
+job() { # name kind filter command...
+  local IFS=$'\x1f'
+  echo "$*" >>"$jobdir/list"
 }
-echo "== conformance (f32; max|d|/max|ref| against transformers)"
+header() { job "== $*" "" header echo -n; }
+conform() { # fixture kind module fixture-dir [tbc-conformance flags...]
+  job "$1" "$2" plain "$build/bin/tbc-conformance" "$3" "$4" "${@:5}"
+}
+header "conformance (f32; max|d|/max|ref| against transformers)"
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
   for mode in fused unfused; do
     conform "$f" "$mode" "$mods/$f.$mode.tbcm" "$dir"
   done
 done
-echo "== conformance (bf16 checkpoints, test/fixtures-bf16; within 2e-2, greedy tokens where the top-2 margin allows)"
+header "conformance (bf16 checkpoints, test/fixtures-bf16; within 2e-2, greedy tokens where the top-2 margin allows)"
 for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
   for kind in bf16 bf16-splitkv; do
@@ -47,27 +74,37 @@ for dir in "$root"/test/fixtures-bf16/*/; do
     conform "$f" "$kind" "$mods/$f.$kind.tbcm" "$dir" --tolerance 2e-2 --batch-tolerance 2e-2
   done
 done
-echo "== conformance (bf16 weights, f32 KV caches, short prompts: the 16-bit FMA projections; within 1e-4)"
+header "conformance (bf16 weights, f32 KV caches, short prompts: the 16-bit FMA projections; within 1e-4)"
 for m in "$mods"/*.bf16-f32cache.tbcm; do
   f=$(basename "$m" .bf16-f32cache.tbcm)
   conform "$f" f32cache "$m" "$root/test/fixtures-bf16/$f"
 done
-echo "== tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
+header "tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
 for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do
   [ -e "$m" ] || continue
   name=$(basename "$m" .tbcm); f=${name%.*}; kind=${name##*.}
   dtype=f32; [ "$kind" = taps-bf16 ] && dtype=bf16
-  printf '%-24s %-10s ' "$f" "$kind"
-  out=$(python3 "$root/tools/tbc-verify/tbc-verify" "$root/test/fixtures/$f" --module "$m" \
-        --tbc-run "$build/bin/tbc-run" --target cuda --dtype "$dtype" 2>&1)
-  rc=$?
-  echo "$out" | grep -E "^tbc verify: (PASS|FAIL)" || echo "$out" | tail -3
-  [ $rc -eq 0 ] || status=1
+  job "$f" "$kind" verify python3 "$root/tools/tbc-verify/tbc-verify" "$root/test/fixtures/$f" --module "$m" \
+    --tbc-run "$build/bin/tbc-run" --target cuda --dtype "$dtype"
 done
+cores=$(nproc)
+jobs=${TBC_GPU_JOBS:-$((cores > 12 ? 12 : cores))}
+count=$(wc -l <"$jobdir/list")
+echo "== checks, $jobs at a time"
+started=$SECONDS
+seq 1 "$count" | xargs -P "$jobs" -I{} bash "$0" --run-job {}
+for i in $(seq 1 "$count"); do
+  line=$(cat "$jobdir/$i.out" 2>/dev/null) || { echo "check $i did not run"; status=1; continue; }
+  case $line in "== "*) echo "${line%"${line##*[! ]}"}" ;; *) echo "$line" ;; esac
+  case $(cat "$jobdir/$i.rc") in 0 | -) ;; *) status=1 ;; esac
+done
+passed=$(grep -lx 0 "$jobdir"/*.rc | wc -l) checks=$(grep -Lx -- - "$jobdir"/*.rc | wc -l)
+echo "== $checks checks in $((SECONDS - started)) s: $passed passed, $((checks - passed)) failed"
 fi
+
 if [ "$part" != --no-bench ]; then
   echo "== benchmark: tbc against PyTorch eager, torch.compile and the roofline (same GPU, same run)"
   python3 "$root/bench/gpu_bench.py" run --tbc-run "$build/bin/tbc-run" --modules "$mods/bench" \
-    --out "${OUT:-$root/bench/out}" || status=1
+    --out "${OUT:-$root/bench/out}" "$@" || status=1
 fi
 exit $status
