@@ -98,11 +98,17 @@ def prepare(a):
 
 # ---------------------------------------------------------------- tbc side
 
+PROFILE_LOG = None  # run: OUT/tbc-profiles.txt, tbc-run's whole output
+
+
 def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all"):
     """`tbc-run bench --profile`: wall times and per-kernel times (ms per forward call)."""
     cmd = [tbc_run, "bench", module, "--random-weights", "--prompt", str(prompt),
            "--decode", str(decode), "--repeat", str(repeat), "--profile", "--logits", logits]
     r = subprocess.run(cmd, capture_output=True, text=True)
+    if PROFILE_LOG:  # every kernel's time, for reading after the run
+        with open(PROFILE_LOG, "a") as log:
+            log.write(f"$ {' '.join(os.path.basename(c) for c in cmd)}\n{r.stdout}{r.stderr}\n")
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip() or r.stdout.strip()}")
     out = {"prefill_ms": None, "decode_ms": None, "profile": {}}
@@ -261,6 +267,10 @@ def run(a):
     device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
     timer = Timer(torch, device)
     gpu = torch.cuda.get_device_name() if device == "cuda" else "CPU (smoke test)"
+    global PROFILE_LOG
+    os.makedirs(a.out, exist_ok=True)
+    PROFILE_LOG = os.path.join(a.out, "tbc-profiles.txt")
+    open(PROFILE_LOG, "w").close()
     started = time.time()
     compile_on = not a.no_compile
     notes, rows = [], []

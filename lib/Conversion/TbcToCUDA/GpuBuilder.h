@@ -27,6 +27,8 @@ using mlir::Location;
 using mlir::OpBuilder;
 using mlir::SmallVector;
 using mlir::Type;
+using mlir::TypeRange;
+using mlir::VectorType;
 using mlir::Value;
 using mlir::ValueRange;
 namespace arith = mlir::arith;
@@ -34,6 +36,7 @@ namespace gpu = mlir::gpu;
 namespace math = mlir::math;
 namespace memref = mlir::memref;
 namespace scf = mlir::scf;
+namespace vector = mlir::vector;
 
 /// Index and f32 arithmetic, GPU ids, loops and warp reductions.
 struct GpuBuilder {
@@ -108,6 +111,69 @@ struct GpuBuilder {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(i.thenBlock());
     body();
+  }
+  /// scf.if with results: `then` and `otherwise` each build the values.
+  SmallVector<Value> ifElse(Value cond, TypeRange types,
+                            llvm::function_ref<SmallVector<Value>()> then,
+                            llvm::function_ref<SmallVector<Value>()> otherwise) {
+    auto i = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(i.thenBlock());
+    scf::YieldOp::create(b, loc, then());
+    b.setInsertionPointToStart(i.elseBlock());
+    scf::YieldOp::create(b, loc, otherwise());
+    return SmallVector<Value>(i.getResults());
+  }
+  /// Whether every row of the 2-D activation memref `x` starts 16 bytes
+  /// aligned: its offset and row stride, dynamic in the kernel ABI (a view
+  /// is a column range of a wider buffer), are multiples of 4 elements of
+  /// 4 bytes (buffers start 256-byte aligned). Uniform across the grid: a
+  /// kernel branches on it to read rows 128 bits at a time, which NVPTX
+  /// emits only for loads it knows to be aligned (else 4 scalar loads, 4x
+  /// the load instructions and L1 wavefronts).
+  Value rowsAligned16(Value x) {
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, x);
+    Value bits = arith::OrIOp::create(b, loc, md.getOffset(), md.getStrides()[0]);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                 arith::AndIOp::create(b, loc, bits, idx(3)), idx(0));
+  }
+  /// Vectors of `type` from x at each (row, k) of `at`, 16-byte aligned
+  /// loads where `aligned` (rowsAligned16, every k % 4 == 0) holds. The
+  /// other branch loads element by element: were both branches the same
+  /// vector loads but for their alignment, LLVM would hoist them into one,
+  /// of the lesser alignment.
+  SmallVector<Value> loadRows(Value x, llvm::ArrayRef<std::pair<Value, Value>> at,
+                              VectorType type, Value aligned) {
+    const int64_t width = type.getNumElements();
+    return ifElse(
+        aligned, SmallVector<Type>(at.size(), type),
+        [&] {
+          SmallVector<Value> v;
+          for (auto [row, k] : at) {
+            auto l = vector::LoadOp::create(b, loc, type, x, ValueRange{row, k});
+            l.setAlignment(16);
+            v.push_back(l);
+          }
+          return v;
+        },
+        [&] {
+          SmallVector<Value> v;
+          for (auto [row, k] : at) {
+            SmallVector<Value> elements;
+            for (int64_t j = 0; j < width; ++j)
+              elements.push_back(load(x, {row, j ? add(k, j) : k}));
+            v.push_back(vector::FromElementsOp::create(b, loc, type, elements));
+          }
+          return v;
+        });
+  }
+  /// n vectors of `type` from x[row, k + i * width] (loadRows).
+  SmallVector<Value> loadRow(Value x, Value row, Value k, int64_t n, VectorType type,
+                             Value aligned) {
+    SmallVector<std::pair<Value, Value>> at;
+    for (int64_t i = 0; i < n; ++i)
+      at.push_back({row, i ? add(k, i * type.getNumElements()) : k});
+    return loadRows(x, at, type, aligned);
   }
   /// v combined with its XOR-butterfly partners `offsets` apart, in every
   /// lane: {16, 8, 4, 2, 1} spans the warp, {1, 2} the 4 lanes of an mma

@@ -245,8 +245,11 @@ public:
       // minimum of one block per SM, ptxas caps registers for two or four
       // blocks and spills (4 bytes at MPT-7B's ALiBi head dim 128, and in a
       // local/global soft-capped flash kernel on sm_90).
+      // The block-tiled projection likewise (8 warps; ptxas took 128
+      // registers for the GLU variant and spilled once its activations came
+      // 128 bits at a time).
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice ||
-          launch.body == cuda::Body::flash)
+          launch.body == cuda::Body::flash || launch.body == cuda::Body::tiledMma)
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
       // A tensor-core projection's block is 4 warps: ptxas aims at 1024
       // threads an SM and so caps it at 64 registers, which a LayerNorm
@@ -607,12 +610,18 @@ private:
     Value gain;
     double offset = 0.0;
     /// `x` (a scalar or vector of V elements from column k) times the gain.
-    Value apply(GpuBuilder &g, OpBuilder &b, Location loc, Value x, Value k) const {
+    /// A vector's k is a multiple of its width when `aligned` (the gain is
+    /// a weight: it starts 256-byte aligned), so the gain loads as one.
+    Value apply(GpuBuilder &g, OpBuilder &b, Location loc, Value x, Value k,
+                bool aligned = false) const {
       if (!gain)
         return x;
       Value v;
       if (auto vec = dyn_cast<VectorType>(x.getType())) {
-        v = vector::LoadOp::create(b, loc, vec, gain, ValueRange{k});
+        auto load = vector::LoadOp::create(b, loc, vec, gain, ValueRange{k});
+        if (aligned)
+          load.setAlignment(vec.getNumElements() * 4);
+        v = load;
         if (offset != 0.0)
           v = g.fadd(v, vector::BroadcastOp::create(b, loc, vec, g.f32(offset)));
       } else {
@@ -721,14 +730,24 @@ private:
             b, loc, wide, ArrayRef<int64_t>{s}, ArrayRef<int64_t>{A}, ArrayRef<int64_t>{1}));
       return parts;
     };
-    // x[t, k + s * A .. + A) times the input gain, for each part s of loadW.
-    auto loadX = [&](Value t, Value k, int64_t s) -> Value {
+    // x[t, k + s * A .. + A) times the input gain, for every part s < n of
+    // loadW (k % A == 0). The GEMV reads them 128 bits at a time where x's
+    // rows are aligned (its loads of x outnumbered the weight's 8 to 1); the
+    // 8-row kernel keeps one path (two spilled on sm_90).
+    Value xAligned = V == 1 || R > 1 ? Value() : g.rowsAligned16(x);
+    auto loadX = [&](Value t, Value k, int64_t n) -> SmallVector<Value> {
       if (V == 1)
-        return vector::BroadcastOp::create(b, loc, vec,
-                                           gain.apply(g, b, loc, g.load(x, {t, k}), k));
-      Value ks = g.add(k, s * A);
-      return gain.apply(g, b, loc, vector::LoadOp::create(b, loc, vec, x, ValueRange{t, ks}),
-                        ks);
+        return {vector::BroadcastOp::create(b, loc, vec,
+                                            gain.apply(g, b, loc, g.load(x, {t, k}), k))};
+      SmallVector<Value> parts;
+      if (xAligned)
+        parts = g.loadRow(x, t, k, n, vec, xAligned);
+      else
+        for (int64_t s = 0; s < n; ++s)
+          parts.push_back(vector::LoadOp::create(b, loc, vec, x, ValueRange{t, g.add(k, s * A)}));
+      for (int64_t s = 0; s < n; ++s)
+        parts[s] = gain.apply(g, b, loc, parts[s], g.add(k, s * A), /*aligned=*/true);
+      return parts;
     };
     g.ifThen(g.lt(o, N), [&] {
       forRowTiles(R, [&](Value t0) {
@@ -763,13 +782,13 @@ private:
                 }
                 SmallVector<Value> next(a.begin(), a.end());
                 for (int64_t u = 0; u < U; ++u)
-                  for (int64_t r = 0; r < R; ++r)
-                    for (size_t s = 0; s < wv[u][0].size(); ++s) {
-                      Value xv = loadX(rows[r], ks[u], int64_t(s));
+                  for (int64_t r = 0; r < R; ++r) {
+                    SmallVector<Value> xv = loadX(rows[r], ks[u], int64_t(wv[u][0].size()));
+                    for (size_t s = 0; s < xv.size(); ++s)
                       for (size_t h = 0; h < weightRows.size(); ++h)
                         next[h * R + r] =
-                            vector::FMAOp::create(b, loc, xv, wv[u][h][s], next[h * R + r]);
-                    }
+                            vector::FMAOp::create(b, loc, xv[s], wv[u][h][s], next[h * R + r]);
+                  }
                 return next;
               });
         };
@@ -989,43 +1008,83 @@ private:
     return g.select(rotated, permuted, s);
   }
 
-  /// The tiled projection's prologue: the norm statistics of its block's
-  /// row `row` (x's row xRow), taken by the two adjacent threads that stage
-  /// it, each summing every other 4-vector of the row, and written to
-  /// tileStats (mean, rstd) for the epilogue. Rows are re-read from global
+  /// The tiled projection's prologue: the norm statistics of the block's
+  /// kTiledRows rows from token row t0, written to tileStats (mean, rstd)
+  /// for the epilogue. Rows are re-read from global
   /// memory (L2): a block's 128 rows of activations and 128 of weights
   /// would not fit its shared memory, and a separate norm kernel would
   /// write and re-read them all the same.
-  void tiledRowStats(Value x, Value xRow, Value thread, Value row, NormKind norm, double eps) {
+  void tiledRowStats(Value x, Value t0, Value thread, NormKind norm, double eps) {
+    using namespace cuda;
     const int64_t K = width(x);
+    // 8 lanes a row, 4 floats each, so that a warp's load covers 4 whole
+    // 128-byte stretches of rows; every thread takes kTiledRows / 32 rows
+    // at once and two k steps an iteration: 8 loads in flight, where one
+    // thread per half row with one dependent load at a time took longer
+    // than the GEMM's own reading of the same rows.
+    const int64_t lanes = 8, threads = 32 * kTiledWarpsM * kTiledWarpsN;
+    const int64_t perRound = threads / lanes, rounds = kTiledRows / perRound;
+    const int64_t U = K % (2 * lanes * 4) == 0 ? 2 : 1; // K % kTiledK == 0
+    static_assert(kTiledK % (lanes * 4) == 0 && kTiledRows % perRound == 0);
     auto f32x4 = VectorType::get({4}, b.getF32Type());
     // The previous row tile's epilogue reads the statistics: wait for it.
     gpu::BarrierOp::create(b, loc);
-    Value first = g.mul(g.rem(thread, 2), 4);
-    Value mean, rstd; // captured below: not a structured binding (C++17)
-    std::tie(mean, rstd) = rowStatistics(norm, K, eps, [&](auto term) {
-      Value part = g.loop(first, g.idx(K), g.idx(8), ValueRange{g.f32(0.0)},
-                          [&](Value k, ValueRange acc) {
-                            Value v = vector::LoadOp::create(b, loc, f32x4, x,
-                                                             ValueRange{xRow, k});
-                            Value s = vector::ReductionOp::create(
-                                b, loc, vector::CombiningKind::ADD, term(v));
-                            return SmallVector<Value>{g.fadd(acc[0], s)};
-                          })[0];
-      return g.butterfly(part, {1}, [&](Value p, Value q) { return g.fadd(p, q); });
+    Value first = g.mul(g.rem(thread, lanes), 4), base = g.div(thread, lanes);
+    Value last = g.sub(T, g.idx(1)), aligned = g.rowsAligned16(x);
+    SmallVector<Value> inTile, xRows;
+    for (int64_t i = 0; i < rounds; ++i) {
+      inTile.push_back(g.add(base, i * perRound));
+      xRows.push_back(g.min(g.add(t0, inTile.back()), last));
+    }
+    // Per row, the sum over k of term(row, x[row, k..k+4)), in every lane
+    // of the row's 8.
+    auto rowSums = [&](llvm::function_ref<Value(int64_t, Value)> term) {
+      SmallVector<Value> init(rounds, g.f32(0.0));
+      SmallVector<Value> sums = g.loop(
+          first, g.idx(K), g.idx(lanes * 4 * U), init, [&](Value k, ValueRange acc) {
+            SmallVector<std::pair<Value, Value>> at;
+            for (int64_t u = 0; u < U; ++u)
+              for (int64_t r = 0; r < rounds; ++r)
+                at.push_back({xRows[r], u ? g.add(k, u * lanes * 4) : k});
+            SmallVector<Value> v = g.loadRows(x, at, f32x4, aligned);
+            SmallVector<Value> next(acc.begin(), acc.end());
+            for (int64_t u = 0; u < U; ++u)
+              for (int64_t r = 0; r < rounds; ++r)
+                next[r] = g.fadd(next[r], vector::ReductionOp::create(
+                                              b, loc, vector::CombiningKind::ADD,
+                                              term(r, v[u * rounds + r])));
+            return next;
+          });
+      for (Value &s : sums)
+        s = g.butterfly(s, {1, 2, 4}, [&](Value p, Value q) { return g.fadd(p, q); });
+      return sums;
+    };
+    Value inv = g.f32(1.0 / double(K));
+    SmallVector<Value> mean;
+    if (norm == NormKind::layer)
+      for (Value s : rowSums([](int64_t, Value v) { return v; }))
+        mean.push_back(g.fmul(s, inv));
+    SmallVector<Value> ss = rowSums([&](int64_t r, Value v) {
+      if (!mean.empty())
+        v = g.fsub(v, vector::BroadcastOp::create(b, loc, f32x4, mean[r]));
+      return g.fmul(v, v);
     });
-    g.ifThen(g.eq(g.rem(thread, 2), 0), [&] {
-      if (mean)
-        g.store(mean, tileStats, {g.idx(0), row});
-      g.store(rstd, tileStats, {g.idx(1), row});
+    g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
+      for (int64_t r = 0; r < rounds; ++r) {
+        if (!mean.empty())
+          g.store(mean[r], tileStats, {g.idx(0), inTile[r]});
+        g.store(g.rsqrt(g.fadd(g.fmul(ss[r], inv), g.f32(eps))), tileStats,
+                {g.idx(1), inTile[r]});
+      }
     });
   }
 
+
   /// A projection of a long chunk on tensor cores, a block per kTiledRows x
-  /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, every
-  /// thread stages half a k-step of one activation row (rounded to 16 bits,
-  /// times the input gain) and of one weight row (slotRow) in shared
-  /// memory, then each warp runs its (kTiledRows / kTiledWarpsM) x
+  /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, the
+  /// block stages the activation rows (rounded to 16 bits, times the input
+  /// gain) and the weight rows (slotRow) in shared memory, a warp's loads
+  /// covering whole rows, then each warp runs its (kTiledRows / kTiledWarpsM) x
   /// (kTiledCols / kTiledWarpsN) tile's mma.sync from there while the next
   /// step's loads are in flight. A norm's statistics are the prologue,
   /// taken for the block's rows into shared memory (tileStats).
@@ -1035,10 +1094,16 @@ private:
     const int64_t K = width(x), N = e.N, S = e.glu ? 2 * N : N;
     const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / kTiledWarpsN;
     const int64_t rowTiles = warpRows / kMmaRows, colTiles = warpCols / kMmaCols;
-    // Two threads stage each row of the A and B tiles, half a step each.
+    // Staging is coalesced: a step's A tile is kTiledRows rows of kTiledK
+    // f32 (128 bytes), read by 8 lanes a row, 4 floats each, so that a
+    // warp's load covers 4 whole rows (4 L1 wavefronts; a thread a row
+    // took 32); its B tile is kTiledCols rows of kTiledK 16-bit weights
+    // (64 bytes), 4 lanes a row, 8 each.
     static_assert(2 * kTiledRows == 32 * kTiledWarpsM * kTiledWarpsN &&
-                  kTiledRows == kTiledCols && kTiledK % 16 == 0);
-    const int64_t per = kTiledK / 2;
+                  kTiledRows == kTiledCols && kTiledK == 32);
+    const int64_t threads = 32 * kTiledWarpsM * kTiledWarpsN;
+    const int64_t aLanes = kTiledK / 4, bLanes = kTiledK / 8;
+    const int64_t aRounds = kTiledRows * aLanes / threads, bRounds = kTiledCols * bLanes / threads;
     MmaHalf mh = half();
     Type f32 = b.getF32Type();
     auto f32x4 = VectorType::get({4}, f32);
@@ -1048,7 +1113,8 @@ private:
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
     Value warpRow = g.mul(g.div(warp, kTiledWarpsN), warpRows);
     Value warpCol = g.mul(g.rem(warp, kTiledWarpsN), warpCols);
-    Value stageRow = g.div(thread, 2), stageK = g.mul(g.rem(thread, 2), per);
+    Value aRow = g.div(thread, aLanes), aK = g.mul(g.rem(thread, aLanes), 4);
+    Value bRow = g.div(thread, bLanes), bK = g.mul(g.rem(thread, bLanes), 8);
     // The row and column offsets of the matrix row this lane addresses in
     // an ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
     // across 8 columns, B's across 8 columns then down a column tile.
@@ -1057,25 +1123,31 @@ private:
     Value aRowHalf = g.mul(g.rem(matrix, 2), 8), aColHalf = g.mul(g.div(matrix, 2), 8);
     Value bRowHalf = g.mul(g.div(matrix, 2), 8), bColHalf = g.mul(g.rem(matrix, 2), 8);
     Value n0 = g.mul(g.bid(gpu::Dimension::x), kTiledCols);
-    // The weight row this thread stages (slots past S: the last one's, never
-    // stored).
-    Value wRow = slotRow(g.min(g.add(n0, stageRow), g.idx(S - 1)), e, rope);
+    // The weight rows this thread stages, round by round (slots past S: the
+    // last one's, never stored).
+    SmallVector<Value> wRows;
+    for (int64_t j = 0; j < bRounds; ++j)
+      wRows.push_back(slotRow(
+          g.min(g.add(n0, g.add(bRow, j * threads / bLanes)), g.idx(S - 1)), e, rope));
     const int64_t accs = rowTiles * colTiles * 4;
+    Value xAligned = g.rowsAligned16(x); // k below is a multiple of 4
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
-      Value xRow = g.min(g.add(t0, stageRow), last);
       if (e.norm)
-        tiledRowStats(x, xRow, thread, stageRow, *e.norm, eps);
-      // The thread's share of step k0: per / 4 vectors of activations (f32),
-      // then per / 8 of weights (16-bit, 16-byte aligned: rows of K % 32 ==
-      // 0 elements from a 256-byte base).
+        tiledRowStats(x, t0, thread, *e.norm, eps);
+      SmallVector<Value> xRows;
+      for (int64_t i = 0; i < aRounds; ++i)
+        xRows.push_back(g.min(g.add(t0, g.add(aRow, i * threads / aLanes)), last));
+      // The thread's share of step k0: aRounds vectors of 4 activations
+      // (f32), then bRounds of 8 weights (16-bit, 16-byte aligned: rows of
+      // K % 32 == 0 elements from a 256-byte base).
       auto loadStep = [&](Value k0) {
         SmallVector<Value> v;
-        Value k = g.add(k0, stageK);
-        for (int64_t i = 0; i < per / 4; ++i)
-          v.push_back(vector::LoadOp::create(b, loc, f32x4, x, ValueRange{xRow, g.add(k, 4 * i)}));
-        for (int64_t i = 0; i < per / 8; ++i) {
-          auto load = vector::LoadOp::create(b, loc, halfx8, w, ValueRange{wRow, g.add(k, 8 * i)});
+        Value ka = g.add(k0, aK), kb = g.add(k0, bK);
+        for (int64_t i = 0; i < aRounds; ++i)
+          v.push_back(g.loadRow(x, xRows[i], ka, 1, f32x4, xAligned)[0]);
+        for (int64_t j = 0; j < bRounds; ++j) {
+          auto load = vector::LoadOp::create(b, loc, halfx8, w, ValueRange{wRows[j], kb});
           load.setAlignment(16);
           v.push_back(load);
         }
@@ -1089,17 +1161,17 @@ private:
             ValueRange staged = s.drop_front(accs);
             // The previous step's readers are done: stage this one.
             gpu::BarrierOp::create(b, loc);
-            for (int64_t i = 0; i < per / 4; ++i) {
-              Value k = g.add(g.add(k0, stageK), 4 * i);
-              Value rounded =
-                  arith::TruncFOp::create(b, loc, halfx4, gain.apply(g, b, loc, staged[i], k));
+            Value ka = g.add(k0, aK);
+            for (int64_t i = 0; i < aRounds; ++i) {
+              Value rounded = arith::TruncFOp::create(
+                  b, loc, halfx4, gain.apply(g, b, loc, staged[i], ka, /*aligned=*/true));
               vector::StoreOp::create(b, loc, rounded, tileA,
-                                      ValueRange{stageRow, g.add(stageK, 4 * i)})
+                                      ValueRange{g.add(aRow, i * threads / aLanes), aK})
                   .setAlignment(8);
             }
-            for (int64_t i = 0; i < per / 8; ++i)
-              vector::StoreOp::create(b, loc, staged[per / 4 + i], tileB,
-                                      ValueRange{stageRow, g.add(stageK, 8 * i)})
+            for (int64_t j = 0; j < bRounds; ++j)
+              vector::StoreOp::create(b, loc, staged[aRounds + j], tileB,
+                                      ValueRange{g.add(bRow, j * threads / bLanes), bK})
                   .setAlignment(16);
             gpu::BarrierOp::create(b, loc);
             // The next step's loads (the last step reloads itself).
