@@ -731,10 +731,12 @@ private:
       return parts;
     };
     // x[t, k + s * A .. + A) times the input gain, for every part s < n of
-    // loadW (k % A == 0). The GEMV reads them 128 bits at a time where x's
-    // rows are aligned (its loads of x outnumbered the weight's 8 to 1); the
-    // 8-row kernel keeps one path (two spilled on sm_90).
-    Value xAligned = V == 1 || R > 1 ? Value() : g.rowsAligned16(x);
+    // loadW (k % A == 0). The 16-bit GEMV reads them 128 bits at a time
+    // where x's rows are aligned (its loads of x outnumbered the weight's 8
+    // to 1); the 8-row kernel and the f32-weight GEMV keep one path (two
+    // spilled 4 bytes: rows8 on sm_90, GPT-J's LayerNorm+RoPE f32 GEMV on
+    // sm_80).
+    Value xAligned = halfWeights && R == 1 ? g.rowsAligned16(x) : Value();
     auto loadX = [&](Value t, Value k, int64_t n) -> SmallVector<Value> {
       if (V == 1)
         return {vector::BroadcastOp::create(b, loc, vec,
