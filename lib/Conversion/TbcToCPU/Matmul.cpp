@@ -92,6 +92,16 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   auto weightVec =
       VectorType::get({kVector}, cast<MemRefType>(packed.getType()).getElementType());
   const int64_t elementBytes = weightVec.getElementType().getIntOrFloatBitWidth() / 8;
+  // bf16 panels of two vectors (without dot products) are widened a panel
+  // row at a time: one 2 x kVector load as i32 lanes, whose low halves
+  // shifted up are the even columns as f32 and whose high halves masked are
+  // the odd ones (bf16 is f32's upper half). That is 3 instructions for the
+  // row where zero-extending each half and shifting took 4 and two loads
+  // (AVX2: vpmovzxwd, vpslld). The accumulators then hold even and odd
+  // columns, interleaved back once per block of k (evenOddToColumns).
+  const bool evenOdd = !dot && weightVec.getElementType().isBF16() && kVectorsPerPanel == 2;
+  auto rowLanes = VectorType::get({kVector}, b.getI32Type());
+  auto panelRowVec = VectorType::get({2 * kVector}, b.getBF16Type());
   // A single row's kDecodeUnroll accumulator sets each sum every
   // kDecodeUnroll-th k, so its blocks can be that much longer for the same
   // error per sum as a full tile's. With 16-bit weights, where a block is
@@ -211,7 +221,20 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
         }
         return next;
       }
-      for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+      if (evenOdd) {
+        Value row = vector::BitCastOp::create(
+            kb, loc, rowLanes,
+            vector::LoadOp::create(kb, loc, panelRowVec, panel, ValueRange{kk, idx(kb, 0)}));
+        auto splat = [&](int32_t v) -> Value {
+          return arith::ConstantOp::create(kb, loc, rowLanes,
+                                           DenseElementsAttr::get(rowLanes, v));
+        };
+        Value even = arith::ShLIOp::create(kb, loc, row, splat(16));
+        Value odd = arith::AndIOp::create(kb, loc, row, splat(int32_t(0xFFFF0000u)));
+        ws.push_back(vector::BitCastOp::create(kb, loc, vecType, even));
+        ws.push_back(vector::BitCastOp::create(kb, loc, vecType, odd));
+      }
+      for (int64_t h = 0; h < kVectorsPerPanel && !evenOdd; ++h) {
         // bf16 panels are widened in registers: half the bytes from memory.
         Value w = vector::LoadOp::create(kb, loc, weightVec, panel,
                                          ValueRange{kk, idx(kb, h * kVector)});
@@ -293,6 +316,20 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
             scf::YieldOp::create(kb, loc, kStep(kb, kk, accs));
           });
       llvm::append_range(sums, kLoop.getResults());
+    }
+    // evenOddToColumns: each row's even- and odd-column sums back to columns
+    // [0, kVector) and [kVector, 2 kVector).
+    if (evenOdd) {
+      SmallVector<int64_t> low, high;
+      for (int64_t j = 0; j < kVector / 2; ++j) {
+        low.append({j, kVector + j});
+        high.append({kVector / 2 + j, kVector + kVector / 2 + j});
+      }
+      for (int64_t i = 0; i < r; ++i) {
+        Value e = sums[2 * i], o = sums[2 * i + 1];
+        sums[2 * i] = vector::ShuffleOp::create(cb, loc, e, o, low);
+        sums[2 * i + 1] = vector::ShuffleOp::create(cb, loc, e, o, high);
+      }
     }
     // The block's sums are added to the output. A panel inside the call's
     // columns (all but the edges of a core's share) does it with plain
