@@ -501,19 +501,35 @@ private:
   std::pair<Value, Value>
   rowStatistics(NormKind norm, int64_t n, double eps,
                 llvm::function_ref<Value(llvm::function_ref<Value(Value)>)> rowSum) {
-    Value inv = g.f32(1.0 / double(n)), mean;
+    return rowsStatistics(norm, n, eps, [&](auto term) {
+      return SmallVector<Value>{rowSum([&](Value v) { return term(0, v); })};
+    })[0];
+  }
+  /// The same for several rows summed side by side: `rowSums(term)` sums
+  /// term(r, v) over each row r.
+  SmallVector<std::pair<Value, Value>>
+  rowsStatistics(NormKind norm, int64_t n, double eps,
+                 llvm::function_ref<SmallVector<Value>(
+                     llvm::function_ref<Value(int64_t, Value)>)> rowSums) {
+    Value inv = g.f32(1.0 / double(n));
+    SmallVector<Value> mean;
     if (norm == NormKind::layer)
-      mean = g.fmul(rowSum([](Value v) { return v; }), inv);
-    Value ss = rowSum([&](Value v) {
-      if (mean) {
-        Value m = mean;
+      for (Value s : rowSums([](int64_t, Value v) { return v; }))
+        mean.push_back(g.fmul(s, inv));
+    SmallVector<Value> ss = rowSums([&](int64_t r, Value v) {
+      if (!mean.empty()) {
+        Value m = mean[r];
         if (auto vec = dyn_cast<VectorType>(v.getType()))
-          m = vector::BroadcastOp::create(b, loc, vec, mean);
+          m = vector::BroadcastOp::create(b, loc, vec, m);
         v = g.fsub(v, m);
       }
       return g.fmul(v, v);
     });
-    return {mean, g.rsqrt(g.fadd(g.fmul(ss, inv), g.f32(eps)))};
+    SmallVector<std::pair<Value, Value>> stats;
+    for (size_t r = 0; r < ss.size(); ++r)
+      stats.push_back({mean.empty() ? Value() : mean[r],
+                       g.rsqrt(g.fadd(g.fmul(ss[r], inv), g.f32(eps)))});
+    return stats;
   }
 
   /// sum over i in [lane, n) step 32 of f(i), summed over the warp.
@@ -1061,26 +1077,16 @@ private:
         s = g.butterfly(s, {1, 2, 4}, [&](Value p, Value q) { return g.fadd(p, q); });
       return sums;
     };
-    Value inv = g.f32(1.0 / double(K));
-    SmallVector<Value> mean;
-    if (norm == NormKind::layer)
-      for (Value s : rowSums([](int64_t, Value v) { return v; }))
-        mean.push_back(g.fmul(s, inv));
-    SmallVector<Value> ss = rowSums([&](int64_t r, Value v) {
-      if (!mean.empty())
-        v = g.fsub(v, vector::BroadcastOp::create(b, loc, f32x4, mean[r]));
-      return g.fmul(v, v);
-    });
+    SmallVector<std::pair<Value, Value>> stats = rowsStatistics(norm, K, eps, rowSums);
     g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
       for (int64_t r = 0; r < rounds; ++r) {
-        if (!mean.empty())
-          g.store(mean[r], tileStats, {g.idx(0), inTile[r]});
-        g.store(g.rsqrt(g.fadd(g.fmul(ss[r], inv), g.f32(eps))), tileStats,
-                {g.idx(1), inTile[r]});
+        auto [mean, rstd] = stats[r];
+        if (mean)
+          g.store(mean, tileStats, {g.idx(0), inTile[r]});
+        g.store(rstd, tileStats, {g.idx(1), inTile[r]});
       }
     });
   }
-
 
   /// A projection of a long chunk on tensor cores, a block per kTiledRows x
   /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, the
@@ -1144,10 +1150,11 @@ private:
       // (f32), then bRounds of 8 weights (16-bit, 16-byte aligned: rows of
       // K % 32 == 0 elements from a 256-byte base).
       auto loadStep = [&](Value k0) {
-        SmallVector<Value> v;
         Value ka = g.add(k0, aK), kb = g.add(k0, bK);
-        for (int64_t i = 0; i < aRounds; ++i)
-          v.push_back(g.loadRow(x, xRows[i], ka, 1, f32x4, xAligned)[0]);
+        SmallVector<std::pair<Value, Value>> at;
+        for (Value row : xRows)
+          at.push_back({row, ka});
+        SmallVector<Value> v = g.loadRows(x, at, f32x4, xAligned);
         for (int64_t j = 0; j < bRounds; ++j) {
           auto load = vector::LoadOp::create(b, loc, halfx8, w, ValueRange{wRows[j], kb});
           load.setAlignment(16);
