@@ -114,6 +114,16 @@ def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> 
     its own clone; LLVM's optimiser and the NVPTX code generator run in one
     LLVM context per pair. With two architectures (sm_80 and sm_90, the CUDA
     default) this halves the longest stage of a CUDA compile on two cores.
+
+    With `kernel-groups=N` (N >= 1; the CUDA backend's pipeline uses it) a
+    module's kernels are shared out, largest first, into N groups compiled
+    side by side; each group is translated, linked with libdevice and
+    optimised once, for the first target, and the optimised IR is then
+    generated as PTX for every target. A target's PTX is its groups' PTX
+    joined into one text (the groups' private functions and globals renamed
+    apart), so a module still holds one PTX per target, and the result does
+    not depend on the number of threads. Only `format=isa`, and only NVVM
+    targets that differ in chip and features alone.
   }];
   let options = [
     Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
@@ -121,6 +131,15 @@ def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> 
     Option<"format", "format", "std::string", /*default=*/"\"isa\"",
            "What each object holds, as gpu-module-to-binary's format: isa (PTX), "
            "bin, fatbin or llvm">,
+    Option<"kernelGroups", "kernel-groups", "unsigned", /*default=*/"0",
+           "Compile each module's kernels in this many groups side by side, "
+           "optimising each group once for all targets (0: every target "
+           "serialized on its own, as upstream does)">,
+    Option<"loopStrengthReduction", "loop-strength-reduction", "bool", /*default=*/"true",
+           "With kernel-groups: run LLVM's loop strength reduction in the NVPTX "
+           "code generator (false: a third less code-generation time and fewer "
+           "registers in most kernels, but ptxas then spills a few bytes in 12 "
+           "of the 76 example configurations; for experiments)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

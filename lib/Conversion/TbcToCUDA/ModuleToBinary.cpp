@@ -14,7 +14,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Threading.h"
+#include "PtxByKernelGroups.h"
+
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <optional>
 
@@ -36,6 +39,29 @@ struct Job {
   std::optional<SmallVector<char, 0>> object;
 };
 
+/// Sets one of LLVM's boolean command-line switches for a scope: the code
+/// generator has no other way to leave out one of its IR passes.
+class ScopedFlag {
+public:
+  ScopedFlag(StringRef name, bool value) {
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find(name);
+    if (it == options.end())
+      return;
+    flag = static_cast<llvm::cl::opt<bool> *>(it->second);
+    saved = flag->getValue();
+    flag->setValue(value);
+  }
+  ~ScopedFlag() {
+    if (flag)
+      flag->setValue(saved);
+  }
+
+private:
+  llvm::cl::opt<bool> *flag = nullptr;
+  bool saved = false;
+};
+
 struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleToBinary> {
   using Base::Base;
 
@@ -52,6 +78,8 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
       return signalPassFailure();
     }
     gpu::TargetOptions options(toolkitPath, {}, {}, {}, *kind);
+    if (kernelGroups > 0)
+      return runByKernelGroups(options);
 
     // Clones first, on this thread: the workers only read shared IR.
     std::vector<Job> jobs;
@@ -101,6 +129,83 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
                                 module.getOffloadingHandlerAttr()),
                             builder.getArrayAttr(objects));
       module->erase();
+    }
+  }
+
+  /// `kernel-groups`: each module's kernels in groups, every group optimised
+  /// once and generated for all targets, the groups of all modules side by
+  /// side; a target's object is its groups' PTX joined.
+  void runByKernelGroups(const gpu::TargetOptions &options) {
+    if (options.getCompilationTarget() != gpu::CompilationTarget::Assembly) {
+      getOperation().emitError("kernel-groups joins PTX texts: it needs format=isa");
+      return signalPassFailure();
+    }
+    struct Module {
+      gpu::GPUModuleOp op;
+      SmallVector<NVVM::NVVMTargetAttr> targets;
+      size_t firstGroup, groups;
+    };
+    SmallVector<Module> modules;
+    SmallVector<tbc::cuda::KernelGroup> groups;
+    for (gpu::GPUModuleOp op :
+         llvm::make_early_inc_range(getOperation().getOps<gpu::GPUModuleOp>())) {
+      if (!op.getTargetsAttr()) {
+        op.emitError("the module has no target attributes");
+        return signalPassFailure();
+      }
+      FailureOr<SmallVector<NVVM::NVVMTargetAttr>> targets =
+          tbc::cuda::sharedOptimisationTargets(op);
+      if (failed(targets))
+        return signalPassFailure();
+      SmallVector<tbc::cuda::KernelGroup> shares = tbc::cuda::shareOutKernels(op, kernelGroups);
+      modules.push_back({op, std::move(*targets), groups.size(), shares.size()});
+      for (tbc::cuda::KernelGroup &g : shares)
+        groups.push_back(std::move(g));
+    }
+
+    {
+      // LLVM reads the switch as each code generator is set up; no other
+      // code generator of this process is set up while the groups compile.
+      ScopedFlag noLsr("disable-lsr", !loopStrengthReduction);
+      if (failed(failableParallelForEach(&getContext(), groups, [&](tbc::cuda::KernelGroup &g) {
+            const Module &m = *llvm::find_if(
+                modules, [&](const Module &m) { return m.op == g.module; });
+            return tbc::cuda::serializeGroup(g, m.targets, options);
+          })))
+        return signalPassFailure();
+    }
+
+    OpBuilder builder(&getContext());
+    for (Module &m : modules) {
+      ArrayRef<tbc::cuda::KernelGroup> shares(groups.data() + m.firstGroup, m.groups);
+      SmallVector<Attribute> objects;
+      for (size_t t = 0; t < m.targets.size(); ++t) {
+        SmallVector<std::string> pieces;
+        int64_t ms = 0;
+        for (const tbc::cuda::KernelGroup &g : shares) {
+          pieces.push_back(g.ptx[t]);
+          ms += g.codegenMs[t];
+        }
+        FailureOr<std::string> ptx = tbc::cuda::joinPtx(pieces);
+        if (failed(ptx)) {
+          m.op.emitError("a kernel group's PTX for ") << m.targets[t] << " has no header";
+          return signalPassFailure();
+        }
+        // The properties upstream's NVVM objects carry.
+        Builder b(&getContext());
+        auto properties = b.getDictionaryAttr(
+            {b.getNamedAttr("LLVMIRToISATimeInMs", b.getI64IntegerAttr(ms)),
+             b.getNamedAttr("O", b.getI32IntegerAttr(m.targets[t].getO()))});
+        objects.push_back(gpu::ObjectAttr::get(&getContext(), m.targets[t],
+                                               gpu::CompilationTarget::Assembly,
+                                               b.getStringAttr(*ptx), properties, nullptr));
+      }
+      builder.setInsertionPointAfter(m.op);
+      gpu::BinaryOp::create(builder, m.op.getLoc(), m.op.getName(),
+                            dyn_cast_or_null<gpu::OffloadingLLVMTranslationAttrInterface>(
+                                m.op.getOffloadingHandlerAttr()),
+                            builder.getArrayAttr(objects));
+      m.op->erase();
     }
   }
 };

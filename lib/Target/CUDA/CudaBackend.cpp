@@ -34,10 +34,18 @@ std::string nvvmPipeline(const std::vector<std::string> &archs) {
     // +ptx80: CUDA 12.0's PTX ISA, understood by every driver that runs
     // sm_90; LLVM's default (ptx60) cannot express sm_90 at all.
     p += "nvvm-attach-target{chip=" + arch + " features=+ptx80 O=3},";
-  return p + "gpu.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,"
-             "lower-affine,convert-gpu-to-nvvm,convert-vector-to-llvm,canonicalize,cse,"
-             "reconcile-unrealized-casts)";
+  // Every pass that works a function at a time is nested on the functions,
+  // which the pass manager then runs on the context's threads; only the
+  // conversion of gpu.func to llvm.func needs the whole module.
+  return p + "gpu.module(gpu.func(convert-vector-to-scf,convert-scf-to-cf,"
+             "expand-strided-metadata,lower-affine),convert-gpu-to-nvvm,"
+             "llvm.func(convert-vector-to-llvm,canonicalize,cse),reconcile-unrealized-casts)";
 }
+
+/// Kernel groups compiled side by side (each optimised once for every
+/// architecture). Fixed, not the host's core count, so that a module's PTX
+/// is the same on every machine.
+constexpr unsigned kKernelGroups = 2;
 
 /// The CUDA toolkit whose libdevice is linked into the kernels (exp, erf,
 /// tanh, sin, cos, sqrt): $CUDA_HOME, $CUDA_PATH, or /usr/local/cuda.
@@ -87,9 +95,11 @@ public:
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash, cache}));
-           // Readable IR for --emit gpu: constants folded and shared.
-           pm.addPass(createCanonicalizerPass());
-           pm.addPass(createCSEPass());
+           // Readable IR for --emit gpu: constants folded and shared, a
+           // kernel at a time (the kernels on the context's threads).
+           OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
+           kernels.addPass(createCanonicalizerPass());
+           kernels.addPass(createCSEPass());
            return success();
          }},
         {"nvvm", "the NVVM and LLVM dialects, one target per architecture",
@@ -97,7 +107,7 @@ public:
         {"ptx", "gpu.binary with one PTX object per architecture",
          [](OpPassManager &pm) {
            // gpu-module-to-binary, with the architectures compiled side by side.
-           pm.addPass(createTbcGpuModuleToBinary({cudaToolkit(), "isa"}));
+           pm.addPass(createTbcGpuModuleToBinary({cudaToolkit(), "isa", kKernelGroups}));
            return success();
          }},
     };
