@@ -16,7 +16,9 @@ import argparse, json, os, platform, re, statistics, subprocess, sys, tempfile, 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASELINE = os.path.join(ROOT, "bench", "compile_times.json")
-STAGE = re.compile(r"^\s+([\d.]+) \(\s*[\d.]+%\)  (\S.*)$")
+# A stage's line: its wall time, or with threads its user time and then its
+# wall time ("0.1361 (  9.9%)    0.0598 (  5.1%)  lower to gpu").
+STAGE = re.compile(r"^\s+(?:[\d.]+ \(\s*[\d.]+%\)\s+)?([\d.]+) \(\s*[\d.]+%\)  (\S.*)$")
 
 
 def models():

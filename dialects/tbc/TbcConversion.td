@@ -59,6 +59,9 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"decodePrefetch", "decode-prefetch", "int64_t", /*default=*/"8192",
            "Bytes ahead that a single-row (decode) projection tile prefetches its weight "
            "panel into L2; 0: no software prefetch">,
+    Option<"decodeStreams", "decode-streams", "int64_t", /*default=*/"1",
+           "Weight panels a single-row (decode) projection tile reads side by side "
+           "(1 or 2): panel p with p + half of a core's share">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -6,6 +6,10 @@
 // RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=4096 | FileCheck %s --check-prefix=PF4K
 // RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=0 | FileCheck %s --check-prefix=NOPF
 // RUN: not tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=-1 2>&1 | FileCheck %s --check-prefix=BAD
+// Two decode streams (decode-streams=2, Zen 3): panel p read beside p + half,
+// the 4 unrolled k steps shared (2 each), each panel prefetched.
+// RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-streams=2 | FileCheck %s --check-prefix=TWO
+// RUN: not tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-streams=3 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A panel row is 32 f32 = 128 bytes: 8 KB ahead is 64 rows, 4 KB 32; the
 // unrolled iteration's 4 rows are 8 cache lines, two per row.
@@ -29,6 +33,25 @@
 // NOPF: memref.prefetch {{.*}} locality<3>
 // NOPF-NOT: locality<2>
 // NOPF: return
+
+// TWO-LABEL: func.func @k0_linear(
+// TWO: %[[HALF:.*]] = arith.ceildivui %[[N:.*]], %c2 : index
+// TWO-NEXT: %[[PAIRED:.*]] = arith.subi %[[N]], %[[HALF]] : index
+// TWO: %[[PAIRS:.*]] = arith.addi %[[BEGIN:.*]], %[[PAIRED]] : index
+// TWO: scf.for %[[P:.*]] = %[[BEGIN]] to %[[PAIRS]]
+// TWO: %[[Q:.*]] = arith.addi %[[P]], %[[HALF]] : index
+// TWO: %[[PANEL_P:.*]] = memref.subview %arg1[%[[P]], 0, 0]
+// TWO-NEXT: %[[PANEL_Q:.*]] = memref.subview %arg1[%[[Q]], 0, 0]
+// TWO: scf.for {{.*}} step %c2{{(_[0-9]+)?}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// TWO-COUNT-4: memref.prefetch %[[PANEL_P]]{{.*}} locality<2>
+// TWO-COUNT-4: memref.prefetch %[[PANEL_Q]]{{.*}} locality<2>
+// TWO: vector.load %[[PANEL_P]]
+// TWO: vector.load %[[PANEL_Q]]
+// TWO: vector.load %[[PANEL_P]]
+// TWO: vector.load %[[PANEL_Q]]
+// The middle panel of an odd count, alone.
+// TWO: scf.for %{{.*}} = %[[PAIRS]] to
+// TWO: return
 
 // BAD: decode-prefetch >= 0
 func.func @decode(%x: tensor<?x?x1024xf32>) -> tensor<?x?x64xf32> {

@@ -683,11 +683,13 @@ struct TbcLowerToCPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, decodePrefetch};
+    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, decodePrefetch, decodeStreams};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
-        tile.decodePrefetch < 0 || !isStorageType(weightType)) {
+        tile.decodePrefetch < 0 || (tile.decodeStreams != 1 && tile.decodeStreams != 2) ||
+        !isStorageType(weightType)) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
-                       "> 0, decode-prefetch >= 0, and weight-type f32, bf16 or f16");
+                       "> 0, decode-prefetch >= 0, decode-streams 1 or 2, and weight-type "
+                       "f32, bf16 or f16");
       return signalPassFailure();
     }
     if (bf16Dot && (weightType != "bf16" || tile.vector != 16 || tile.panel != 32)) {

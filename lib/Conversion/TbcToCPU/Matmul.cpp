@@ -147,10 +147,11 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
   Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
 
-  // One tile: `r` rows from `t`, all columns of panel `p`, k steps in [k0, k1)
-  // (pairs of k with bf16 dot products); only rows from `firstNew` on (when
-  // given) add their sums to the output.
-  auto tile = [&](OpBuilder &cb, Value t, Value p, int64_t r, Value k0, Value k1,
+  // One tile: `r` rows from `t`, all columns of each panel of `ps` (one, or
+  // for a single row up to kDecodeStreams read side by side), k steps in
+  // [k0, k1) (pairs of k with bf16 dot products); only rows from `firstNew`
+  // on (when given) add their sums to the output.
+  auto tile = [&](OpBuilder &cb, Value t, ArrayRef<Value> ps, int64_t r, Value k0, Value k1,
                   Value firstNew) {
     Value firstBlock =
         accumulate ? Value()
@@ -187,20 +188,24 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(1), cb.getIndexAttr(k)},
           unit(3)));
     }
-    auto panelType = memref::SubViewOp::inferRankReducedResultType(
-        {k, kPanelWidth}, cast<MemRefType>(packed.getType()),
-        ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
-                               cb.getIndexAttr(kPanelWidth)},
-        unit(3));
-    Value panel = memref::SubViewOp::create(
-        cb, loc, cast<MemRefType>(panelType), packed,
-        ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
-                               cb.getIndexAttr(kPanelWidth)},
-        unit(3));
-    // One k step of the tile into the accumulators `accs` (r x vectors).
-    auto kStep = [&](OpBuilder &kb, Value kk, ValueRange accs) {
+    SmallVector<Value> panels;
+    for (Value p : ps) {
+      auto panelType = memref::SubViewOp::inferRankReducedResultType(
+          {k, kPanelWidth}, cast<MemRefType>(packed.getType()),
+          ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
+                                 cb.getIndexAttr(kPanelWidth)},
+          unit(3));
+      panels.push_back(memref::SubViewOp::create(
+          cb, loc, cast<MemRefType>(panelType), packed,
+          ArrayRef<OpFoldResult>{p, cb.getIndexAttr(0), cb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(k),
+                                 cb.getIndexAttr(kPanelWidth)},
+          unit(3)));
+    }
+    // One k step of the tile over `panel` into the accumulators `accs`
+    // (r x vectors).
+    auto kStep = [&](OpBuilder &kb, Value panel, Value kk, ValueRange accs) {
       SmallVector<Value> ws, next;
       if (dot) {
         // kk is a pair of k: the panel's rows 2 kk and 2 kk + 1 are the
@@ -251,7 +256,83 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       }
       return next;
     };
-    SmallVector<Value> sums;
+    // The block's sums of panel `p` (r x vectors) into the output.
+    auto addToOutput = [&](OpBuilder &cb, Value p, SmallVector<Value> sums) {
+      // evenOddToColumns: each row's even- and odd-column sums back to columns
+      // [0, kVector) and [kVector, 2 kVector).
+      if (evenOdd) {
+        SmallVector<int64_t> low, high;
+        for (int64_t j = 0; j < kVector / 2; ++j) {
+          low.append({j, kVector + j});
+          high.append({kVector / 2 + j, kVector + kVector / 2 + j});
+        }
+        for (int64_t i = 0; i < r; ++i) {
+          Value e = sums[2 * i], o = sums[2 * i + 1];
+          sums[2 * i] = vector::ShuffleOp::create(cb, loc, e, o, low);
+          sums[2 * i + 1] = vector::ShuffleOp::create(cb, loc, e, o, high);
+        }
+      }
+      // The block's sums are added to the output. A panel inside the call's
+      // columns (all but the edges of a core's share) does it with plain
+      // loads and stores: AVX2's masked store (vmaskmovps) is microcoded on
+      // AMD's Zen, dozens of cycles each, 12 of them every kBlockK k.
+      Value panelCol = arith::MulIOp::create(cb, loc, p, idx(cb, kPanelWidth));
+      Value inside = arith::AndIOp::create(
+          cb, loc, arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::uge, panelCol, colBegin),
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule,
+                                arith::AddIOp::create(cb, loc, panelCol, idx(cb, kPanelWidth)),
+                                colEnd));
+      auto addSums = [&](OpBuilder &sb, bool masked) {
+        for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
+          Value col = arith::AddIOp::create(sb, loc, panelCol, idx(sb, h * kVector));
+          Value mask;
+          if (masked) {
+            Value cols = arith::AddIOp::create(
+                sb, loc, vector::BroadcastOp::create(sb, loc, laneType, i64(sb, col)), iota);
+            mask = arith::AndIOp::create(
+                sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, cols, lo),
+                arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, cols, hi));
+          }
+          for (int64_t i = 0; i < r; ++i) {
+            SmallVector<Value, 3> at{zero, tokenRows[i], col};
+            Value old = masked ? vector::MaskedLoadOp::create(sb, loc, vecType, acc, at, mask, init)
+                                     .getResult()
+                               : vector::LoadOp::create(sb, loc, vecType, acc, at).getResult();
+            Value add = sums[i * kVectorsPerPanel + h];
+            Value isNew = firstNew ? arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::uge,
+                                                           tokenRows[i], firstNew)
+                                         .getResult()
+                                   : Value();
+            if (isNew)
+              add = arith::SelectOp::create(sb, loc, isNew, add, init);
+            if (firstBlock) {
+              // The first block of a row defines it: whatever the buffer held
+              // before is dropped by the select (never added, so not even a
+              // NaN survives), and no zero-fill pass over acc is needed.
+              Value fresh = isNew ? arith::AndIOp::create(sb, loc, firstBlock, isNew).getResult()
+                                  : firstBlock;
+              old = arith::SelectOp::create(sb, loc, fresh, init, old);
+            }
+            Value sum = arith::AddFOp::create(sb, loc, old, add);
+            if (masked)
+              vector::MaskedStoreOp::create(sb, loc, acc, at, mask, sum);
+            else
+              vector::StoreOp::create(sb, loc, sum, acc, at);
+          }
+        }
+      };
+      scf::IfOp::create(
+          cb, loc, inside,
+          [&](OpBuilder &sb, Location) {
+            addSums(sb, /*masked=*/false);
+            scf::YieldOp::create(sb, loc);
+          },
+          [&](OpBuilder &sb, Location) {
+            addSums(sb, /*masked=*/true);
+            scf::YieldOp::create(sb, loc);
+          });
+    };
+    SmallVector<SmallVector<Value>> sums(panels.size()); // per panel
     if (r == 1) {
       // A single row (decode) has only kVectorsPerPanel accumulators: each
       // k step would wait on the previous one's FMA (4 cycles) and cap the
@@ -265,131 +346,71 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       // buffers: bf16 decode +12% over prefetcht0 (bench/NOTES.md,
       // 2026-11-25). On AMD's Zen 3 f32 panels stream faster without them
       // (2026-11-26): the target picks the distance, 0 for none.
+      // With several panels (streams) the unrolled k steps are shared
+      // among them: as many loads in flight, from separate streams.
+      const int64_t P = panels.size(), U = kDecodeUnroll / P;
+      assert(kDecodeUnroll % P == 0 && "kDecodeUnroll k steps shared by the streams");
       const int64_t panelRowBytes = kPanelWidth * elementBytes;
       const int64_t stepBytes = (dot ? 2 : 1) * panelRowBytes; // a k step's panel rows
       const int64_t prefetchBytes = shape.decodePrefetch;
       const int64_t prefetchRows = std::max<int64_t>(1, prefetchBytes / panelRowBytes);
       Value kMain = arith::AddIOp::create(
-          cb, loc, k0,
-          roundDownIn(cb, arith::SubIOp::create(cb, loc, k1, k0), kDecodeUnroll));
-      SmallVector<Value> unrolledInits(kDecodeUnroll * n, init);
+          cb, loc, k0, roundDownIn(cb, arith::SubIOp::create(cb, loc, k1, k0), U));
+      SmallVector<Value> unrolledInits(U * P * n, init);
       auto unrolled = scf::ForOp::create(
-          cb, loc, k0, kMain, idx(cb, kDecodeUnroll), unrolledInits,
+          cb, loc, k0, kMain, idx(cb, U), unrolledInits,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
             SmallVector<Value> next;
             // One prefetch per cache line of the iteration's panel rows,
             // prefetchBytes ahead (clamped to the panel's last row), to L2.
             Value firstRow = dot ? arith::MulIOp::create(kb, loc, kk, idx(kb, 2)).getResult() : kk;
-            for (int64_t off = 0; prefetchBytes > 0 && off < kDecodeUnroll * stepBytes;
-                 off += 64) {
-              Value ahead = arith::MinUIOp::create(
-                  kb, loc,
-                  arith::AddIOp::create(kb, loc, firstRow,
-                                        idx(kb, off / panelRowBytes + prefetchRows)),
-                  idx(kb, k - 1));
-              memref::PrefetchOp::create(
-                  kb, loc, panel, ValueRange{ahead, idx(kb, off % panelRowBytes / elementBytes)},
-                  /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
-            }
-            for (int64_t u = 0; u < kDecodeUnroll; ++u) {
+            for (Value panel : panels)
+              for (int64_t off = 0; prefetchBytes > 0 && off < U * stepBytes; off += 64) {
+                Value ahead = arith::MinUIOp::create(
+                    kb, loc,
+                    arith::AddIOp::create(kb, loc, firstRow,
+                                          idx(kb, off / panelRowBytes + prefetchRows)),
+                    idx(kb, k - 1));
+                memref::PrefetchOp::create(
+                    kb, loc, panel,
+                    ValueRange{ahead, idx(kb, off % panelRowBytes / elementBytes)},
+                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+              }
+            // Accumulator set (u, j): k step u of panel j.
+            for (int64_t u = 0; u < U; ++u) {
               Value ku = arith::AddIOp::create(kb, loc, kk, idx(kb, u));
-              llvm::append_range(next, kStep(kb, ku, accs.slice(u * n, n)));
+              for (int64_t j = 0; j < P; ++j)
+                llvm::append_range(next,
+                                   kStep(kb, panels[j], ku, accs.slice((u * P + j) * n, n)));
             }
             scf::YieldOp::create(kb, loc, next);
           });
-      SmallVector<Value> partial(unrolled.getResults().take_front(n));
+      SmallVector<Value> partial(unrolled.getResults().take_front(P * n));
       auto tail = scf::ForOp::create(
           cb, loc, kMain, k1, idx(cb, 1), partial,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
-            scf::YieldOp::create(kb, loc, kStep(kb, kk, accs));
+            SmallVector<Value> next;
+            for (int64_t j = 0; j < P; ++j)
+              llvm::append_range(next, kStep(kb, panels[j], kk, accs.slice(j * n, n)));
+            scf::YieldOp::create(kb, loc, next);
           });
-      for (int64_t h = 0; h < n; ++h) {
-        Value sum = tail.getResult(h);
-        for (int64_t u = 1; u < kDecodeUnroll; ++u)
-          sum = arith::AddFOp::create(cb, loc, sum, unrolled.getResult(u * n + h));
-        sums.push_back(sum);
-      }
+      for (int64_t j = 0; j < P; ++j)
+        for (int64_t h = 0; h < n; ++h) {
+          Value sum = tail.getResult(j * n + h);
+          for (int64_t u = 1; u < U; ++u)
+            sum = arith::AddFOp::create(cb, loc, sum, unrolled.getResult((u * P + j) * n + h));
+          sums[j].push_back(sum);
+        }
     } else {
       auto kLoop = scf::ForOp::create(
           cb, loc, k0, k1, idx(cb, 1), inits,
           [&](OpBuilder &kb, Location, Value kk, ValueRange accs) {
-            scf::YieldOp::create(kb, loc, kStep(kb, kk, accs));
+            scf::YieldOp::create(kb, loc, kStep(kb, panels[0], kk, accs));
           });
-      llvm::append_range(sums, kLoop.getResults());
+      llvm::append_range(sums[0], kLoop.getResults());
     }
-    // evenOddToColumns: each row's even- and odd-column sums back to columns
-    // [0, kVector) and [kVector, 2 kVector).
-    if (evenOdd) {
-      SmallVector<int64_t> low, high;
-      for (int64_t j = 0; j < kVector / 2; ++j) {
-        low.append({j, kVector + j});
-        high.append({kVector / 2 + j, kVector + kVector / 2 + j});
-      }
-      for (int64_t i = 0; i < r; ++i) {
-        Value e = sums[2 * i], o = sums[2 * i + 1];
-        sums[2 * i] = vector::ShuffleOp::create(cb, loc, e, o, low);
-        sums[2 * i + 1] = vector::ShuffleOp::create(cb, loc, e, o, high);
-      }
-    }
-    // The block's sums are added to the output. A panel inside the call's
-    // columns (all but the edges of a core's share) does it with plain
-    // loads and stores: AVX2's masked store (vmaskmovps) is microcoded on
-    // AMD's Zen, dozens of cycles each, 12 of them every kBlockK k.
-    Value panelCol = arith::MulIOp::create(cb, loc, p, idx(cb, kPanelWidth));
-    Value inside = arith::AndIOp::create(
-        cb, loc, arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::uge, panelCol, colBegin),
-        arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule,
-                              arith::AddIOp::create(cb, loc, panelCol, idx(cb, kPanelWidth)),
-                              colEnd));
-    auto addSums = [&](OpBuilder &sb, bool masked) {
-      for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
-        Value col = arith::AddIOp::create(sb, loc, panelCol, idx(sb, h * kVector));
-        Value mask;
-        if (masked) {
-          Value cols = arith::AddIOp::create(
-              sb, loc, vector::BroadcastOp::create(sb, loc, laneType, i64(sb, col)), iota);
-          mask = arith::AndIOp::create(
-              sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, cols, lo),
-              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, cols, hi));
-        }
-        for (int64_t i = 0; i < r; ++i) {
-          SmallVector<Value, 3> at{zero, tokenRows[i], col};
-          Value old = masked ? vector::MaskedLoadOp::create(sb, loc, vecType, acc, at, mask, init)
-                                   .getResult()
-                             : vector::LoadOp::create(sb, loc, vecType, acc, at).getResult();
-          Value add = sums[i * kVectorsPerPanel + h];
-          Value isNew = firstNew ? arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::uge,
-                                                         tokenRows[i], firstNew)
-                                       .getResult()
-                                 : Value();
-          if (isNew)
-            add = arith::SelectOp::create(sb, loc, isNew, add, init);
-          if (firstBlock) {
-            // The first block of a row defines it: whatever the buffer held
-            // before is dropped by the select (never added, so not even a
-            // NaN survives), and no zero-fill pass over acc is needed.
-            Value fresh = isNew ? arith::AndIOp::create(sb, loc, firstBlock, isNew).getResult()
-                                : firstBlock;
-            old = arith::SelectOp::create(sb, loc, fresh, init, old);
-          }
-          Value sum = arith::AddFOp::create(sb, loc, old, add);
-          if (masked)
-            vector::MaskedStoreOp::create(sb, loc, acc, at, mask, sum);
-          else
-            vector::StoreOp::create(sb, loc, sum, acc, at);
-        }
-      }
-    };
-    scf::IfOp::create(
-        cb, loc, inside,
-        [&](OpBuilder &sb, Location) {
-          addSums(sb, /*masked=*/false);
-          scf::YieldOp::create(sb, loc);
-        },
-        [&](OpBuilder &sb, Location) {
-          addSums(sb, /*masked=*/true);
-          scf::YieldOp::create(sb, loc);
-        });
+    for (size_t j = 0; j < panels.size(); ++j)
+      addToOutput(cb, ps[j], sums[j]);
   };
   // Multi-row tiles read their panel from L2 after the first tile has
   // brought it in; left alone, that first tile waits on memory for the
@@ -432,37 +453,72 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           scf::YieldOp::create(lb, loc);
         });
   };
+  // k in blocks of `block` steps: body(k0, k1) for each.
+  auto forKBlocks = [&](OpBuilder &rb, int64_t block,
+                        llvm::function_ref<void(OpBuilder &, Value, Value)> body) {
+    scf::ForOp::create(rb, loc, zero, idx(rb, kSteps), idx(rb, block), ValueRange{},
+                       [&](OpBuilder &kb, Location, Value k0, ValueRange) {
+                         Value k1 = arith::MinUIOp::create(
+                             kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, block)),
+                             idx(kb, kSteps));
+                         body(kb, k0, k1);
+                         scf::YieldOp::create(kb, loc);
+                       });
+  };
+  // Whole tiles of rows, panel after panel.
   scf::ForOp::create(
       b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
       [&](OpBuilder &ob, Location, Value p, ValueRange) {
         Value next = arith::AddIOp::create(ob, loc, p, idx(ob, 1));
         Value hasNext = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, next, panelEnd);
-        auto rowLoop = [&](Value from, Value to, int64_t r) {
-          scf::ForOp::create(
-              ob, loc, from, to, idx(ob, r), ValueRange{},
-              [&](OpBuilder &rb, Location, Value t, ValueRange) {
-                const int64_t block = r == 1 ? kStepsPerRowBlock : kStepsPerBlock;
-                // A tile past the last whole one starts early (see tiledEnd).
-                Value start = r == 1 ? t : arith::MinUIOp::create(rb, loc, t, lastTileStart);
-                scf::ForOp::create(
-                    rb, loc, zero, idx(rb, kSteps), idx(rb, block), ValueRange{},
-                    [&](OpBuilder &kb, Location, Value k0, ValueRange) {
-                      Value k1 = arith::MinUIOp::create(
-                          kb, loc, arith::AddIOp::create(kb, loc, k0, idx(kb, block)),
-                          idx(kb, kSteps));
-                      if (r > 1)
-                        prefetchChunk(kb, next, hasNext,
-                                      arith::DivUIOp::create(kb, loc, t, idx(kb, r)), k0);
-                      tile(kb, start, p, r, k0, k1, r == 1 ? Value() : t);
-                      scf::YieldOp::create(kb, loc);
-                    });
-                scf::YieldOp::create(rb, loc);
+        scf::ForOp::create(
+            ob, loc, zero, tiledEnd, idx(ob, shape.rows), ValueRange{},
+            [&](OpBuilder &rb, Location, Value t, ValueRange) {
+              // A tile past the last whole one starts early (see tiledEnd).
+              Value start = arith::MinUIOp::create(rb, loc, t, lastTileStart);
+              forKBlocks(rb, kStepsPerBlock, [&](OpBuilder &kb, Value k0, Value k1) {
+                prefetchChunk(kb, next, hasNext,
+                              arith::DivUIOp::create(kb, loc, t, idx(kb, shape.rows)), k0);
+                tile(kb, start, {p}, shape.rows, k0, k1, t);
               });
-        };
-        rowLoop(zero, tiledEnd, shape.rows);
-        rowLoop(tiledEnd, rows, 1);
+              scf::YieldOp::create(rb, loc);
+            });
         scf::YieldOp::create(ob, loc);
       });
+  // Single rows (decoding; none when there are whole tiles): the panels in
+  // shape.decodeStreams runs read side by side, panel p with p + half, so
+  // that a core has as many streams for its prefetchers to follow.
+  auto singleRows = [&](OpBuilder &ob, ArrayRef<Value> ps) {
+    scf::ForOp::create(
+        ob, loc, tiledEnd, rows, idx(ob, 1), ValueRange{},
+        [&](OpBuilder &rb, Location, Value t, ValueRange) {
+          forKBlocks(rb, kStepsPerRowBlock, [&](OpBuilder &kb, Value k0, Value k1) {
+            tile(kb, t, ps, 1, k0, k1, Value());
+          });
+          scf::YieldOp::create(rb, loc);
+        });
+  };
+  const int64_t streams = shape.decodeStreams;
+  assert((streams == 1 || streams == 2) && "one or two decode streams");
+  Value panelCount = arith::SubIOp::create(b, loc, panelEnd, panelBegin);
+  Value half = streams == 2 ? arith::CeilDivUIOp::create(b, loc, panelCount, idx(b, 2)).getResult()
+                            : panelCount;
+  Value paired = arith::SubIOp::create(b, loc, panelCount, half); // panels with a partner
+  Value pairedEnd = arith::AddIOp::create(b, loc, panelBegin, paired);
+  if (streams == 2)
+    scf::ForOp::create(b, loc, panelBegin, pairedEnd, idx(b, 1), ValueRange{},
+                       [&](OpBuilder &ob, Location, Value p, ValueRange) {
+                         singleRows(ob, {p, arith::AddIOp::create(ob, loc, p, half)});
+                         scf::YieldOp::create(ob, loc);
+                       });
+  // The rest alone: all panels with one stream, the middle one of an odd
+  // count with two.
+  scf::ForOp::create(b, loc, pairedEnd, arith::AddIOp::create(b, loc, panelBegin, half),
+                     idx(b, 1), ValueRange{},
+                     [&](OpBuilder &ob, Location, Value p, ValueRange) {
+                       singleRows(ob, {p});
+                       scf::YieldOp::create(ob, loc);
+                     });
   if (xPairs)
     memref::DeallocOp::create(b, loc, xPairs);
 }

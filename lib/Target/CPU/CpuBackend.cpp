@@ -32,6 +32,13 @@ int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
   return kDefaultDecodePrefetch;
 }
 
+/// How many weight panels a decode tile reads side by side on `cpu`. A Zen 3
+/// core under KVM reads memory faster from two streams than from one (a read
+/// microbenchmark, two threads: one stream with 4 KB of prefetch 25.8 GB/s,
+/// two 28.3, four 30.8); hidden 2048 decode 6-13% faster in bf16, 6-8% in f32
+/// (bench/NOTES.md 2026-11-26). Other CPUs keep one: not measured there.
+int64_t decodeStreamsFor(StringRef cpu) { return cpu == "znver3" ? 2 : 1; }
+
 /// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x
 /// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
 /// needs 32 ymm accumulators there and spills in its inner loop).
@@ -40,6 +47,7 @@ CpuTile tileFor(const TargetOptions &options) {
   CpuTile tile = hostTargetHas(target, "avx512f") ? kAvx512Tile : kAvx2Tile;
   tile.bf16Dot = options.cpuDot == "bf16";
   tile.decodePrefetch = decodePrefetchFor(hostTargetCpu(target), options.weightType);
+  tile.decodeStreams = decodeStreamsFor(hostTargetCpu(target));
   return tile;
 }
 

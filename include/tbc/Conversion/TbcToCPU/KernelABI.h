@@ -57,6 +57,10 @@ struct CpuTile {
   /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
   /// weight width (CpuBackend.cpp's tileFor).
   int64_t decodePrefetch = kDefaultDecodePrefetch;
+  /// Panels a single-row (decode) tile reads side by side (1 or 2): more
+  /// streams for a core's prefetchers to follow. Chosen per CPU
+  /// (CpuBackend.cpp's tileFor).
+  int64_t decodeStreams = 1;
 };
 /// The AVX-512 tile: the default, and what modules recorded before the tile
 /// was chosen per target.
