@@ -148,7 +148,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
 
   // One tile: `r` rows from `t`, all columns of each panel of `ps` (one, or
-  // for a single row up to kDecodeStreams read side by side), k steps in
+  // for a single row up to shape.decodeStreams read side by side), k steps in
   // [k0, k1) (pairs of k with bf16 dot products); only rows from `firstNew`
   // on (when given) add their sums to the output.
   auto tile = [&](OpBuilder &cb, Value t, ArrayRef<Value> ps, int64_t r, Value k0, Value k1,
@@ -257,7 +257,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       return next;
     };
     // The block's sums of panel `p` (r x vectors) into the output.
-    auto addToOutput = [&](OpBuilder &cb, Value p, SmallVector<Value> sums) {
+    auto addToOutput = [&](Value p, SmallVector<Value> sums) {
       // evenOddToColumns: each row's even- and odd-column sums back to columns
       // [0, kVector) and [kVector, 2 kVector).
       if (evenOdd) {
@@ -410,7 +410,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       llvm::append_range(sums[0], kLoop.getResults());
     }
     for (size_t j = 0; j < panels.size(); ++j)
-      addToOutput(cb, ps[j], sums[j]);
+      addToOutput(ps[j], sums[j]);
   };
   // Multi-row tiles read their panel from L2 after the first tile has
   // brought it in; left alone, that first tile waits on memory for the

@@ -123,13 +123,19 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
         }
         objects.push_back(object);
       }
-      builder.setInsertionPointAfter(module);
-      gpu::BinaryOp::create(builder, module.getLoc(), module.getName(),
-                            dyn_cast_or_null<gpu::OffloadingLLVMTranslationAttrInterface>(
-                                module.getOffloadingHandlerAttr()),
-                            builder.getArrayAttr(objects));
-      module->erase();
+      replaceWithBinary(builder, module, objects);
     }
+  }
+
+  /// The module's place taken by a gpu.binary of `objects`, as upstream's pass.
+  static void replaceWithBinary(OpBuilder &builder, gpu::GPUModuleOp module,
+                                ArrayRef<Attribute> objects) {
+    builder.setInsertionPointAfter(module);
+    gpu::BinaryOp::create(builder, module.getLoc(), module.getName(),
+                          dyn_cast_or_null<gpu::OffloadingLLVMTranslationAttrInterface>(
+                              module.getOffloadingHandlerAttr()),
+                          builder.getArrayAttr(objects));
+    module->erase();
   }
 
   /// `kernel-groups`: each module's kernels in groups, every group optimised
@@ -147,12 +153,7 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
     };
     SmallVector<Module> modules;
     SmallVector<tbc::cuda::KernelGroup> groups;
-    for (gpu::GPUModuleOp op :
-         llvm::make_early_inc_range(getOperation().getOps<gpu::GPUModuleOp>())) {
-      if (!op.getTargetsAttr()) {
-        op.emitError("the module has no target attributes");
-        return signalPassFailure();
-      }
+    for (gpu::GPUModuleOp op : getOperation().getOps<gpu::GPUModuleOp>()) {
       FailureOr<SmallVector<NVVM::NVVMTargetAttr>> targets =
           tbc::cuda::sharedOptimisationTargets(op);
       if (failed(targets))
@@ -192,20 +193,14 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
           return signalPassFailure();
         }
         // The properties upstream's NVVM objects carry.
-        Builder b(&getContext());
-        auto properties = b.getDictionaryAttr(
-            {b.getNamedAttr("LLVMIRToISATimeInMs", b.getI64IntegerAttr(ms)),
-             b.getNamedAttr("O", b.getI32IntegerAttr(m.targets[t].getO()))});
+        auto properties = builder.getDictionaryAttr(
+            {builder.getNamedAttr("LLVMIRToISATimeInMs", builder.getI64IntegerAttr(ms)),
+             builder.getNamedAttr("O", builder.getI32IntegerAttr(m.targets[t].getO()))});
         objects.push_back(gpu::ObjectAttr::get(&getContext(), m.targets[t],
                                                gpu::CompilationTarget::Assembly,
-                                               b.getStringAttr(*ptx), properties, nullptr));
+                                               builder.getStringAttr(*ptx), properties, nullptr));
       }
-      builder.setInsertionPointAfter(m.op);
-      gpu::BinaryOp::create(builder, m.op.getLoc(), m.op.getName(),
-                            dyn_cast_or_null<gpu::OffloadingLLVMTranslationAttrInterface>(
-                                m.op.getOffloadingHandlerAttr()),
-                            builder.getArrayAttr(objects));
-      m.op->erase();
+      replaceWithBinary(builder, m.op, objects);
     }
   }
 };

@@ -148,6 +148,8 @@ SmallVector<KernelGroup> shareOutKernels(gpu::GPUModuleOp module, unsigned group
 
 FailureOr<SmallVector<NVVM::NVVMTargetAttr>> sharedOptimisationTargets(gpu::GPUModuleOp module) {
   SmallVector<NVVM::NVVMTargetAttr> targets;
+  if (!module.getTargetsAttr())
+    return module.emitError("the module has no target attributes");
   for (Attribute attr : module.getTargetsAttr()) {
     auto target = dyn_cast<NVVM::NVVMTargetAttr>(attr);
     if (!target)
