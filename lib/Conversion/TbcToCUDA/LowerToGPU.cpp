@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tbc/Analysis/RowAlignment.h"
 #include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 #include "tbc/Conversion/Passes.h"
 #include "tbc/Support/HalfFloats.h"
@@ -195,10 +196,11 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType, bool flash, StringRef kvCacheType)
+          StringRef weightType, bool flash, StringRef kvCacheType,
+          const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
         weightType(weightType), flash(flash),
-        cacheType(storageElementType(b, kvCacheType)) {}
+        cacheType(storageElementType(b, kvCacheType)), alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel) {
@@ -299,6 +301,11 @@ public:
       T = all[all.size() - 2];
       past = all.back();
       ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
+      currentOp = op;
+      alignedRows.clear();
+      for (unsigned i = 0; i < nIn; ++i)
+        if (alignment.rowsAligned16(kernel, i))
+          alignedRows.insert(in[i]);
       ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
       scratch = scratchSize ? all[nIn + nOut + caches.size()] : Value();
       if (failed(emit(op, launch, in, out, caches)))
@@ -323,6 +330,19 @@ private:
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
   Value tileStats;    // and its rows' norm statistics [mean, rstd][kTiledRows]
+  Operation *currentOp = nullptr; // the tbc op being lowered
+  const RowAlignment &alignment;  // of the schedule's kernel operands
+  DenseSet<Value> alignedRows;   // the inputs it finds aligned
+
+  /// Whether x's rows start 16 bytes aligned: true where the schedule says
+  /// so for every call (no branch in the kernel: the element-wise copy of
+  /// each load was a third of NVPTX's loop strength reduction time on
+  /// Llama-3-8B), else tested at run time (GpuBuilder::rowsAligned16).
+  Value rowsAligned16(Value x) {
+    if (alignedRows.contains(x))
+      return arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    return g.rowsAligned16(x);
+  }
 
   /// Shared memory of an attention block: per warp, its running max, its sum
   /// and its 32 * ceil(D / 32) weighted values.
@@ -755,7 +775,13 @@ private:
     // to 1); the 8-row kernel and the f32-weight GEMV keep one path (two
     // spilled 4 bytes: rows8 on sm_90, GPT-J's LayerNorm+RoPE f32 GEMV on
     // sm_80).
-    Value xAligned = halfWeights && R == 1 ? g.rowsAligned16(x) : Value();
+    // (A fused projection's GEMV keeps the run-time test even where the
+    // schedule shows x aligned: without the branch ptxas held it to 48
+    // registers and spilled 4-8 bytes in 16 of the examples' kernels, and
+    // register caps moved the spills around rather than removing them.)
+    Value xAligned = !halfWeights || R != 1 ? Value()
+                     : isa<FusedLinearOp>(currentOp) ? g.rowsAligned16(x)
+                                                     : rowsAligned16(x);
     auto loadX = [&](Value t, Value k, int64_t n) -> SmallVector<Value> {
       if (V == 1)
         return {vector::BroadcastOp::create(b, loc, vec,
@@ -1051,7 +1077,7 @@ private:
     // The previous row tile's epilogue reads the statistics: wait for it.
     gpu::BarrierOp::create(b, loc);
     Value first = g.mul(g.rem(thread, lanes), 4), base = g.div(thread, lanes);
-    Value last = g.sub(T, g.idx(1)), aligned = g.rowsAligned16(x);
+    Value last = g.sub(T, g.idx(1)), aligned = rowsAligned16(x);
     SmallVector<Value> inTile, xRows;
     for (int64_t i = 0; i < rounds; ++i) {
       inTile.push_back(g.add(base, i * perRound));
@@ -1141,7 +1167,7 @@ private:
       wRows.push_back(slotRow(
           g.min(g.add(n0, g.add(bRow, j * threads / bLanes)), g.idx(S - 1)), e, rope));
     const int64_t accs = rowTiles * colTiles * 4;
-    Value xAligned = g.rowsAligned16(x); // k below is a multiple of 4
+    Value xAligned = rowsAligned16(x); // k below is a multiple of 4
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
       if (e.norm)
@@ -1584,7 +1610,9 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
           return signalPassFailure();
         }
       }
-    // The schedule (non-kernel functions) was recorded by the module writer.
+    // The schedule (non-kernel functions) was recorded by the module writer;
+    // what it says of the kernels' operands is read before it goes.
+    RowAlignment alignment(module);
     for (func::FuncOp fn : others)
       fn.erase();
     OpBuilder b(module.getContext());
@@ -1594,7 +1622,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      kvCacheType);
+                      kvCacheType, alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

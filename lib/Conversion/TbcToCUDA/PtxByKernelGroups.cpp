@@ -128,19 +128,26 @@ SmallVector<KernelGroup> shareOutKernels(gpu::GPUModuleOp module, unsigned group
     done += sizes[k];
   }
 
+  // Each group's module: the original's attributes and everything in it
+  // but the other groups' kernels (cloned one op at a time: a whole clone
+  // to erase most of was a tenth of the stage with a group per kernel).
   SmallVector<KernelGroup> out;
   for (unsigned g = 0; g < count; ++g) {
     KernelGroup group;
     group.module = module;
     group.index = g;
     group.clone = ModuleOp::create(module.getLoc());
-    auto copy = cast<gpu::GPUModuleOp>(module->clone());
-    group.clone->getBody()->push_back(copy);
-    // The clone's kernels are in the original's order: drop the other groups'.
+    OpBuilder b = OpBuilder::atBlockEnd(group.clone->getBody());
+    auto copy = gpu::GPUModuleOp::create(b, module.getLoc(), module.getName());
+    copy->setAttrs(module->getAttrDictionary());
+    b.setInsertionPointToStart(copy.getBody());
     size_t k = 0;
-    for (auto f : llvm::make_early_inc_range(copy.getOps<LLVM::LLVMFuncOp>()))
-      if (isKernel(f) && groupOf[k++] != g)
-        f.erase();
+    for (Operation &op : *module.getBody()) {
+      auto f = dyn_cast<LLVM::LLVMFuncOp>(op);
+      if (op.hasTrait<OpTrait::IsTerminator>() || (f && isKernel(f) && groupOf[k++] != g))
+        continue;
+      b.clone(op);
+    }
     out.push_back(std::move(group));
   }
   return out;
