@@ -335,9 +335,9 @@ private:
   DenseSet<Value> alignedRows;   // the inputs it finds aligned
 
   /// Whether x's rows start 16 bytes aligned: true where the schedule says
-  /// so for every call (no branch in the kernel: the element-wise copy of
-  /// each load was a third of NVPTX's loop strength reduction time on
-  /// Llama-3-8B), else tested at run time (GpuBuilder::rowsAligned16).
+  /// so for every call (no branch in the kernel, and no element-wise copy
+  /// of each load for NVPTX's loop strength reduction to work through:
+  /// bench/NOTES.md), else tested at run time (GpuBuilder::rowsAligned16).
   Value rowsAligned16(Value x) {
     if (alignedRows.contains(x))
       return arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
