@@ -12,7 +12,12 @@
 #   as a bf16 model's are) within 2e-2; the long-prompt fixtures
 #   (80 tokens: tensor-core projections and flash attention, which round
 #   activations and P to bf16; once more with split-KV attention) within the
-#   2e-2 that scripts/gpu-check.sh asks of bf16 on a GPU.
+#   2e-2 that scripts/gpu-check.sh asks of bf16 on a GPU;
+# * bf16-sample: the bf16 set's three kinds of check on one fixture each
+#   (llama with either KV cache, gpt2-long with flash attention), for the
+#   sanitizer suite: the executor's bf16 uploads and the [in, out]
+#   transposition run under ASan there, while the kernels, run by the
+#   uninstrumented emulator, are the whole bf16 set's job in the plain suite.
 # Usage: emulated_conformance.sh SET OUT_DIR FIXTURES FIXTURES_BF16
 # Builds OUT_DIR/libcuda.so.1 first.
 set -u
@@ -54,6 +59,11 @@ case $set in
           -- --tolerance 2e-2 --batch-tolerance 2e-2
       done
     done ;;
+  bf16-sample)
+    check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32
+    check "llama bf16" "$bf16/llama" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2
+    check "gpt2-long bf16 flash" "$bf16/gpt2-long" --dtype bf16 --cuda-attention flash \
+      -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
   *) echo "unknown set $set"; exit 2 ;;
 esac
 exit $status
