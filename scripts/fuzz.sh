@@ -20,7 +20,7 @@ flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=vptr 
        -I"$root/include" -I"$build/dialects" -I/usr/lib/llvm-22/include)
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
 frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,RopeScalingFields,HFConfig,NativeSpec,ModelReaders}.cpp)
-compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Analysis/*.cpp "$root"/lib/Transforms/*.cpp
+compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Analysis/RowAlignment.cpp "$root"/lib/Transforms/*.cpp
           "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
           "$root"/lib/Target/*.cpp "$root"/lib/Target/*/*.cpp
           "$root"/lib/Registration/InitAll.cpp)
