@@ -24,17 +24,30 @@
 
 // Attention takes its key/value caches and then the range of key/value
 // heads to do; per row it scores only the positions it may see (causal:
-// up to its own), with 16-wide dot products and value sums.
+// up to its own), with 16-wide dot products and value sums. The four query
+// heads of the key/value head go together: each key row is loaded once for
+// their four scores (a row of scores each), each value row once for their
+// four sums.
 // CHECK-LABEL: func.func @k{{[0-9]+}}_attention(
-// CHECK-SAME: %{{.*}}: memref<?x?x64xf32>, %{{.*}}: memref<?x16xf32>, %{{.*}}: memref<?x16xf32>, %{{.*}}: memref<2xi64>)
-// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK-SAME: %{{.*}}: memref<?x?x64xf32>, %[[KC:.*]]: memref<?x16xf32>, %[[VC:.*]]: memref<?x16xf32>, %{{.*}}: memref<2xi64>)
+// CHECK: %[[S:.*]] = memref.alloc(%{{.*}}) : memref<4x?xf32>
 // CHECK: scf.for
-// CHECK: vector.fma {{.*}} : vector<16xf32>
-// CHECK: vector.reduction <add>
-// CHECK: math.exp
-// CHECK: vector.fma {{.*}} : vector<16xf32>
-// CHECK: vector.store
-// CHECK: memref.dealloc
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32) {
+// CHECK: vector.load %[[KC]]
+// CHECK-NOT: vector.load %[[KC]]
+// CHECK-COUNT-4: vector.reduction <add>
+// CHECK-NOT: vector.load %[[KC]]
+// CHECK: scf.yield
+// CHECK-COUNT-4: math.exp {{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK: vector.load %[[VC]]
+// CHECK-NOT: vector.load %[[VC]]
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.load %[[VC]]
+// CHECK: scf.yield
+// CHECK-COUNT-4: vector.store
+// CHECK: memref.dealloc %[[S]]
 func.func @forward(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %w = tbc.param "w.weight" : tensor<96x64xf32>
   %p = tbc.linear %x, %w : tensor<?x?x64xf32>, tensor<96x64xf32> -> tensor<?x?x96xf32>

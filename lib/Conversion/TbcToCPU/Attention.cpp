@@ -3,13 +3,16 @@
 // One kernel call handles the key/value heads [kvBegin, kvEnd) (a core's
 // share) and every query head of their groups. It first appends the chunk's
 // keys and values of those heads to the caches (rows [L - T, L)), then for
-// each query row and head:
+// each query row and each pass of up to four query heads of one group (they
+// share each key and value row loaded):
 //   scores  s_j = scale * q . k_j (soft-capped, plus the position bias of
 //           ALiBi or a relative-position table) for the positions j the row
 //           may see: j <= p for causal attention, and j > p - window with a
 //           sliding window; masked positions are skipped, not computed;
 //   softmax p_j = exp(s_j - max) / sum;
-//   output  o = sum_j p_j v_j, accumulated in head_dim / 16 vector registers.
+//   output  o = sum_j p_j v_j, accumulated in registers: the pass's heads'
+//           chunks of 16 columns that fit half the register file, in as
+//           many sweeps over the values as that takes.
 // Dot products and the value sums are 16-wide (or the widest of 8, 4, 1
 // that divides head_dim).
 //
@@ -26,10 +29,15 @@
 
 using namespace mlir;
 
+// The most query heads of a group that share a pass over the keys and
+// values: 4 key/value loads shared; more would spill the queries' vectors
+// and the value sums.
+static constexpr int64_t kMaxHeadsPerPass = 4;
+
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
-                        const PositionBias &bias) {
+                        const PositionBias &bias, int64_t vectorFloats) {
   KernelBuilder kb(b, loc);
   int64_t kvHeads = a.getNumKvHeads(), D = a.getHeadDim(),
           group = a.getNumHeads() / kvHeads;
@@ -71,9 +79,26 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                });
   }
 
-  // One row of scores (then probabilities) per call.
+  // The query heads of a key/value head's group read the same keys and
+  // values: `heads` of them at a time share each key and value row loaded
+  // (from L2: a key/value head's cache of 512 positions is 128 KiB at
+  // head_dim 64), where one head at a time loaded every row once per head.
+  // (AVX2, Zen 3, a 512-token prefill of 16 heads over 2 KV heads, head_dim
+  // 64: attention 43-61 -> 27-38 ms over 4 layers; 2 or 8 heads a pass were
+  // slower than 4.)
+  int64_t heads = 1;
+  while (heads < kMaxHeadsPerPass && group % (heads * 2) == 0)
+    heads *= 2;
+  // The value sums of a pass accumulate in registers: `accFloats` floats
+  // (half the register file), so a pass takes `chunksPerPass` chunks of
+  // head_dim of each of its heads and the passes go over the values again.
+  const int64_t accFloats = 8 * vectorFloats;
+  const int64_t chunksPerPass =
+      std::max<int64_t>(1, std::min(chunks, accFloats / (heads * width)));
+
+  // One row of scores (then probabilities) per head of a pass.
   Value S = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), ValueRange{L});
+      b, loc, MemRefType::get({heads, ShapedType::kDynamic}, b.getF32Type()), ValueRange{L});
   Value headBegin = arith::MulIOp::create(b, loc, kvBegin, idx(b, group));
   Value headEnd = arith::MulIOp::create(b, loc, kvEnd, idx(b, group));
   scf::ForOp::create(b, loc, zero, T, one, ValueRange{}, [&](OpBuilder &tb, Location,
@@ -90,50 +115,57 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
           tb, loc, arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, pw, w),
           arith::SubIOp::create(tb, loc, pw, w), zero);
     }
-    scf::ForOp::create(tb, loc, headBegin, headEnd, one, ValueRange{}, [&](OpBuilder &hb,
-                                                                           Location, Value h,
-                                                                           ValueRange) {
+    scf::ForOp::create(tb, loc, headBegin, headEnd, idx(tb, heads), ValueRange{},
+                       [&](OpBuilder &hb, Location, Value h0, ValueRange) {
       Value kvCol = arith::MulIOp::create(
-          hb, loc, arith::DivUIOp::create(hb, loc, h, idx(hb, group)), idx(hb, D));
-      Value qCol = arith::MulIOp::create(hb, loc, h, idx(hb, D));
+          hb, loc, arith::DivUIOp::create(hb, loc, h0, idx(hb, group)), idx(hb, D));
       auto at = [&](OpBuilder &ob, Value base, int64_t c) -> Value {
         return arith::AddIOp::create(ob, loc, base, idx(ob, c * width));
       };
-      SmallVector<Value> qs;
-      for (int64_t c = 0; c < chunks; ++c)
-        qs.push_back(vector::LoadOp::create(hb, loc, vecType, q,
-                                            ValueRange{zero, t, at(hb, qCol, c)}));
-      // Scores and their maximum.
+      SmallVector<Value> hs, qCols, rs;
+      for (int64_t r = 0; r < heads; ++r) {
+        hs.push_back(arith::AddIOp::create(hb, loc, h0, idx(hb, r)));
+        qCols.push_back(arith::MulIOp::create(hb, loc, hs[r], idx(hb, D)));
+        rs.push_back(idx(hb, r));
+      }
+      SmallVector<SmallVector<Value>> qs(heads);
+      for (int64_t r = 0; r < heads; ++r)
+        for (int64_t c = 0; c < chunks; ++c)
+          qs[r].push_back(vector::LoadOp::create(hb, loc, vecType, q,
+                                                 ValueRange{zero, t, at(hb, qCols[r], c)}));
+      // Scores and their maxima: each key row loaded once for the pass's heads.
       Value negInf = f32(hb, -std::numeric_limits<double>::infinity());
       auto maxLoop = scf::ForOp::create(
-          hb, loc, jBegin, jEnd, one, ValueRange{negInf},
+          hb, loc, jBegin, jEnd, one, SmallVector<Value>(heads, negInf),
           [&](OpBuilder &jb, Location, Value j, ValueRange m) {
-            Value acc = arith::ConstantOp::create(
-                jb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-            for (int64_t c = 0; c < chunks; ++c) {
-              Value k = vector::LoadOp::create(jb, loc, vecType, kCache,
-                                               ValueRange{j, at(jb, kvCol, c)});
-              acc = vector::FMAOp::create(jb, loc, qs[c], k, acc);
+            SmallVector<Value> ks, next;
+            for (int64_t c = 0; c < chunks; ++c)
+              ks.push_back(vector::LoadOp::create(jb, loc, vecType, kCache,
+                                                  ValueRange{j, at(jb, kvCol, c)}));
+            for (int64_t r = 0; r < heads; ++r) {
+              Value acc = arith::ConstantOp::create(
+                  jb, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+              for (int64_t c = 0; c < chunks; ++c)
+                acc = vector::FMAOp::create(jb, loc, qs[r][c], ks[c], acc);
+              // Summed as a tree (reassoc): in order, the 16 adds were one
+              // latency chain per score.
+              Value s = vector::ReductionOp::create(jb, loc, vector::CombiningKind::ADD, acc,
+                                                    arith::FastMathFlags::reassoc);
+              s = arith::MulFOp::create(jb, loc, s, f32(jb, scale));
+              if (cap)
+                s = emitSoftcap(jb, loc, *cap, s);
+              if (Value term = bias.at(jb, loc, hs[r], p, j))
+                s = arith::AddFOp::create(jb, loc, s, term);
+              memref::StoreOp::create(jb, loc, s, S, ValueRange{rs[r], j});
+              // maxnumf: maximumf's signed-zero order took two branches a
+              // score. A NaN score still makes the row NaN (through its exp).
+              next.push_back(arith::MaxNumFOp::create(jb, loc, m[r], s));
             }
-            // Summed as a tree (reassoc): in order, the 16 adds were one
-            // latency chain per score.
-            Value s = vector::ReductionOp::create(jb, loc, vector::CombiningKind::ADD, acc,
-                                                  arith::FastMathFlags::reassoc);
-            s = arith::MulFOp::create(jb, loc, s, f32(jb, scale));
-            if (cap)
-              s = emitSoftcap(jb, loc, *cap, s);
-            if (Value term = bias.at(jb, loc, h, p, j))
-              s = arith::AddFOp::create(jb, loc, s, term);
-            memref::StoreOp::create(jb, loc, s, S, ValueRange{j});
-            // maxnumf: maximumf's signed-zero order took two branches a
-            // score. A NaN score still makes the row NaN (through its exp).
-            scf::YieldOp::create(jb, loc,
-                                 ValueRange{arith::MaxNumFOp::create(jb, loc, m[0], s)});
+            scf::YieldOp::create(jb, loc, next);
           });
-      Value m = maxLoop.getResult(0);
-      // Probabilities (unnormalised) and their sum: `width` at a time (the
-      // polynomial exp vectorised; scalar, it cost as much as the scores),
-      // then the rest one by one.
+      // Probabilities (unnormalised) and their sum, head by head: `width`
+      // at a time (the polynomial exp vectorised; scalar, it cost as much
+      // as the scores), then the rest one by one.
       Value jVecEnd = arith::AddIOp::create(
           hb, loc, jBegin,
           arith::MulIOp::create(
@@ -141,51 +173,66 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
               arith::DivUIOp::create(hb, loc, arith::SubIOp::create(hb, loc, jEnd, jBegin),
                                      idx(hb, width)),
               idx(hb, width)));
-      Value mVec = vector::BroadcastOp::create(hb, loc, vecType, m);
-      auto vecSumLoop = scf::ForOp::create(
-          hb, loc, jBegin, jVecEnd, idx(hb, width),
-          ValueRange{arith::ConstantOp::create(hb, loc, vecType,
-                                               DenseElementsAttr::get(vecType, 0.0f))},
-          [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
-            Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{j});
-            Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, mVec));
-            vector::StoreOp::create(jb, loc, e, S, ValueRange{j});
-            scf::YieldOp::create(jb, loc, ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
-          });
-      Value vecSum = vector::ReductionOp::create(hb, loc, vector::CombiningKind::ADD,
-                                                 vecSumLoop.getResult(0),
-                                                 arith::FastMathFlags::reassoc);
-      auto sumLoop = scf::ForOp::create(
-          hb, loc, jVecEnd, jEnd, one, ValueRange{vecSum},
-          [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
-            Value s = memref::LoadOp::create(jb, loc, S, ValueRange{j});
-            Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, m));
-            memref::StoreOp::create(jb, loc, e, S, ValueRange{j});
-            scf::YieldOp::create(jb, loc, ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
-          });
-      // Weighted sum of the values, then one division per output element.
+      SmallVector<Value> invs;
+      for (int64_t r = 0; r < heads; ++r) {
+        Value m = maxLoop.getResult(r);
+        Value mVec = vector::BroadcastOp::create(hb, loc, vecType, m);
+        auto vecSumLoop = scf::ForOp::create(
+            hb, loc, jBegin, jVecEnd, idx(hb, width),
+            ValueRange{arith::ConstantOp::create(hb, loc, vecType,
+                                                 DenseElementsAttr::get(vecType, 0.0f))},
+            [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
+              Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{rs[r], j});
+              Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, mVec));
+              vector::StoreOp::create(jb, loc, e, S, ValueRange{rs[r], j});
+              scf::YieldOp::create(jb, loc,
+                                   ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
+            });
+        Value vecSum = vector::ReductionOp::create(hb, loc, vector::CombiningKind::ADD,
+                                                   vecSumLoop.getResult(0),
+                                                   arith::FastMathFlags::reassoc);
+        auto sumLoop = scf::ForOp::create(
+            hb, loc, jVecEnd, jEnd, one, ValueRange{vecSum},
+            [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
+              Value s = memref::LoadOp::create(jb, loc, S, ValueRange{rs[r], j});
+              Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, m));
+              memref::StoreOp::create(jb, loc, e, S, ValueRange{rs[r], j});
+              scf::YieldOp::create(jb, loc,
+                                   ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
+            });
+        invs.push_back(vector::BroadcastOp::create(
+            hb, loc, vecType,
+            arith::DivFOp::create(hb, loc, f32(hb, 1.0), sumLoop.getResult(0))));
+      }
+      // Weighted sums of the values, `chunksPerPass` chunks of every head
+      // a pass (each value row's chunks loaded once for the heads), then
+      // one multiplication by 1 / sum per output element.
       Value init = arith::ConstantOp::create(hb, loc, vecType,
                                              DenseElementsAttr::get(vecType, 0.0f));
-      auto valueLoop = scf::ForOp::create(
-          hb, loc, jBegin, jEnd, one, SmallVector<Value>(chunks, init),
-          [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
-            Value pj = vector::BroadcastOp::create(
-                jb, loc, vecType, memref::LoadOp::create(jb, loc, S, ValueRange{j}));
-            SmallVector<Value> next;
-            for (int64_t c = 0; c < chunks; ++c) {
-              Value v = vector::LoadOp::create(jb, loc, vecType, vCache,
-                                               ValueRange{j, at(jb, kvCol, c)});
-              next.push_back(vector::FMAOp::create(jb, loc, pj, v, accs[c]));
-            }
-            scf::YieldOp::create(jb, loc, next);
-          });
-      Value inv = vector::BroadcastOp::create(
-          hb, loc, vecType,
-          arith::DivFOp::create(hb, loc, f32(hb, 1.0), sumLoop.getResult(0)));
-      for (int64_t c = 0; c < chunks; ++c)
-        vector::StoreOp::create(hb, loc,
-                                arith::MulFOp::create(hb, loc, valueLoop.getResult(c), inv),
-                                out, ValueRange{zero, t, at(hb, qCol, c)});
+      for (int64_t c0 = 0; c0 < chunks; c0 += chunksPerPass) {
+        int64_t c1 = std::min(chunks, c0 + chunksPerPass), n = c1 - c0;
+        auto valueLoop = scf::ForOp::create(
+            hb, loc, jBegin, jEnd, one, SmallVector<Value>(heads * n, init),
+            [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
+              SmallVector<Value> vs, next;
+              for (int64_t c = c0; c < c1; ++c)
+                vs.push_back(vector::LoadOp::create(jb, loc, vecType, vCache,
+                                                    ValueRange{j, at(jb, kvCol, c)}));
+              for (int64_t r = 0; r < heads; ++r) {
+                Value pj = vector::BroadcastOp::create(
+                    jb, loc, vecType,
+                    memref::LoadOp::create(jb, loc, S, ValueRange{rs[r], j}));
+                for (int64_t c = 0; c < n; ++c)
+                  next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * n + c]));
+              }
+              scf::YieldOp::create(jb, loc, next);
+            });
+        for (int64_t r = 0; r < heads; ++r)
+          for (int64_t c = 0; c < n; ++c)
+            vector::StoreOp::create(
+                hb, loc, arith::MulFOp::create(hb, loc, valueLoop.getResult(r * n + c), invs[r]),
+                out, ValueRange{zero, t, at(hb, qCols[r], c0 + c)});
+      }
       scf::YieldOp::create(hb, loc);
     });
     scf::YieldOp::create(tb, loc);

@@ -647,7 +647,7 @@ private:
     PositionBias bias(b, loc, a, module, "attention_" + std::to_string(kernelIndex),
                       a.getRelativeBias() ? in[3] : Value());
     emitAttention(b, loc, a, in[0], in[1], in[2], out, caches[0], caches[1],
-                  rangeBegin, rangeEnd, bias);
+                  rangeBegin, rangeEnd, bias, tile.vector);
     return success();
   }
 };
