@@ -4,6 +4,10 @@
 # as scripts/gpu-check.sh does on a GPU. SET picks the modules (one lit test
 # each, so lit runs them side by side):
 # * fused, unfused: f32 modules of test/fixtures, within 1e-4;
+# * fused-sample: the fused set's fixtures whose host side differs (GPT-2's
+#   transposed weights, soft-caps and local layers, a relative-position
+#   table, dynamic and long RoPE tables, odd sizes), for the sanitizer
+#   suite, where the executor's host code is what ASan watches;
 # * bf16: bf16 modules of the bf16 checkpoints (test/fixtures-bf16, whose
 #   references are transformers' f32-compute logits on the bf16 weights):
 #   12-token prompts run the FMA variants (decode GEMV, 8 rows a warp), whose
@@ -44,6 +48,10 @@ case $set in
     flag=(); [ "$set" = unfused ] && flag=(--no-fuse)
     for dir in "$fixtures"/*/; do
       check "$(basename "$dir") f32 $set" "$dir" --dtype f32 "${flag[@]}"
+    done ;;
+  fused-sample)
+    for f in llama gpt2 gemma2 t5-bias llama-dynamic phi3-longrope-long qwen2-odd-sizes; do
+      check "$f f32 fused" "$fixtures/$f" --dtype f32
     done ;;
   bf16)
     long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long"
