@@ -10,8 +10,8 @@
 //           may see: j <= p for causal attention, and j > p - window with a
 //           sliding window; masked positions are skipped, not computed;
 //   softmax p_j = exp(s_j - max) / sum;
-//   output  o = sum_j p_j v_j, accumulated in registers: the pass's heads'
-//           chunks of 16 columns that fit half the register file, in as
+//   output  o = sum_j p_j v_j, accumulated in eight vector registers: as
+//           many of the pass's heads' chunks of 16 columns as fit, in as
 //           many sweeps over the values as that takes.
 // Dot products and the value sums are 16-wide (or the widest of 8, 4, 1
 // that divides head_dim).
@@ -30,8 +30,7 @@
 using namespace mlir;
 
 // The most query heads of a group that share a pass over the keys and
-// values: 4 key/value loads shared; more would spill the queries' vectors
-// and the value sums.
+// values (AVX2, Zen 3: 4 ran faster than 2 or 8).
 static constexpr int64_t kMaxHeadsPerPass = 4;
 
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
@@ -89,9 +88,10 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   int64_t heads = 1;
   while (heads < kMaxHeadsPerPass && group % (heads * 2) == 0)
     heads *= 2;
-  // The value sums of a pass accumulate in registers: `accFloats` floats
-  // (half the register file), so a pass takes `chunksPerPass` chunks of
-  // head_dim of each of its heads and the passes go over the values again.
+  // The value sums of a pass accumulate in eight vector registers (half of
+  // AVX2's 16; on AVX-512 as many floats as one head of head_dim 128 had
+  // before): a sweep over the values takes `chunksPerPass` chunks of
+  // head_dim of each of the pass's heads, and the sweeps repeat.
   const int64_t accFloats = 8 * vectorFloats;
   const int64_t chunksPerPass =
       std::max<int64_t>(1, std::min(chunks, accFloats / (heads * width)));
