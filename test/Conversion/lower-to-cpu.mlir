@@ -36,7 +36,18 @@
 // CHECK: scf.for {{.*}} -> (f32, f32, f32, f32) {
 // CHECK: vector.load %[[KC]]
 // CHECK-NOT: vector.load %[[KC]]
-// CHECK-COUNT-4: vector.reduction <add>
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.load %[[KC]]
+// The four dot products' lanes are summed together: halves, two rounds of
+// shuffles pairing the vectors' lanes, halves again.
+// CHECK-NOT: vector.reduction
+// CHECK-COUNT-4: arith.addf {{.*}} : vector<8xf32>
+// CHECK: vector.shuffle %[[A:.*]], %[[B:.*]] [2, 3, 10, 11, 6, 7, 14, 15]
+// CHECK-NEXT: vector.shuffle %[[A]], %[[B]] [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK: vector.shuffle %[[AB:.*]], %[[CD:.*]] [1, 3, 9, 11, 5, 7, 13, 15]
+// CHECK-NEXT: vector.shuffle %[[AB]], %[[CD]] [0, 2, 8, 10, 4, 6, 12, 14]
+// CHECK: %[[SUMS:.*]] = arith.addf {{.*}} : vector<4xf32>
+// CHECK-NEXT: vector.extract %[[SUMS]][0]
 // CHECK-NOT: vector.load %[[KC]]
 // CHECK: scf.yield
 // CHECK-COUNT-4: math.exp {{.*}} : vector<16xf32>
