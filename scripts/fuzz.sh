@@ -29,20 +29,21 @@ compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Analysis/RowAlignment.cpp "$root
           "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
           "$root"/lib/Target/*.cpp "$root"/lib/Target/*/*.cpp
           "$root"/lib/Registration/InitAll.cpp)
-# The object of each source: $work/obj/<its path under the root, / as _>.o
-objects() { for s in "$@"; do rel=${s#"$root"/}; printf '%s\n' "$work/obj/${rel//\//_}.o"; done; }
+# The object of a source: $work/obj/<its path under the root, / as _>.o
+# (exported: the parallel compiles below name their outputs with it too).
+export FUZZ_ROOT=$root FUZZ_OBJ=$work/obj FUZZ_CFLAGS="${cflags[*]}"
+object() { local rel=${1#"$FUZZ_ROOT"/}; printf '%s\n' "$FUZZ_OBJ/${rel//\//_}.o"; }
+export -f object
 
 echo "== building fuzzers"
 mkdir -p "$work/obj"
-export FUZZ_ROOT=$root FUZZ_OBJ=$work/obj FUZZ_CFLAGS="${cflags[*]}"
 printf '%s\n' "$root"/fuzz/*_fuzzer.cpp "${runtime[@]}" "${frontend[@]}" "${compiler[@]}" | sort -u |
-  xargs -P "$(nproc)" -I{} bash -c \
-    'rel=${1#"$FUZZ_ROOT"/}; exec clang++ $FUZZ_CFLAGS -c "$1" -o "$FUZZ_OBJ/${rel//\//_}.o"' _ {}
+  xargs -P "$(nproc)" -I{} bash -c 'exec clang++ $FUZZ_CFLAGS -c "$1" -o "$(object "$1")"' _ {}
 link() { # fuzzer, then its sources, then -- and link flags
-  local name=$1 sources=(); shift
+  local name=$1 sources=() objs=() s; shift
   while [ "$1" != -- ]; do sources+=("$1"); shift; done
   shift
-  mapfile -t objs < <(objects "$root/fuzz/${name}.cpp" "${sources[@]}")
+  for s in "$root/fuzz/${name}.cpp" "${sources[@]}"; do objs+=("$(object "$s")"); done
   clang++ "${lflags[@]}" "${objs[@]}" "$@" -o "$work/$name"
 }
 link safetensors_fuzzer "${runtime[@]}" -- -ldl -lpthread

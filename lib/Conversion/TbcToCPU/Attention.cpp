@@ -190,8 +190,7 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
             }
             SmallVector<Value> sums = horizontalSums(jb, loc, accs);
             for (int64_t r = 0; r < heads; ++r) {
-              Value s = sums[r];
-              s = arith::MulFOp::create(jb, loc, s, f32(jb, scale));
+              Value s = arith::MulFOp::create(jb, loc, sums[r], f32(jb, scale));
               if (cap)
                 s = emitSoftcap(jb, loc, *cap, s);
               if (Value term = bias.at(jb, loc, hs[r], p, j))
