@@ -127,6 +127,17 @@ def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> 
     apart), so a module still holds one PTX per target, and the result does
     not depend on the number of threads. Only `format=isa`, and only NVVM
     targets that differ in chip and features alone.
+
+    With `share-codegen` as well (the CUDA backend's pipeline sets it), code
+    is generated once for the lowest of the plain `sm_N` targets that share
+    their features (the PTX ISA), and the others take that PTX with their own
+    `.target` line and a comment at its top that says for which chip its
+    instructions were selected. This is what `nvcc -gencode
+    arch=compute_80,code=sm_90` ships, and ptxas assembles it for sm_90 as
+    for sm_80. NVPTX selects the same instructions for sm_80 and sm_90 in
+    every example model (`cuda-shared-codegen.test` compares the opcodes);
+    the code generator was a third of the compile. Architecture-specific
+    chips (`sm_90a`) always generate their own.
   }];
   let options = [
     Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
@@ -143,6 +154,12 @@ def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> 
            "code generator (false: a third less code-generation time and fewer "
            "registers in most kernels, but ptxas then spills a few bytes in 12 "
            "of the 76 example configurations; for experiments)">,
+    Option<"shareCodegen", "share-codegen", "bool", /*default=*/"false",
+           "With kernel-groups: generate code once for plain sm_N targets of "
+           "the same features (the same PTX ISA), for the lowest of them, and "
+           "give the others that PTX with their own .target line (a comment "
+           "at its top says so), as nvcc's -gencode arch=compute_80,code=sm_90 "
+           "does; architecture-specific chips (sm_90a) always get their own">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -171,7 +171,7 @@ struct GpuModuleToBinary final : tbc::impl::TbcGpuModuleToBinaryBase<GpuModuleTo
       if (failed(failableParallelForEach(&getContext(), groups, [&](tbc::cuda::KernelGroup &g) {
             const Module &m = *llvm::find_if(
                 modules, [&](const Module &m) { return m.op == g.module; });
-            return tbc::cuda::serializeGroup(g, m.targets, options);
+            return tbc::cuda::serializeGroup(g, m.targets, options, shareCodegen);
           })))
         return signalPassFailure();
     }

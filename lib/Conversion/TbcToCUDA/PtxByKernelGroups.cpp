@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 
@@ -49,20 +50,72 @@ void renameApart(llvm::Module &module, unsigned group) {
   }
 }
 
+/// The N of a plain `sm_N` chip; none for an architecture-specific one
+/// (`sm_90a`), whose PTX runs on that architecture alone.
+std::optional<unsigned> portableChip(StringRef chip) {
+  unsigned n = 0;
+  if (!chip.consume_front("sm_") || chip.getAsInteger(10, n))
+    return std::nullopt;
+  return n;
+}
+
+} // namespace
+
+SmallVector<size_t> codegenSources(ArrayRef<NVVM::NVVMTargetAttr> targets, bool share) {
+  SmallVector<size_t> source(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    source[i] = i;
+    std::optional<unsigned> chip = portableChip(targets[i].getChip());
+    if (!share || !chip)
+      continue;
+    for (size_t j = 0; j < targets.size(); ++j) {
+      std::optional<unsigned> other = portableChip(targets[j].getChip());
+      std::optional<unsigned> best = portableChip(targets[source[i]].getChip());
+      if (other && targets[j].getFeatures() == targets[i].getFeatures() && *other < *best)
+        source[i] = j;
+    }
+  }
+  return source;
+}
+
+FailureOr<std::string> retargetPtx(StringRef ptx, StringRef from, StringRef to) {
+  std::string line = "\n.target " + from.str();
+  size_t at = ptx.find(line);
+  if (at == StringRef::npos)
+    return failure();
+  size_t end = at + line.size();
+  if (end < ptx.size() && ptx[end] != '\n' && ptx[end] != ',')
+    return failure();
+  // Said in the text itself, for whoever reads --emit ptx.
+  std::string out = "// Instructions selected for " + from.str() + " (the same PTX ISA), "
+                    "assembled for " + to.str() + ".\n";
+  out += ptx.substr(0, at).str();
+  out += "\n.target " + to.str();
+  out += ptx.substr(end).str();
+  return out;
+}
+
+namespace {
+
 /// Upstream's NVVM serializer up to optimised LLVM IR (translation, libdevice,
 /// the O-level pipeline, all for the first target), then PTX for each target.
 class GroupSerializer final : public NVVM::SerializeGPUModuleBase {
 public:
   GroupSerializer(KernelGroup &group, ArrayRef<NVVM::NVVMTargetAttr> targets,
-                  const gpu::TargetOptions &options)
+                  const gpu::TargetOptions &options, bool shareCodegen)
       : SerializeGPUModuleBase(group.clone->getBody()->front(), targets.front(), options),
-        group(group), targets(targets) {}
+        group(group), targets(targets), shareCodegen(shareCodegen) {}
 
 protected:
   FailureOr<SmallVector<char, 0>> moduleToObject(llvm::Module &module) override {
     if (group.index > 0)
       renameApart(module, group.index);
+    SmallVector<size_t> source = codegenSources(targets, shareCodegen);
+    SmallVector<std::string> ptx(targets.size());
+    SmallVector<int64_t> ms(targets.size(), 0);
     for (size_t i = 0; i < targets.size(); ++i) {
+      if (source[i] != i)
+        continue;
       NVVM::NVVMTargetAttr target = targets[i];
       std::string error;
       llvm::Triple triple(target.getTriple());
@@ -75,25 +128,38 @@ protected:
       if (!machine)
         return getOperation().emitError("no NVPTX target machine for ") << target.getChip();
       // Code generation rewrites the IR it reads (CodeGenPrepare and the
-      // like): every target but the last reads a copy.
-      std::unique_ptr<llvm::Module> copy =
-          i + 1 < targets.size() ? llvm::CloneModule(module) : nullptr;
+      // like): every code generation but the last reads a copy.
+      bool last = llvm::none_of(llvm::drop_begin(source, i + 1), [&](size_t s) { return s > i; });
+      std::unique_ptr<llvm::Module> copy = last ? nullptr : llvm::CloneModule(module);
       auto start = std::chrono::steady_clock::now();
-      FailureOr<SmallString<0>> ptx = translateModuleToISA(
+      FailureOr<SmallString<0>> text = translateModuleToISA(
           copy ? *copy : module, *machine, [&] { return getOperation().emitError(); });
-      if (failed(ptx))
+      if (failed(text))
         return failure();
-      group.codegenMs.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::steady_clock::now() - start)
-                                    .count());
-      group.ptx.push_back(ptx->str().str());
+      ms[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+      ptx[i] = text->str().str();
     }
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (source[i] == i)
+        continue;
+      FailureOr<std::string> moved =
+          retargetPtx(ptx[source[i]], targets[source[i]].getChip(), targets[i].getChip());
+      if (failed(moved))
+        return getOperation().emitError("the PTX for ")
+               << targets[source[i]].getChip() << " has no .target line";
+      ptx[i] = std::move(*moved);
+    }
+    group.ptx.assign(ptx.begin(), ptx.end());
+    group.codegenMs.assign(ms.begin(), ms.end());
     return SmallVector<char, 0>();
   }
 
 private:
   KernelGroup &group;
   ArrayRef<NVVM::NVVMTargetAttr> targets;
+  bool shareCodegen;
 };
 
 } // namespace
@@ -177,8 +243,8 @@ FailureOr<SmallVector<NVVM::NVVMTargetAttr>> sharedOptimisationTargets(gpu::GPUM
 }
 
 LogicalResult serializeGroup(KernelGroup &group, ArrayRef<NVVM::NVVMTargetAttr> targets,
-                             const gpu::TargetOptions &options) {
-  GroupSerializer serializer(group, targets, options);
+                             const gpu::TargetOptions &options, bool shareCodegen) {
+  GroupSerializer serializer(group, targets, options, shareCodegen);
   serializer.init();
   if (!serializer.run() || group.ptx.size() != targets.size())
     return group.module.emitError("serializing kernel group ")

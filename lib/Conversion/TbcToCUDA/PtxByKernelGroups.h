@@ -3,7 +3,8 @@
 // The `kernel-groups` mode of `--tbc-gpu-module-to-binary`. A gpu.module's
 // kernels are shared out into groups that compile side by side; each group
 // is translated, linked and optimised once and generated as PTX for every
-// target; a target's PTX is its groups' PTX joined into one text.
+// target (or, for plain chips of one PTX ISA, generated once and assembled
+// for each); a target's PTX is its groups' PTX joined into one text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,11 +41,25 @@ llvm::SmallVector<KernelGroup> shareOutKernels(mlir::gpu::GPUModuleOp module, un
 mlir::FailureOr<llvm::SmallVector<mlir::NVVM::NVVMTargetAttr>>
 sharedOptimisationTargets(mlir::gpu::GPUModuleOp module);
 
+/// For each target, the target whose generated code it takes: itself, or
+/// with `share` the lowest plain `sm_N` chip of the same features (the same
+/// PTX ISA) when the target is a plain chip too. PTX selected for sm_80 is
+/// PTX for sm_90 as well (ptxas assembles it for either); only
+/// architecture-specific chips (`sm_90a`) always generate their own.
+llvm::SmallVector<size_t> codegenSources(llvm::ArrayRef<mlir::NVVM::NVVMTargetAttr> targets,
+                                         bool share);
+
+/// `ptx` generated for chip `from`, its `.target` line naming `to`, and a
+/// comment at its top that says so. Fails without a `.target from` line.
+mlir::FailureOr<std::string> retargetPtx(llvm::StringRef ptx, llvm::StringRef from,
+                                         llvm::StringRef to);
+
 /// Translates, links and optimises the group once (for targets[0]) and
-/// generates PTX for each target. Thread-safe across groups.
+/// generates PTX for each target (with `shareCodegen`, once per
+/// codegenSources source). Thread-safe across groups.
 mlir::LogicalResult serializeGroup(KernelGroup &group,
                                    llvm::ArrayRef<mlir::NVVM::NVVMTargetAttr> targets,
-                                   const mlir::gpu::TargetOptions &options);
+                                   const mlir::gpu::TargetOptions &options, bool shareCodegen);
 
 /// One PTX text from the groups' PTX for one target: the first whole, the
 /// others without their header (.version, .target, .address_size).

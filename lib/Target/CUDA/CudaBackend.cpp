@@ -106,8 +106,11 @@ public:
          [nvvm](OpPassManager &pm) { return parsePassPipeline(nvvm, pm); }},
         {"ptx", "gpu.binary with one PTX object per architecture",
          [](OpPassManager &pm) {
-           // gpu-module-to-binary, with the architectures compiled side by side.
-           pm.addPass(createTbcGpuModuleToBinary({cudaToolkit(), "isa", kKernelGroups}));
+           // gpu-module-to-binary, the kernels in groups side by side, each
+           // optimised once and generated once for sm_80 and sm_90 alike.
+           pm.addPass(createTbcGpuModuleToBinary(
+               {cudaToolkit(), "isa", kKernelGroups, /*loopStrengthReduction=*/true,
+                /*shareCodegen=*/true}));
            return success();
          }},
     };
