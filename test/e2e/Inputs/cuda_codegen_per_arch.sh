@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # cuda_codegen_per_arch.sh PTXAS EXAMPLES OUT: every example model (as
-# cuda_examples_all.sh lists them), f32 and bf16, lowered to the nvvm stage
+# example_models.sh lists them), f32 and bf16, lowered to the nvvm stage
 # and serialized with a code generation per architecture (share-codegen off),
 # then compare_ptx_opcodes.py on the sm_80 and sm_90 PTX. One line per model
 # and dtype. libdevice comes from the toolkit that holds PTXAS.
 ptxas=$1 examples=$2 out=$3
 toolkit=$(dirname "$(dirname "$ptxas")")
 here=$(dirname "$0")
-models=()
-for d in "$examples"/models/*/; do [ -f "$d/config.json" ] && models+=("${d%/}"); done
-models+=("$examples"/models/specs/*.json)
+source "$here/example_models.sh"
 for m in "${models[@]}"; do
   n=$(basename "$m" .json)
   for dtype in f32 bf16; do

@@ -7,9 +7,7 @@
 # instructions). One line per model, dtype and architecture.
 ptxas=$1 sass=$2 examples=$3 out=$4
 here=$(dirname "$0")
-models=()
-for d in "$examples"/models/*/; do [ -f "$d/config.json" ] && models+=("${d%/}"); done
-models+=("$examples"/models/specs/*.json)
+source "$here/example_models.sh"
 for m in "${models[@]}"; do
   n=$(basename "$m" .json)
   for dtype in f32 bf16; do
