@@ -263,9 +263,23 @@ public:
       // 6 blocks (80 registers) left GPT-2's sm_90 GELU and residual
       // projections 4 bytes of spill once the IR was optimised once for
       // sm_80 and sm_90 together (--tbc-gpu-module-to-binary=kernel-groups).
-      if (auto f = dyn_cast<FusedLinearOp>(op);
-          launch.body == cuda::Body::mma && f && f.getNorm() == NormKind::layer)
+      // A RoPE epilogue alone (its sine and cosine) needs fewer: 6 blocks,
+      // 80 registers, where 64 spilled 4 bytes in the Gemma-2 fixtures'
+      // QKV on sm_90.
+      auto fused = dyn_cast<FusedLinearOp>(op);
+      if (launch.body == cuda::Body::mma && fused && fused.getNorm() == NormKind::layer)
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(5));
+      else if (launch.body == cuda::Body::mma && fused && fused.getRope())
+        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(6));
+      // The FMA projection over several rows (8 warps): ptxas gives most of
+      // them 80-128 registers, but held MPT's LayerNorm + GELU one to 64
+      // and spilled 16 bytes (f32, both architectures). Two blocks an SM
+      // allow 128, which is what the others take unasked; not with a RoPE
+      // epilogue, whose 8 rows of sines and cosines took more unasked (the
+      // parallel GPT-J spec's QKV spilled 300-450 bytes at 128).
+      if (launch.body == cuda::Body::fma && launch.rowsPerBlock > 1 && fused &&
+          fused.getNorm() == NormKind::layer && !fused.getRope())
+        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(2));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = tileA = tileB = tileStats = Value();
@@ -1192,7 +1206,7 @@ private:
       };
       SmallVector<Value> init(accs, g.f32(0.0));
       llvm::append_range(init, loadStep(g.idx(0)));
-      SmallVector<Value> state = g.loop(
+      SmallVector<Value> state = g.rolledLoop(
           g.idx(0), g.idx(K), g.idx(kTiledK), init, [&](Value k0, ValueRange s) {
             SmallVector<Value> acc(s.take_front(accs));
             ValueRange staged = s.drop_front(accs);

@@ -37,7 +37,11 @@ std::string nvvmPipeline(const std::vector<std::string> &archs) {
   // Every pass that works a function at a time is nested on the functions,
   // which the pass manager then runs on the context's threads; only the
   // conversion of gpu.func to llvm.func needs the whole module.
-  return p + "gpu.module(gpu.func(convert-vector-to-scf,convert-scf-to-cf,"
+  // math-sincos-fusion: RoPE takes the cosine and the sine of one angle,
+  // and libdevice's __nv_sincosf reduces it once for both, where
+  // __nv_cosf and __nv_sinf each inline their own reduction (~240
+  // instructions with its slow path) for LLVM to optimise and generate.
+  return p + "gpu.module(gpu.func(math-sincos-fusion,convert-vector-to-scf,convert-scf-to-cf,"
              "expand-strided-metadata,lower-affine),convert-gpu-to-nvvm,"
              "llvm.func(convert-vector-to-llvm,canonicalize,cse),reconcile-unrealized-casts)";
 }
