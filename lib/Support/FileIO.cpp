@@ -68,6 +68,14 @@ std::string tbc::readRegularFile(const std::string &path, uint64_t maxBytes,
   return "";
 }
 
+/// Whether `st` is the null device (`-o /dev/null`, however spelled): the
+/// one special file an output may go to, since nothing is written to it.
+static bool isNullDevice(const struct stat &st) {
+  struct stat null;
+  return S_ISCHR(st.st_mode) && ::stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+         st.st_rdev == null.st_rdev;
+}
+
 std::string tbc::checkOutputPath(const std::string &path,
                                  const std::vector<std::string> &inputs) {
   if (path.empty())
@@ -79,6 +87,8 @@ std::string tbc::checkOutputPath(const std::string &path,
       return path + ": is a dangling symbolic link; refusing to write through it";
     return ""; // a new file
   }
+  if (isNullDevice(out))
+    return ""; // output discarded, as a user timing a run asks
   if (!S_ISREG(out.st_mode))
     return path + ": exists and is not a regular file; refusing to replace it";
   for (const std::string &input : inputs) {
@@ -119,6 +129,8 @@ std::string tbc::writeFileAtomically(const std::string &pathIn,
     return "the output path is empty";
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
+    if (isNullDevice(st))
+      return "";
     if (!S_ISREG(st.st_mode))
       return path + ": exists and is not a regular file; refusing to replace it";
     // Replace what a symlink points at, not the link itself.

@@ -29,7 +29,8 @@ std::string readRegularFile(const std::string &path, uint64_t maxBytes,
 int openRegularFile(const std::string &path, uint64_t &size, std::string &error);
 
 /// Whether an output may be written at `path` without destroying one of
-/// `inputs` or a special file: it must be a new path or an existing regular
+/// `inputs` or a special file: it must be the null device (the output is
+/// discarded), a new path or an existing regular
 /// file (a symlink counts as what it points at) that is none of the inputs
 /// (compared by device and inode, so another spelling of the same file is
 /// caught too; an input folder protects the .json and .safetensors files
@@ -39,8 +40,9 @@ std::string checkOutputPath(const std::string &path,
 
 /// Writes `data` to a temporary file beside `path`, flushes it and renames it
 /// over `path`: readers see the old file or the whole new one, never half.
-/// A symlink at `path` is resolved first, so the link survives. Refuses a
-/// `path` that exists and is not a regular file. Returns an empty string on
+/// A symlink at `path` is resolved first, so the link survives. Writes
+/// nothing to the null device; refuses any other `path` that exists and is
+/// not a regular file. Returns an empty string on
 /// success, else the reason.
 std::string writeFileAtomically(const std::string &path, std::string_view data);
 
