@@ -30,8 +30,8 @@ int openRegularFile(const std::string &path, uint64_t &size, std::string &error)
 
 /// Whether an output may be written at `path` without destroying one of
 /// `inputs` or a special file: it must be the null device (the output is
-/// discarded), a new path or an existing regular
-/// file (a symlink counts as what it points at) that is none of the inputs
+/// discarded), a new path or an existing regular file (a symlink counts as
+/// what it points at) that is none of the inputs
 /// (compared by device and inode, so another spelling of the same file is
 /// caught too; an input folder protects the .json and .safetensors files
 /// inside it). Returns "" or the reason.
@@ -42,8 +42,7 @@ std::string checkOutputPath(const std::string &path,
 /// over `path`: readers see the old file or the whole new one, never half.
 /// A symlink at `path` is resolved first, so the link survives. Writes
 /// nothing to the null device; refuses any other `path` that exists and is
-/// not a regular file. Returns an empty string on
-/// success, else the reason.
+/// not a regular file. Returns an empty string on success, else the reason.
 std::string writeFileAtomically(const std::string &path, std::string_view data);
 
 } // namespace tbc

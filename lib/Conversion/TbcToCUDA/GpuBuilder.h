@@ -110,10 +110,10 @@ struct GpuBuilder {
     SmallVector<Value> results = loop(lb, ub, step, init, body);
     assert(!results.empty() && "a rolled loop carries values");
     mlir::MLIRContext *ctx = b.getContext();
-    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/b.getBoolAttr(true), {}, {}, {},
-                                            {}, {}, {});
-    auto annotation = mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {},
-                                                    {}, {}, {}, {}, {}, {}, {});
+    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/b.getBoolAttr(true), {}, {},
+                                                  {}, {}, {}, {});
+    auto annotation = mlir::LLVM::LoopAnnotationAttr::get(
+        ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
     // scf-to-cf moves the LLVM dialect's attributes of a loop to its latch.
     results.front().getDefiningOp()->setAttr("loop_annotation", annotation);
     return results;
