@@ -171,6 +171,52 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   return {pointwise(lastDim(op->getResult(0).getType()))};
 }
 
+/// The blocks an SM must be able to hold of `launch`'s kernel for `op`
+/// (`nvvm.minctasm`, which bounds the registers ptxas may give a thread), or
+/// 0 where ptxas's own choice spills nowhere.
+static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch) {
+  using cuda::Body;
+  // Attention's blocks are sized to fill an SM's warps on their own
+  // (16 warps a split-KV block; the flash kernel's registers). Without a
+  // minimum of one block per SM, ptxas caps registers for two or four
+  // blocks and spills (4 bytes at MPT-7B's ALiBi head dim 128, and in a
+  // local/global soft-capped flash kernel on sm_90).
+  // The block-tiled projection likewise (8 warps; ptxas took 128
+  // registers for the GLU variant and spilled once its activations came
+  // 128 bits at a time).
+  if (launch.body == Body::splitKv || launch.body == Body::decodeSlice ||
+      launch.body == Body::flash || launch.body == Body::tiledMma)
+    return 1;
+  auto fused = dyn_cast<FusedLinearOp>(op);
+  if (!fused)
+    return 0;
+  bool layerNorm = fused.getNorm() == NormKind::layer, rope = bool(fused.getRope());
+  // A tensor-core projection's block is 4 warps: ptxas aims at 1024
+  // threads an SM and so caps it at 64 registers, which a LayerNorm
+  // prologue (a mean per row besides the rstd, and the correction)
+  // with a GPT-J RoPE epilogue overran by 4 bytes of spill on sm_90.
+  // Such kernels may have 5 blocks an SM (96 registers); the others
+  // keep the 8 that ptxas picks (lifting the cap for all of them, they
+  // took 110-128 registers for nothing that could be measured here).
+  // 6 blocks (80 registers) left GPT-2's sm_90 GELU and residual
+  // projections 4 bytes of spill once the IR was optimised once for
+  // sm_80 and sm_90 together (--tbc-gpu-module-to-binary=kernel-groups).
+  // A RoPE epilogue alone (its sine and cosine) needs fewer: 6 blocks,
+  // 80 registers, where 64 spilled 4 bytes in the Gemma-2 fixtures'
+  // QKV on sm_90.
+  if (launch.body == Body::mma)
+    return layerNorm ? 5 : rope ? 6 : 0;
+  // The FMA projection over several rows (8 warps): ptxas gives most of
+  // them 80-128 registers, but held MPT's LayerNorm + GELU one to 64
+  // and spilled 16 bytes (f32, both architectures). Two blocks an SM
+  // allow 128, which is what the others take unasked; not with a RoPE
+  // epilogue, whose 8 rows of sines and cosines took more unasked (the
+  // parallel GPT-J spec's QKV spilled 300-450 bytes at 128).
+  if (launch.body == Body::fma && launch.rowsPerBlock > 1 && layerNorm && !rope)
+    return 2;
+  return 0;
+}
+
 namespace {
 
 /// Memref types of the ABI (TbcToCUDA/KernelABI.h).
@@ -242,44 +288,8 @@ public:
       fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
-      // Attention's blocks are sized to fill an SM's warps on their own
-      // (16 warps a split-KV block; the flash kernel's registers). Without a
-      // minimum of one block per SM, ptxas caps registers for two or four
-      // blocks and spills (4 bytes at MPT-7B's ALiBi head dim 128, and in a
-      // local/global soft-capped flash kernel on sm_90).
-      // The block-tiled projection likewise (8 warps; ptxas took 128
-      // registers for the GLU variant and spilled once its activations came
-      // 128 bits at a time).
-      if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice ||
-          launch.body == cuda::Body::flash || launch.body == cuda::Body::tiledMma)
-        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
-      // A tensor-core projection's block is 4 warps: ptxas aims at 1024
-      // threads an SM and so caps it at 64 registers, which a LayerNorm
-      // prologue (a mean per row besides the rstd, and the correction)
-      // with a GPT-J RoPE epilogue overran by 4 bytes of spill on sm_90.
-      // Such kernels may have 5 blocks an SM (96 registers); the others
-      // keep the 8 that ptxas picks (lifting the cap for all of them, they
-      // took 110-128 registers for nothing that could be measured here).
-      // 6 blocks (80 registers) left GPT-2's sm_90 GELU and residual
-      // projections 4 bytes of spill once the IR was optimised once for
-      // sm_80 and sm_90 together (--tbc-gpu-module-to-binary=kernel-groups).
-      // A RoPE epilogue alone (its sine and cosine) needs fewer: 6 blocks,
-      // 80 registers, where 64 spilled 4 bytes in the Gemma-2 fixtures'
-      // QKV on sm_90.
-      auto fused = dyn_cast<FusedLinearOp>(op);
-      if (launch.body == cuda::Body::mma && fused && fused.getNorm() == NormKind::layer)
-        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(5));
-      else if (launch.body == cuda::Body::mma && fused && fused.getRope())
-        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(6));
-      // The FMA projection over several rows (8 warps): ptxas gives most of
-      // them 80-128 registers, but held MPT's LayerNorm + GELU one to 64
-      // and spilled 16 bytes (f32, both architectures). Two blocks an SM
-      // allow 128, which is what the others take unasked; not with a RoPE
-      // epilogue, whose 8 rows of sines and cosines took more unasked (the
-      // parallel GPT-J spec's QKV spilled 300-450 bytes at 128).
-      if (launch.body == cuda::Body::fma && launch.rowsPerBlock > 1 && fused &&
-          fused.getNorm() == NormKind::layer && !fused.getRope())
-        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(2));
+      if (int64_t blocks = minBlocksPerSM(op, launch))
+        fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = tileA = tileB = tileStats = Value();
