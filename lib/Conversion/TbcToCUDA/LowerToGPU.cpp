@@ -174,7 +174,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
 /// The blocks an SM must be able to hold of `launch`'s kernel for `op`
 /// (`nvvm.minctasm`, which bounds the registers ptxas may give a thread), or
 /// 0 where ptxas's own choice spills nowhere.
-static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch) {
+static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool halfWeights) {
   using cuda::Body;
   // Attention's blocks are sized to fill an SM's warps on their own
   // (16 warps a split-KV block; the flash kernel's registers). Without a
@@ -213,6 +213,15 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch) {
   // epilogue, whose 8 rows of sines and cosines took more unasked (the
   // parallel GPT-J spec's QKV spilled 300-450 bytes at 128).
   if (launch.body == Body::fma && launch.rowsPerBlock > 1 && layerNorm && !rope)
+    return 2;
+  // The fused GEMV on 16-bit weights (8 warps): its loads of x, 128 bits
+  // where the schedule shows the rows aligned, are no longer kept apart
+  // from the weight's by a run-time branch, and ptxas hoists them all:
+  // held to the 48 registers it picks unasked, 10 of the examples' fused
+  // GEMVs spilled 8 bytes (LayerNorm or RMSNorm, with or without RoPE);
+  // with 80 (3 blocks) a RoPE one at K = 1024 still did. Two blocks, 16
+  // warps an SM, each with its U steps of 128-bit loads in flight.
+  if (launch.body == Body::fma && launch.maxRows == 1 && halfWeights)
     return 2;
   return 0;
 }
@@ -288,7 +297,7 @@ public:
       fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
-      if (int64_t blocks = minBlocksPerSM(op, launch))
+      if (int64_t blocks = minBlocksPerSM(op, launch, cuda::usesTensorCores(op, weightType)))
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
@@ -325,15 +334,8 @@ public:
       T = all[all.size() - 2];
       past = all.back();
       ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
-      // A fused projection's GEMV keeps the run-time test of x's alignment
-      // even where the schedule shows it: without the branch ptxas held it
-      // to 48 registers and spilled 4-8 bytes in 16 of the examples'
-      // kernels, and register caps moved the spills around rather than
-      // removing them (bench/NOTES.md).
-      bool testAtRunTime = isa<FusedLinearOp>(op) && launch.body == cuda::Body::fma &&
-                           launch.maxRows == 1;
       alignedRows.clear();
-      for (unsigned i = 0; i < nIn && !testAtRunTime; ++i)
+      for (unsigned i = 0; i < nIn; ++i)
         if (alignment.rowsAligned16(kernel, i))
           alignedRows.insert(in[i]);
       ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
@@ -836,10 +838,14 @@ private:
         // Decoding reads each weight once per token: the GEMV (R == 1)
         // issues U steps' loads before their FMAs, so that more of the
         // weight is in flight per warp (the loop is not unrolled otherwise).
-        int64_t U = 1;
-        while (R == 1 && U < 4 && K % (2 * U * 32 * V) == 0)
-          U *= 2;
+        // A RoPE pair's two weight rows on 16-bit weights take 2 steps, as
+        // many weight bytes in flight as 4 steps of one row: at 4 its
+        // registers, with the epilogue's sine and cosine, outgrew even 128
+        // at K = 1024 (bench-llama-1k's QKV spilled 16 bytes).
         auto dot = [&](ArrayRef<Value> weightRows) {
+          int64_t U = 1, maxU = halfWeights && rope && weightRows.size() == 2 ? 2 : 4;
+          while (R == 1 && U < maxU && K % (2 * U * 32 * V) == 0)
+            U *= 2;
           SmallVector<Value> init(R * weightRows.size(), zero);
           return g.loop(
               g.mul(lane, V), g.idx(K), g.idx(32 * V * U), init, [&](Value k0, ValueRange a) {
