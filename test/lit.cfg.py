@@ -30,7 +30,9 @@ if config.tbc_python:
 
 # The CUDA path is checked without a GPU: ptxas assembles every PTX the
 # backend writes (CUDA's toolkit, /usr/local/cuda on every build machine).
-ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+config.substitutions.append(("%cuda_home", cuda_home))
+ptxas = os.path.join(cuda_home, "bin", "ptxas")
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))

@@ -151,9 +151,9 @@ def TbcGpuModuleToBinary : Pass<"tbc-gpu-module-to-binary", "::mlir::ModuleOp"> 
            "serialized on its own, as upstream does)">,
     Option<"loopStrengthReduction", "loop-strength-reduction", "bool", /*default=*/"true",
            "With kernel-groups: run LLVM's loop strength reduction in the NVPTX "
-           "code generator (false: a third less code-generation time and fewer "
-           "registers in most kernels, but ptxas then spills a few bytes in 12 "
-           "of the 76 example configurations; for experiments)">,
+           "code generator (false, as tbc compile sets it: a third less "
+           "code-generation time, fewer registers in most kernels and fewer "
+           "instructions; true as upstream, for experiments)">,
     Option<"shareCodegen", "share-codegen", "bool", /*default=*/"false",
            "With kernel-groups: generate code once for plain sm_N targets of "
            "the same features (the same PTX ISA), for the lowest of them, and "
