@@ -978,23 +978,23 @@ private:
         auto mmaLoop = [&](ArrayRef<Value> wRow) {
           SmallVector<Value> init(4 * wRow.size(), g.f32(0.0));
           auto body = [&](Value k0, ValueRange c) -> SmallVector<Value> {
-                Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
-                auto aReg = [&](Value row, Value k) {
-                  Value k1 = g.add(k, 1);
-                  Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
-                  Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
-                  return mh.pack(lo, hi);
-                };
-                SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
-                                     aReg(rows[1], kHi)};
-                SmallVector<Value> next;
-                for (size_t h = 0; h < wRow.size(); ++h) {
-                  auto bReg = [&](Value k) { return mh.loadPair(w, {wRow[h], k}); };
-                  // k is even and rows hold K % 16 == 0 elements: 4-byte aligned.
-                  llvm::append_range(next, mh.mma(a, {bReg(kLo), bReg(kHi)}, c.slice(4 * h, 4)));
-                }
-                return next;
-              };
+            Value kLo = g.add(k0, g.mul(quad, 2)), kHi = g.add(kLo, 8);
+            auto aReg = [&](Value row, Value k) {
+              Value k1 = g.add(k, 1);
+              Value lo = gain.apply(g, b, loc, g.load(x, {row, k}), k);
+              Value hi = gain.apply(g, b, loc, g.load(x, {row, k1}), k1);
+              return mh.pack(lo, hi);
+            };
+            SmallVector<Value> a{aReg(rows[0], kLo), aReg(rows[1], kLo), aReg(rows[0], kHi),
+                                 aReg(rows[1], kHi)};
+            SmallVector<Value> next;
+            for (size_t h = 0; h < wRow.size(); ++h) {
+              auto bReg = [&](Value k) { return mh.loadPair(w, {wRow[h], k}); };
+              // k is even and rows hold K % 16 == 0 elements: 4-byte aligned.
+              llvm::append_range(next, mh.mma(a, {bReg(kLo), bReg(kHi)}, c.slice(4 * h, 4)));
+            }
+            return next;
+          };
           // Rolled: unrolled by LLVM and without LSR (CudaBackend.cpp), a
           // RoPE QKV's copies kept 20-56 bytes of addresses in local memory
           // even at 128 registers; rolled it takes 56-80 and spills none.
