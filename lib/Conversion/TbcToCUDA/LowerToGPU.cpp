@@ -209,17 +209,14 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   // The FMA projection over several rows (8 warps): ptxas gives most of
   // them 80-128 registers, but held MPT's LayerNorm + GELU one to 64
   // and spilled 16 bytes (f32, both architectures). Two blocks an SM
-  // allow 128, which is what the others take unasked; not with a RoPE
-  // epilogue, whose 8 rows of sines and cosines took more unasked (the
-  // parallel GPT-J spec's QKV spilled 300-450 bytes at 128).
-  if (launch.body == Body::fma && launch.rowsPerBlock > 1 && layerNorm && !rope)
-    return 2;
-  // With a RoPE epilogue it may have all the registers ptxas wants (one
-  // block an SM): without LSR in the code generator (CudaBackend.cpp) ptxas
-  // took 128 unasked for the llama-dynamic fixture's f32 QKV and spilled 8
-  // bytes.
-  if (launch.body == Body::fma && launch.rowsPerBlock > 1 && rope)
-    return 1;
+  // allow 128, which is what the others take unasked. With a RoPE
+  // epilogue, whose 8 rows of sines and cosines take more (the parallel
+  // GPT-J spec's QKV spilled 300-450 bytes at 128), it may have all the
+  // registers ptxas wants (one block an SM): without LSR in the code
+  // generator (CudaBackend.cpp) ptxas took 128 unasked for the
+  // llama-dynamic fixture's f32 QKV and spilled 8 bytes.
+  if (launch.body == Body::fma && launch.rowsPerBlock > 1)
+    return rope ? 1 : layerNorm ? 2 : 0;
   // The fused GEMV on 16-bit weights (8 warps): its loads of x, 128 bits
   // where the schedule shows the rows aligned, are no longer kept apart
   // from the weight's by a run-time branch, and ptxas hoists them all:
