@@ -26,6 +26,13 @@ Engine `tbc-dot` (bf16 weights, on a CPU with AVX512-BF16) is tbc compiled
 with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
 as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations.
 
+Engine `tbc-base` (--baseline-build DIR) is tbc as an earlier commit built it
+(scripts/build-baseline.sh REV DIR): its modules compiled by that build's
+`tbc` with the same flags, run through that build's libtbc.so, timed in the
+same interleaved rounds; `tbc / tbc-base` then says whether this commit is
+slower than that one on this host (the way to check "no slower than before"
+on a host a session rarely has, such as one with AVX-512).
+
 Needs (a venv outside the repository, not a dependency of tbc):
     python3 -m venv ~/venv-ref
     ~/venv-ref/bin/pip install torch transformers safetensors numpy gguf llama-cpp-python
@@ -290,7 +297,7 @@ class TorchEngine:
         return self._run([token], self.past)
 
 
-ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "llama.cpp": LlamaCppEngine,
+ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
            "eager": TorchEngine, "compile": TorchEngine}
 
 
@@ -488,6 +495,10 @@ def main():
                    "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 and use_mmap=False, tbc by itself); "
                    "default: the peers as they come (tbc still asks for huge pages)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--baseline-build", metavar="DIR",
+                   help="a build of an earlier commit (scripts/build-baseline.sh REV DIR): adds "
+                   "the engine tbc-base, compiled by DIR/bin/tbc and run through DIR/lib/libtbc.so, "
+                   "and the ratios tbc / tbc-base")
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
     if a.pages == "huge":
@@ -508,6 +519,14 @@ def main():
 
     model_name, ext = host_cpu()
     all_engines = a.engines.split(",")
+    if a.baseline_build:
+        for tool in ("bin/tbc", "lib/libtbc.so"):
+            if not os.path.exists(os.path.join(a.baseline_build, tool)):
+                p.error(f"--baseline-build: no {tool} in {a.baseline_build}")
+        if "tbc-base" not in all_engines:
+            all_engines.insert(all_engines.index("tbc") + 1 if "tbc" in all_engines else 0, "tbc-base")
+    elif "tbc-base" in all_engines:
+        p.error("engine tbc-base needs --baseline-build DIR")
     prompts = [int(x) for x in a.prompts.split(",")]
     bandwidth, bandwidth_huge = read_bandwidth(a.threads)
     peak = matmul_gflops(a.threads)
@@ -533,6 +552,10 @@ def main():
         versions += f", llama-cpp-python {llama_cpp.__version__}"
         info = llama_cpp.llama_print_system_info().decode()
         versions += f" ({a.llama_path or 'default build'}: {info.strip()})"
+    if a.baseline_build:
+        stamp = os.path.join(a.baseline_build, "REVISION")  # written by build-baseline.sh
+        rev = open(stamp).read().strip() if os.path.exists(stamp) else "revision unknown"
+        versions += f", tbc-base {rev} ({a.baseline_build})"
     print(versions + f"; tbc --cpu {a.cpu}"
           + (f" --cpu-features={a.cpu_features}" if a.cpu_features else "")
           + f"; {a.rounds} interleaved rounds, medians, "
@@ -550,9 +573,14 @@ def main():
                 config = make_model(hidden, dtype, folder)
                 module = os.path.join(tmp, "m.tbcm")
                 module_dot = os.path.join(tmp, "dot.tbcm")
-                for path, extra in [(module, [])] + ([(module_dot, ["--cpu-dot", "bf16"])]
-                                                     if "tbc-dot" in engines else []):
-                    subprocess.run([os.path.join(a.build, "bin", "tbc"), "compile", folder,
+                module_base = os.path.join(tmp, "base.tbcm")
+                builds = {"tbc": (module, a.build, []), "tbc-dot": (module_dot, a.build, ["--cpu-dot", "bf16"]),
+                          "tbc-base": (module_base, a.baseline_build, [])}
+                for e in engines:
+                    if e not in builds:
+                        continue
+                    path, build, extra = builds[e]
+                    subprocess.run([os.path.join(build, "bin", "tbc"), "compile", folder,
                                     "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra
                                    + (["--cpu-features", a.cpu_features] if a.cpu_features else []),
                                    check=True, stderr=subprocess.DEVNULL)
@@ -562,8 +590,8 @@ def main():
                             llama_path=a.llama_path, huge_pages=a.pages == "huge")
                 if "llama.cpp" in engines:
                     write_gguf(folder, config, dtype, spec["gguf"])
-                procs = [Process(e, dict(spec, compile=e == "compile",
-                                         module=module_dot if e == "tbc-dot" else module))
+                procs = [Process(e, dict(spec, compile=e == "compile", module=builds.get(e, builds["tbc"])[0],
+                                         libtbc=os.path.join(builds.get(e, builds["tbc"])[1], "lib", "libtbc.so")))
                          for e in engines]
                 params = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                              if f.endswith(".safetensors")) / (2 if dtype == "bf16" else 4)
@@ -622,7 +650,7 @@ def main():
             print(f"  roofline decode {roof:.1f} tok/s ({weight_bytes / 1e6:.0f} MB of weights per token "
                   f"at the measured {bandwidth:.1f} GB/s); weights streamed while decoding: "
                   + ", ".join(f"{e} {base[e] * weight_bytes / 1e9:.1f} GB/s" for e in engines))
-            ours = [e for e in engines if e.startswith("tbc")]
+            ours = [e for e in engines if e in ("tbc", "tbc-dot")]
             for t in ours:
                 for peer in engines:
                     if peer == t or (peer in ours and t == "tbc"):
