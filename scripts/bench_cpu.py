@@ -360,20 +360,27 @@ class Process:
                 self.proc.kill()
 
 
-def read_bandwidth(threads):
-    """GB/s of a multi-threaded read of 1 GiB (torch.sum), best of 5, and
-    whether the tensor was on 2 MiB pages."""
-    import torch
-    torch.set_num_threads(threads)
-    before = huge_page_mb()
-    a = torch.ones(2**28, dtype=torch.float32)
-    huge = huge_page_mb() - before >= 512
-    best = 0.0
-    for _ in range(5):
-        t0 = time.perf_counter()
-        a.sum()
-        best = max(best, a.numel() * 4 / (time.perf_counter() - t0) / 1e9)
-    return best, huge
+class BandwidthProbe:
+    """GB/s of a multi-threaded read of 1 GiB (torch.sum), the best of a few
+    reads; `huge`: whether the tensor is on 2 MiB pages. Measured once for
+    the host line and again in every timed round: a VM's bandwidth moves with
+    its neighbours within a run, and a decode's share of the roofline
+    compares with the probes taken between its own timed calls."""
+
+    def __init__(self, threads):
+        import torch
+        torch.set_num_threads(threads)
+        before = huge_page_mb()
+        self.a = torch.ones(2**28, dtype=torch.float32)
+        self.huge = huge_page_mb() - before >= 512
+
+    def measure(self, reads):
+        best = 0.0
+        for _ in range(reads):
+            t0 = time.perf_counter()
+            self.a.sum()
+            best = max(best, self.a.numel() * 4 / (time.perf_counter() - t0) / 1e9)
+        return best
 
 
 def matmul_gflops(threads):
@@ -528,7 +535,8 @@ def main():
     elif "tbc-base" in all_engines:
         p.error("engine tbc-base needs --baseline-build DIR")
     prompts = [int(x) for x in a.prompts.split(",")]
-    bandwidth, bandwidth_huge = read_bandwidth(a.threads)
+    probe = BandwidthProbe(a.threads)
+    bandwidth, bandwidth_huge = probe.measure(5), probe.huge
     peak = matmul_gflops(a.threads)
     # tbc's kernels use zmm only when built for a host with AVX-512.
     avx512 = "avx512f" in ext and a.cpu == "host"
@@ -624,8 +632,12 @@ def main():
 
                 times = {(e, P): [] for e in engines for P in prompts}
                 decodes = {e: [] for e in engines}
+                probes = []  # GB/s, one probe a timed round
                 # Warm-up (torch.compile compiles here), then interleaved rounds.
                 for r in range(a.rounds + 1):
+                    if r > 0:
+                        time.sleep(a.settle_ms / 1e3)
+                        probes.append(probe.measure(3))
                     for P in prompts:
                         prompt = rng.integers(3, VOCAB, P).tolist()
                         for proc in procs:
@@ -646,9 +658,12 @@ def main():
                     line += f"  {e} {med(times[(e, P)]):7.1f}"
                 print(line + "  tok/s")
             print("  decode  64+%d:" % a.decode + "".join(f"  {e} {base[e]:7.1f}" for e in engines) + "  tok/s")
-            roof = bandwidth * 1e9 / weight_bytes
+            round_bandwidth = med(probes)
+            roof = round_bandwidth * 1e9 / weight_bytes
             print(f"  roofline decode {roof:.1f} tok/s ({weight_bytes / 1e6:.0f} MB of weights per token "
-                  f"at the measured {bandwidth:.1f} GB/s); weights streamed while decoding: "
+                  f"at {round_bandwidth:.1f} GB/s, the median of this model's rounds' probes, "
+                  f"{min(probes, default=float('nan')):.1f}-{max(probes, default=float('nan')):.1f}); "
+                  "weights streamed while decoding: "
                   + ", ".join(f"{e} {base[e] * weight_bytes / 1e9:.1f} GB/s" for e in engines))
             ours = [e for e in engines if e in ("tbc", "tbc-dot")]
             for t in ours:
