@@ -448,22 +448,29 @@ int main(int argc, char **argv) {
 """
 
 
-def fma_peak(threads, avx512):
+class FmaProbe:
     """GFLOP/s of 12 independent FMA chains per thread on every thread, in
     ymm (AVX2) or zmm (AVX-512) registers: the host's FMA peak, measured
-    (a VM reports no usable clock to compute it from). None without a C
-    compiler."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = os.path.join(tmp, "fma.c"), os.path.join(tmp, "fma")
+    (a VM reports no usable clock to compute it from), the best of a few
+    runs. Like the bandwidth probe, measured for the host line and again in
+    every timed round. `ok` is false without a C compiler."""
+
+    def __init__(self, threads, avx512):
+        self.threads = threads
+        self.tmp = tempfile.TemporaryDirectory()
+        src, self.exe = os.path.join(self.tmp.name, "fma.c"), os.path.join(self.tmp.name, "fma")
         with open(src, "w") as f:
             f.write(FMA_PROBE)
         flags = ["-mavx512f"] if avx512 else ["-mavx2", "-mfma"]
-        if subprocess.run(["cc", "-O2", *flags, src, "-o", exe, "-lpthread"],
-                          capture_output=True).returncode != 0:
+        self.ok = subprocess.run(["cc", "-O2", *flags, src, "-o", self.exe, "-lpthread"],
+                                 capture_output=True).returncode == 0
+
+    def measure(self, runs):
+        if not self.ok:
             return None
         best = 0.0
-        for _ in range(3):
-            out = subprocess.run([exe, str(threads)], capture_output=True, text=True).stdout
+        for _ in range(runs):
+            out = subprocess.run([self.exe, str(self.threads)], capture_output=True, text=True).stdout
             best = max(best, float(out.split()[0]))
         return best
 
@@ -508,6 +515,15 @@ def main():
                    "and the ratios tbc / tbc-base")
     p.add_argument("--csv", help="also write the medians here")
     a = p.parse_args()
+    all_engines = a.engines.split(",")
+    if a.baseline_build:
+        for tool in ("bin/tbc", "lib/libtbc.so"):
+            if not os.path.exists(os.path.join(a.baseline_build, tool)):
+                p.error(f"--baseline-build: no {tool} in {a.baseline_build}")
+        if "tbc-base" not in all_engines:
+            all_engines.insert(all_engines.index("tbc") + 1 if "tbc" in all_engines else 0, "tbc-base")
+    elif "tbc-base" in all_engines:
+        p.error("engine tbc-base needs --baseline-build DIR")
     if a.pages == "huge":
         # Before torch allocates here (the bandwidth probe) and before the
         # workers start (glibc reads its tunables at a process's start).
@@ -525,15 +541,6 @@ def main():
     import transformers
 
     model_name, ext = host_cpu()
-    all_engines = a.engines.split(",")
-    if a.baseline_build:
-        for tool in ("bin/tbc", "lib/libtbc.so"):
-            if not os.path.exists(os.path.join(a.baseline_build, tool)):
-                p.error(f"--baseline-build: no {tool} in {a.baseline_build}")
-        if "tbc-base" not in all_engines:
-            all_engines.insert(all_engines.index("tbc") + 1 if "tbc" in all_engines else 0, "tbc-base")
-    elif "tbc-base" in all_engines:
-        p.error("engine tbc-base needs --baseline-build DIR")
     prompts = [int(x) for x in a.prompts.split(",")]
     probe = BandwidthProbe(a.threads)
     bandwidth, bandwidth_huge = probe.measure(5), probe.huge
@@ -543,7 +550,8 @@ def main():
     torch_isa = torch.backends.cpu.get_cpu_capability()
     if a.isa == "avx2" and torch_isa != "AVX2":
         sys.exit(f"--isa avx2: torch reports {torch_isa}, not AVX2")
-    fma = fma_peak(a.threads, avx512)
+    fma_probe = FmaProbe(a.threads, avx512)
+    fma = fma_probe.measure(3)
     print(f"host: {model_name}, {os.cpu_count()} cores, {' '.join(ext)}; {a.threads} threads; "
           f"read bandwidth {bandwidth:.1f} GB/s (torch.sum of 1 GiB, best of 5, "
           f"{'2 MiB' if bandwidth_huge else '4 KiB'} pages); "
@@ -632,12 +640,14 @@ def main():
 
                 times = {(e, P): [] for e in engines for P in prompts}
                 decodes = {e: [] for e in engines}
-                probes = []  # GB/s, one probe a timed round
+                probes, fma_probes = [], []  # GB/s and GFLOP/s, one probe each a timed round
                 # Warm-up (torch.compile compiles here), then interleaved rounds.
                 for r in range(a.rounds + 1):
                     if r > 0:
                         time.sleep(a.settle_ms / 1e3)
                         probes.append(probe.measure(3))
+                        if fma_probe.ok:
+                            fma_probes.append(fma_probe.measure(1))
                     for P in prompts:
                         prompt = rng.integers(3, VOCAB, P).tolist()
                         for proc in procs:
@@ -674,13 +684,17 @@ def main():
                               for P in prompts]
                     print(f"  {t} / {peer:9s}: " + ", ".join(ratios) +
                           f", decode: {base[t] / base[peer]:.2f}")
+            round_fma = med(fma_probes) if fma_probes else None
+            if round_fma:
+                print(f"  FMA peak {round_fma:.0f} GFLOP/s, the median of this model's rounds' probes, "
+                      f"{min(fma_probes):.0f}-{max(fma_probes):.0f}")
             for t in ours:
                 def gflops(P):
                     return med(times[(t, P)]) / P * prefill_flops(P) / 1e9
                 print(f"  {t} decode at {100 * base[t] / roof:.0f}% of the roofline; prefill "
                       + ", ".join(f"{P}: {gflops(P):.0f} GFLOP/s ({100 * gflops(P) / peak:.0f}% of "
                                   f"torch's f32 matmul" +
-                                  (f", {100 * gflops(P) / fma:.0f}% of the FMA peak)" if fma else ")")
+                                  (f", {100 * gflops(P) / round_fma:.0f}% of the FMA peak)" if round_fma else ")")
                                   for P in prompts))
             for e in engines:
                 rows.append([hidden, dtype, e] + [med(times[(e, P)]) for P in prompts] + [base[e]])
