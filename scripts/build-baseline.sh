@@ -14,16 +14,23 @@
 # 2026-11-23, the "today" of the CPU issue's "no slower on an AVX-512 host".
 set -euo pipefail
 if [ $# -ne 2 ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 rev=$1 dir=$2
 commit=$(git -C "$root" rev-parse --verify --quiet "$rev^{commit}") || {
   echo "build-baseline: '$rev' is not a commit of $root" >&2; exit 1; }
-"$root/scripts/install-deps.sh"
+# DIR is ours to overwrite only if it is new, empty or an earlier baseline.
+if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/.tbc-baseline" ]; then
+  echo "build-baseline: $dir is not empty and not an earlier baseline build; name a new folder" >&2
+  exit 1
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+touch "$dir/.tbc-baseline"
+rm -f "$dir/REVISION"  # written again only once this build succeeds
+"$root/scripts/install-deps.sh"
 # The commit's files only: a tree of its own, never a checkout that could
 # touch the working tree.
 rm -rf "$dir/src"
