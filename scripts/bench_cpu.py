@@ -600,15 +600,20 @@ def main():
                                     "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra
                                    + (["--cpu-features", a.cpu_features] if a.cpu_features else []),
                                    check=True, stderr=subprocess.DEVNULL)
-                spec = dict(module=module, weights=folder, dtype=dtype, threads=a.threads,
-                            libtbc=os.path.join(a.build, "lib", "libtbc.so"),
+                spec = dict(weights=folder, dtype=dtype, threads=a.threads,
                             gguf=os.path.join(tmp, "m.gguf"), compile=False,
                             llama_path=a.llama_path, huge_pages=a.pages == "huge")
                 if "llama.cpp" in engines:
                     write_gguf(folder, config, dtype, spec["gguf"])
-                procs = [Process(e, dict(spec, compile=e == "compile", module=builds.get(e, builds["tbc"])[0],
-                                         libtbc=os.path.join(builds.get(e, builds["tbc"])[1], "lib", "libtbc.so")))
-                         for e in engines]
+
+                def engine_spec(e):
+                    """The spec with what engine `e` alone reads: a tbc
+                    engine's module and the build's libtbc.so."""
+                    if e not in builds:
+                        return dict(spec, compile=e == "compile")
+                    path, build, _ = builds[e]
+                    return dict(spec, module=path, libtbc=os.path.join(build, "lib", "libtbc.so"))
+                procs = [Process(e, engine_spec(e)) for e in engines]
                 params = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                              if f.endswith(".safetensors")) / (2 if dtype == "bf16" else 4)
                 weight_bytes = (params - VOCAB * hidden) * (2 if dtype == "bf16" else 4)
