@@ -312,8 +312,12 @@ def run(a):
         # tbc: four runs of the one-layer module give every per-kernel case.
         s512, s_rows = sh["layer_prompt"], sh["prefill_rows"]
         try:
-            # The layer's wall times compare with transformers' logits_to_keep=1.
-            at_layer = tbc_bench(a.tbc_run, module, s512, sh["decode"], logits="last")
+            # The layer's wall times compare with transformers' on every
+            # row's logits: with the last row's only, tbc computes a lone
+            # layer's MLP for that row alone (nothing else reads the rest),
+            # which transformers does not, and the case would compare an
+            # attention block with a whole layer.
+            at_layer = tbc_bench(a.tbc_run, module, s512, sh["decode"], logits="all")
             at_rows = tbc_bench(a.tbc_run, module, s_rows, sh["decode"])
             at_attn = {s: tbc_bench(a.tbc_run, module, s, 0, logits="last") for s in sh["attn"]
                        if s not in (s512, s_rows)}
@@ -405,8 +409,10 @@ def run(a):
                     best, f"sdpa {name}", floor_ms(2 * 2 * kv * hkv * d, 4 * hq * d * kv))
             # One layer (with the embedding and a 4096-word head), tokens to logits.
             layer_bytes = 2 * (H * qkv_n + hq * d * H + 3 * H * I)
-            e_pre, e_dec = model_times(torch, hf, config, device, s512, sh["decode"], timer, None, notes)
-            c_pre, c_dec = (model_times(torch, hf, config, device, s512, sh["decode"], timer, torch, notes)
+            e_pre, e_dec = model_times(torch, hf, config, device, s512, sh["decode"], timer, None, notes,
+                                       keep=0)
+            c_pre, c_dec = (model_times(torch, hf, config, device, s512, sh["decode"], timer, torch, notes,
+                                        keep=0)
                             if compile_on and not over_budget() else (None, None))
             add(model, f"layer prefill {s512}", at_layer["prefill_ms"], e_pre, c_pre, None, "",
                 floor_ms(layer_bytes, 2 * s512 * layer_bytes / 2))
@@ -428,11 +434,11 @@ def run(a):
     write_outputs(a, rows, notes, gpu)
 
 
-def model_times(torch, hf, config, device, prompt, decode, timer, compiler, notes):
-    """transformers' own prefill (last logits only) and greedy decode step, ms. Eager runs
-    with the default dynamic cache; with `compiler`, torch.compile of the model's forward
-    runs with a StaticCache (what transformers recommends with torch.compile: the decode
-    step keeps one shape and compiles once)."""
+def model_times(torch, hf, config, device, prompt, decode, timer, compiler, notes, keep=1):
+    """transformers' own prefill (the last `keep` rows' logits, 0: all) and greedy decode
+    step, ms. Eager runs with the default dynamic cache; with `compiler`, torch.compile of
+    the model's forward runs with a StaticCache (what transformers recommends with
+    torch.compile: the decode step keeps one shape and compiles once)."""
     what = "compile" if compiler else "eager"
     forward = compiler.compile(hf.forward) if compiler else hf.forward
     ids = torch.randint(0, config.vocab_size, (1, prompt), device=device)
@@ -444,7 +450,7 @@ def model_times(torch, hf, config, device, prompt, decode, timer, compiler, note
         return StaticCache(config=config, max_cache_len=prompt + decode + 1)
 
     def prefill(cache=None):
-        return forward(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1,
+        return forward(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=keep,
                        cache_position=torch.arange(prompt, device=device))
 
     def decode_steps():

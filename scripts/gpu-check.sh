@@ -2,8 +2,10 @@
 # One call on a GPU machine (CUDA, CMake, Ninja, PyTorch, transformers; no
 # LLVM, no network): builds the runtime alone, runs every conformance fixture
 # from the modules scripts/gpu-prepare.sh compiled beforehand (prefill, KV
-# cache decode and greedy tokens against transformers' logits), then times
-# the benchmark (bench/gpu_bench.py) against PyTorch on the same GPU.
+# cache decode and greedy tokens against transformers' logits) and the
+# benchmark's 8B-shaped layers against the CPU path's logits
+# (scripts/gpu-cpu-reference.py), then times the benchmark
+# (bench/gpu_bench.py) against PyTorch on the same GPU.
 # Usage: scripts/gpu-check.sh [--no-bench | --bench-only] [gpu_bench.py run flags...]
 #   The checks run side by side (TBC_GPU_JOBS at a time, default: the cores,
 #   at most 12; the driver's PTX JIT is CPU work), each under a time limit
@@ -79,6 +81,12 @@ for m in "$mods"/*.bf16-f32cache.tbcm; do
   f=$(basename "$m" .bf16-f32cache.tbcm)
   conform "$f" f32cache "$m" "$root/test/fixtures-bf16/$f"
 done
+header "the benchmark's 8B-shaped layers against the CPU path (same random weights, bf16; scripts/gpu-cpu-reference.py)"
+while read -r i model; do
+  job "$model" cpu-ref plain python3 "$root/scripts/gpu-cpu-reference.py" check --tbc-run "$build/bin/tbc-run" \
+    --modules "$mods/bench" --ref "$mods/cpu-ref" --case "$i"
+done < <(python3 -c 'import json, sys
+for i, c in enumerate(json.load(open(sys.argv[1]))): print(i, c["model"])' "$mods/cpu-ref/cases.json")
 header "tbc verify on the GPU (taps against transformers' hooks, prefill and 3 decode steps)"
 for m in "$mods"/*.taps.tbcm "$mods"/*.taps-bf16.tbcm; do
   [ -e "$m" ] || continue

@@ -2,7 +2,8 @@
 # Compiles, on an LLVM machine, everything scripts/gpu-check.sh runs on a GPU
 # machine (which has CUDA, CMake, PyTorch and transformers but no LLVM): every
 # conformance fixture for --target cuda, fused and unfused in f32 and fused
-# with bf16 weights, and the benchmark models. Output: gpu-modules/modules.tar.gz
+# with bf16 weights, and the benchmark models with their CPU-path logits
+# (scripts/gpu-cpu-reference.py). Output: gpu-modules/modules.tar.gz
 # (ignored by git; carry gpu-modules/ to the GPU machine, where gpu-check.sh
 # unpacks it). The modules are PTX text, about 70 MB unpacked, more than the
 # 64 MiB a device call carries; packed they are about 13 MB.
@@ -49,6 +50,11 @@ done
 # The benchmark (bench/gpu_bench.py): one-layer Llama-3-8B, Gemma-2-9B and
 # Qwen3-8B shapes and the whole 8B-shaped Llama, bf16 weights.
 python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench"
+# Those layers' logits on the CPU path (bf16 weights, the same random ones),
+# which gpu-check.sh asks the CUDA modules to match: the fixtures' hidden
+# sizes (64-192) leave the kernels' long-K paths unchecked.
+python3 "$root/scripts/gpu-cpu-reference.py" make --tbc "$tbc" --tbc-run "$build/bin/tbc-run" \
+  --bench "$out/bench" --out "$out/cpu-ref"
 echo "$(ls "$out"/*.tbcm "$out"/bench/*.tbcm | wc -l) modules, $(du -sh "$out" | cut -f1) unpacked"
 rm -rf "$dest" && mkdir -p "$dest"
 tar -C "$out" -czf "$dest/modules.tar.gz" .

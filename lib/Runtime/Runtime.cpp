@@ -5,6 +5,7 @@
 #include "tbc/Support/ModuleFile.h"
 #include "ModuleImpl.h"
 #include "tbc/Support/FileIO.h"
+#include "tbc/Support/HalfFloats.h"
 #include "tbc/Support/Json.h"
 #include "tbc/Support/Limits.h"
 
@@ -302,8 +303,12 @@ void Module::bindRandomWeights(uint64_t seed) {
     double sd = p.shape.size() == 2 ? 1.0 / std::sqrt(double(p.shape[1])) : 0.1;
     values[i].resize(size_t(product(p.shape)));
     float center = gain ? 1.0f : 0.0f, halfWidth = float(sd * std::sqrt(3.0));
+    // Each value bf16-representable: a module that stores weights in bf16
+    // binds the same model as one that keeps them in f32, so a CUDA module
+    // can be checked against the CPU path on random weights
+    // (scripts/gpu-cpu-reference.py) with nothing but the kernels between.
     for (float &v : values[i])
-      v = center + halfWidth * next();
+      v = roundToBF16(center + halfWidth * next());
   }
   // A parameter several weights name (tied embeddings) is copied for all
   // but its last reader, which takes it.

@@ -598,6 +598,37 @@ private:
     return g.warpSum(part);
   }
 
+  /// This lane's share of the sum over x[row, 0 .. n) of term(4 values),
+  /// the row read in 128-bit loads (`aligned`: rows 16-byte aligned, else
+  /// element loads; n % 4 == 0) by `lanes` lanes side by side, this one
+  /// from `first` (its index among them times 4), up to `maxLoads` loads in
+  /// flight a lane where n allows (a multiple of 2, 4 or 8 rounds of the
+  /// lanes' 4 values; else one a step, lanes past n idle in the last).
+  /// The prologue of the norm-fused projections: a warp's statistics over
+  /// K = 4096 in 4 rounds of loads, where a scalar loop (one dependent load
+  /// a step) took as long as streaming the warp's weight row on an H200
+  /// (bench/NOTES.md, 2026-11-27 H200).
+  Value rowPartialSum(Value x, Value row, int64_t n, Value aligned, Value first, int64_t lanes,
+                      int64_t maxLoads, llvm::function_ref<Value(Value)> term) {
+    auto f32x4 = VectorType::get({4}, b.getF32Type());
+    const int64_t round = lanes * 4;
+    int64_t P = 1;
+    while (P < maxLoads && n % (2 * P * round) == 0)
+      P *= 2;
+    Value zero = arith::ConstantOp::create(b, loc, f32x4, DenseElementsAttr::get(f32x4, 0.0f));
+    Value part = g.loop(first, g.idx(n), g.idx(round * P), ValueRange{zero},
+                        [&](Value k, ValueRange acc) {
+                          SmallVector<std::pair<Value, Value>> at;
+                          for (int64_t p = 0; p < P; ++p)
+                            at.push_back({row, p ? g.add(k, p * round) : k});
+                          Value s = acc[0];
+                          for (Value v : g.loadRows(x, at, f32x4, aligned))
+                            s = g.fadd(s, term(v));
+                          return SmallVector<Value>{s};
+                        })[0];
+    return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
+  }
+
   /// One warp per row (per group): RMSNorm, LayerNorm, or with `lhs` the
   /// residual add first (`sum` receives it).
   LogicalResult rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
@@ -810,6 +841,12 @@ private:
     // spilled 4 bytes: rows8 on sm_90, GPT-J's LayerNorm+RoPE f32 GEMV on
     // sm_80).
     Value xAligned = halfWeights && R == 1 ? rowsAligned16(x) : Value();
+    // The norm statistics' loads (rowPartialSum), before the main loop: 8
+    // in flight in the GEMV; 4 for several rows, whose kernels with a
+    // LayerNorm and the run-time alignment test spilled 8 bytes at 8
+    // (BLOOM, the parallel GPT-J spec).
+    Value statsAligned = !norm || K % 4 ? Value() : xAligned ? xAligned : rowsAligned16(x);
+    const int64_t statsLoads = R == 1 ? 8 : 4;
     auto loadX = [&](Value t, Value k, int64_t n) -> SmallVector<Value> {
       if (V == 1)
         return {vector::BroadcastOp::create(b, loc, vec,
@@ -830,10 +867,16 @@ private:
         Value last = g.sub(T, g.idx(1));
         for (int64_t r = 0; r < R; ++r)
           rows.push_back(g.min(g.add(t0, r), last)); // reads stay in bounds
-        // Prologue: each row's statistics, two passes for LayerNorm.
+        // Prologue: each row's statistics, two passes for LayerNorm, in
+        // 128-bit loads, 8 in flight (rowPartialSum; the scalar loop where
+        // K % 4 != 0). Llama-3-8B's GEMVs on an H200, scalar -> vector:
+        // norm+QKV 0.055 -> 0.025 ms, norm+gate/up 0.12 -> 0.064 ms.
         SmallVector<Value> mean(R), rstd(R);
         for (int64_t r = 0; r < R && norm; ++r)
           std::tie(mean[r], rstd[r]) = rowStatistics(*norm, K, eps, [&](auto term) {
+            if (statsAligned)
+              return g.warpSum(rowPartialSum(x, rows[r], K, statsAligned, g.mul(lane, 4), 32,
+                                             statsLoads, term));
             return warpReduce(lane, K, [&](Value k) { return term(g.load(x, {rows[r], k})); });
           });
         // Main loop: R dot products per weight row read (a GLU's gate and
@@ -958,11 +1001,16 @@ private:
         // This lane's two rows (clamped for loads; stores are masked).
         Value rows[2] = {g.min(g.add(t0, group), last), g.min(g.add(g.add(t0, group), 8), last)};
         // Prologue: the statistics of the lane's two rows, shared by the 4
-        // lanes of its group (each sums every 4th element, then the group
-        // adds its partial sums).
+        // lanes of its group (each sums its 4 of every 16 values in 128-bit
+        // loads, 4 in flight: rowPartialSum; every 4th value one at a time
+        // where K % 4 != 0; then the group adds its partial sums).
         Value mean[2], rstd[2];
+        Value statsAligned = e.norm && K % 4 == 0 ? rowsAligned16(x) : Value();
         for (int r = 0; r < 2 && e.norm; ++r)
           std::tie(mean[r], rstd[r]) = rowStatistics(*e.norm, K, eps, [&](auto term) {
+            if (statsAligned)
+              return g.rowQuadSum(
+                  rowPartialSum(x, rows[r], K, statsAligned, g.mul(quad, 4), 4, 4, term));
             Value part = g.loop(quad, g.idx(K), g.idx(4), ValueRange{g.f32(0.0)},
                                 [&](Value k, ValueRange acc) {
                                   return SmallVector<Value>{
