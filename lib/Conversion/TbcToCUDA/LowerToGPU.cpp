@@ -868,9 +868,9 @@ private:
         for (int64_t r = 0; r < R; ++r)
           rows.push_back(g.min(g.add(t0, r), last)); // reads stay in bounds
         // Prologue: each row's statistics, two passes for LayerNorm, in
-        // 128-bit loads, 8 in flight (rowPartialSum; the scalar loop where
-        // K % 4 != 0). Llama-3-8B's GEMVs on an H200, scalar -> vector:
-        // norm+QKV 0.055 -> 0.025 ms, norm+gate/up 0.12 -> 0.064 ms.
+        // 128-bit loads, statsLoads in flight (rowPartialSum; the scalar
+        // loop where K % 4 != 0). Llama-3-8B's GEMVs on an H200, scalar ->
+        // vector: norm+QKV 0.055 -> 0.025 ms, norm+gate/up 0.12 -> 0.064 ms.
         SmallVector<Value> mean(R), rstd(R);
         for (int64_t r = 0; r < R && norm; ++r)
           std::tie(mean[r], rstd[r]) = rowStatistics(*norm, K, eps, [&](auto term) {
