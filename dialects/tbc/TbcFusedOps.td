@@ -24,7 +24,7 @@ def Tbc_WeightTransform : NativeOpTrait<"WeightTransform"> {
 
 def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     [Pure, AttrSizedOperandSegments, Tbc_ProjectionOpInterface]> {
-  let summary = "projection with a norm prologue and an activation/GLU/soft-cap epilogue";
+  let summary = "projection with a norm prologue and an activation/GLU/soft-cap/residual epilogue";
   let description = [{
     Replaces `rms_norm`/`layer_norm` → `linear` (→ `glu` | `activation`)
     (→ `softcap`) chains, and the `split` + `glu` of a fused gate/up weight.
@@ -56,6 +56,11 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     so the projection's output leaves the kernel rotated: the queries and
     keys of a merged QKV projection. RoPE excludes the other epilogues.
 
+    With `residual(%r)` the epilogue's last step adds `%r` (of the result's
+    type): `y = epilogue(z) + r`, a residual connection's add
+    (`--tbc-fuse-residual-projection`), so the block's hidden state leaves
+    the projection that completes it instead of a kernel of its own.
+
     ```mlir
     %qkv = tbc.fused_linear %x, %w norm = rms eps = 1.0e-05
              : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>) -> tensor<?x?x6144xf32>
@@ -66,6 +71,8 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     %qkv = tbc.fused_linear %x, %wqkv positions(%pos) norm = rms eps = 1.0e-05
              rope = <style = neox, columns = 5120, head_dim = 128, rotary_dim = 128, theta = 5.0e+05>
              : (tensor<?x?x4096xf32>, tensor<6144x4096xf32>, tensor<?x?xi32>) -> tensor<?x?x6144xf32>
+    %h2 = tbc.fused_linear %a, %wo residual(%h)
+             : (tensor<?x?x4096xf32>, tensor<4096x4096xf32>, tensor<?x?x4096xf32>) -> tensor<?x?x4096xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
@@ -74,6 +81,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
                        Optional<Tbc_FloatTensor>:$gain,
                        Optional<Tbc_IndexTensor>:$positions,
                        Optional<Tbc_IndexTensor>:$lengths,
+                       Optional<Tbc_FloatTensor>:$residual,
                        OptionalAttr<Tbc_NormKind>:$norm, OptionalAttr<F64Attr>:$eps,
                        OptionalAttr<F64Attr>:$gain_offset,
                        OptionalAttr<Tbc_Activation>:$act, UnitAttr:$glu,
@@ -83,7 +91,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
   let assemblyFormat = [{
     $input `,` $weight (`bias` `(` $bias^ `)`)? (`mean_correction` `(` $mean_correction^ `)`)?
     (`gain` `(` $gain^ `)`)? (`positions` `(` $positions^ `)`)? (`lengths` `(` $lengths^ `)`)?
-    (`norm` `=` $norm^)? (`eps` `=` $eps^)?
+    (`residual` `(` $residual^ `)`)? (`norm` `=` $norm^)? (`eps` `=` $eps^)?
     (`gain_offset` `=` $gain_offset^)? (`act` `=` $act^)? (`glu` $glu^)?
     (`softcap` `=` $softcap^)? (`rope` `=` $rope^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
     functional-type(operands, results)

@@ -120,6 +120,21 @@ def TbcFuseSoftcap : Pass<"tbc-fuse-softcap"> {
   let dependentDialects = ["::tbc::TbcDialect"];
 }
 
+def TbcFuseResidualProjection : Pass<"tbc-fuse-residual-projection"> {
+  let summary = "Fuse residual adds into the projections that produce one of their operands";
+  let description = [{
+    `x + linear(a, W)` (or a `tbc.fused_linear` without a RoPE epilogue)
+    becomes `tbc.fused_linear %a, %W residual(%x)` when the add is the
+    projection's only use: the sum leaves the projection's epilogue, and
+    the add is no longer a kernel (a pass over the hidden state and, on a
+    GPU, a launch) of its own. Run after `--tbc-fuse-residual-norm` (an add
+    whose sum is normalised becomes `tbc.add_norm` instead) and
+    `--tbc-fuse-softcap` (a cap comes before the residual). A tapped
+    projection keeps its output and its add.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
 def TbcHoistWeightTransforms : Pass<"tbc-hoist-weight-transforms", "::mlir::ModuleOp"> {
   let summary = "Move bind-time weight transforms out of layer functions onto the parameters";
   let description = [{

@@ -96,6 +96,8 @@ Cost tbc::opCost(Operation *op, int64_t tokens) {
           c.flops += r * out * (f.getGlu() ? 2 : 1);
         if (f.getSoftcap())
           c.flops += 2 * r * out;
+        if (f.getResidual())
+          c.flops += r * out;
         if (auto rope = f.getRopeAttr()) // as tbc.rope's count, for its heads
           c.flops += 3 * r * (rope.getColumns() / rope.getHeadDim()) * rope.getRotaryDim();
       })

@@ -88,13 +88,16 @@ LogicalResult FusedLinearOp::verify() {
     return emitOpError("'gain_offset' is only supported with an RMS prologue");
   if (getGain() && failed(checkVector(*this, getGain(), "gain", in)))
     return failure();
+  if (getResidual() && getResidual().getType() != getResult().getType())
+    return emitOpError("'residual' must have the result's type ")
+           << getResult().getType() << ", got " << getResidual().getType();
   RotaryEpilogueAttr rope = getRopeAttr();
   if (!rope)
     return getPositions() || getLengths()
                ? emitOpError("'positions' and 'lengths' are read only by a 'rope' epilogue")
                : success();
-  if (getGlu() || getAct() || getSoftcap())
-    return emitOpError("a 'rope' epilogue excludes 'act', 'glu' and 'softcap'");
+  if (getGlu() || getAct() || getSoftcap() || getResidual())
+    return emitOpError("a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'");
   if (rope.getColumns() > out)
     return emitOpError("rope rotates ")
            << rope.getColumns() << " columns but the result has " << out;

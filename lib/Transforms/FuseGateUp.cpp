@@ -30,7 +30,7 @@ FusedLinearOp createGated(PatternRewriter &rewriter, Operation *replaced,
   return rewriter.replaceOpWithNewOp<FusedLinearOp>(
       replaced, replaced->getResult(0).getType(), input, weight, bias,
       /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
-      /*lengths=*/Value(), /*norm=*/NormKindAttr(),
+      /*lengths=*/Value(), /*residual=*/Value(), /*norm=*/NormKindAttr(),
       /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(), attr, glu, /*softcap=*/FloatAttr(),
       /*rope=*/RotaryEpilogueAttr(), inOut);
 }

@@ -35,7 +35,9 @@ std::optional<Projection> asProjection(Operation *user) {
   Projection proj{user, p.getWeight(), p.getBias(), p.getWeightInOut(),
                   ActivationAttr(), false, FloatAttr()};
   if (auto f = dyn_cast<FusedLinearOp>(user)) {
-    if (f.getRope()) // would need its positions carried over; fused after this pass
+    // RoPE would need its positions carried over, a residual its operand;
+    // both are fused after this pass.
+    if (f.getRope() || f.getResidual())
       return std::nullopt;
     proj.act = f.getActAttr();
     proj.glu = f.getGlu();
@@ -118,7 +120,7 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
     auto fused = rewriter.replaceOpWithNewOp<FusedLinearOp>(
         p.op, p.op->getResult(0).getType(), norm.getInput(), weight, bias,
         meanCorrection, shared ? gain : Value(), /*positions=*/Value(), /*lengths=*/Value(),
-        NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
+        /*residual=*/Value(),         NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
         shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap,
         /*rope=*/RotaryEpilogueAttr(), p.inOut);
     if (tap)

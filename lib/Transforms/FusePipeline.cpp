@@ -12,7 +12,9 @@
 //  5. residual + norm for the norms left (post-norm blocks);
 //  6. soft-caps as projection epilogues (after 3, so the LM head is
 //     already in its final form);
-//  7. weight transforms hoisted onto the parameters, dead ones removed.
+//  7. residual adds into the projections that produce an operand (after 5,
+//     which prefers add_norm, and 6, whose cap comes before the add);
+//  8. weight transforms hoisted onto the parameters, dead ones removed.
 //
 // With 16-bit weights (bf16/f16 storage) step 3 cannot fold the norm's gain
 // into the weight (W * g): rounding that product to 16 bits would round
@@ -42,6 +44,7 @@ void tbc::buildFusePipeline(mlir::OpPassManager &pm,
   pm.addPass(createTbcFuseRope());
   pm.addPass(createTbcFuseResidualNorm());
   pm.addPass(createTbcFuseSoftcap());
+  pm.addPass(createTbcFuseResidualProjection());
   pm.addPass(createTbcHoistWeightTransforms());
   pm.addPass(mlir::createCSEPass());
 }
@@ -50,8 +53,8 @@ void tbc::registerFusePipeline() {
   mlir::registerPassPipeline(
       "tbc-fuse",
       "All tbc fusions in a sound order (gate/up, QKV merge, norm+projection, "
-      "RoPE into QKV, residual+norm, soft-caps), then weight transforms hoisted onto the "
-      "parameters",
+      "RoPE into QKV, residual+norm, soft-caps, residual+projection), then weight transforms "
+      "hoisted onto the parameters",
       [](mlir::OpPassManager &pm, llvm::StringRef optionsText,
          llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)
           -> mlir::LogicalResult {

@@ -45,7 +45,7 @@ struct FuseRopeIntoProjection : OpRewritePattern<RopeOp> {
     if (!producer || !isa<LinearOp, FusedLinearOp>(producer) || !projected.hasOneUse())
       return rewriter.notifyMatchFailure(rope, "input is not a projection's only use");
     if (auto f = dyn_cast<FusedLinearOp>(producer);
-        f && (f.getAct() || f.getGlu() || f.getSoftcap() || f.getRope()))
+        f && (f.getAct() || f.getGlu() || f.getSoftcap() || f.getRope() || f.getResidual()))
       return rewriter.notifyMatchFailure(rope, "the projection has another epilogue");
 
     // The RoPEs to absorb: the leading results of the split, each rotated
@@ -89,14 +89,15 @@ struct FuseRopeIntoProjection : OpRewritePattern<RopeOp> {
       fused = FusedLinearOp::create(
           rewriter, l.getLoc(), l.getType(), l.getInput(), l.getWeight(), l.getBias(),
           /*mean_correction=*/Value(), /*gain=*/Value(), rope.getPositions(),
-          rope.getLengths(), NormKindAttr(), FloatAttr(), /*gain_offset=*/FloatAttr(),
+          rope.getLengths(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
+          /*gain_offset=*/FloatAttr(),
           ActivationAttr(), false, /*softcap=*/FloatAttr(), attr, l.getWeightInOut());
     else {
       auto f = cast<FusedLinearOp>(producer);
       fused = FusedLinearOp::create(
           rewriter, f.getLoc(), f.getType(), f.getInput(), f.getWeight(), f.getBias(),
           f.getMeanCorrection(), f.getGain(), rope.getPositions(), rope.getLengths(),
-          f.getNormAttr(), f.getEpsAttr(), f.getGainOffsetAttr(), ActivationAttr(), false,
+          /*residual=*/Value(), f.getNormAttr(), f.getEpsAttr(), f.getGainOffsetAttr(), ActivationAttr(), false,
           /*softcap=*/FloatAttr(), attr, f.getWeightInOut());
     }
     rewriter.replaceOp(producer, fused.getResult());

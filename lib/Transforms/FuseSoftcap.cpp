@@ -25,15 +25,16 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
       rewriter.replaceOpWithNewOp<FusedLinearOp>(
           cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
           /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
-          /*lengths=*/Value(), NormKindAttr(), FloatAttr(),
+          /*lengths=*/Value(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
           /*gain_offset=*/FloatAttr(), ActivationAttr(), false,
           cap.getCapAttr(), /*rope=*/RotaryEpilogueAttr(), l.getWeightInOut());
       rewriter.eraseOp(l);
       return success();
     }
     if (auto f = dyn_cast<FusedLinearOp>(producer)) {
-      if (f.getSoftcap() || f.getRope())
-        return rewriter.notifyMatchFailure(cap, "already soft-capped or rotated");
+      // A residual is added after the cap: cap(y + r) is not cap(y) + r.
+      if (f.getSoftcap() || f.getRope() || f.getResidual())
+        return rewriter.notifyMatchFailure(cap, "already soft-capped, rotated or residual");
       rewriter.modifyOpInPlace(f, [&] {
         f.setSoftcapAttr(cap.getCapAttr());
         f->removeAttr(TbcDialect::TapAttrHelper::getNameStr()); // its output is capped now

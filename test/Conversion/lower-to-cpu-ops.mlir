@@ -150,6 +150,43 @@ func.func @fused_softcap(%x: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
 
 // -----
 
+// A residual with a soft-cap: the residual is added after the cap, the
+// epilogue's last step.
+// CHECK-LABEL: func.func @k0_fused_linear(
+// CHECK: ^bb0(%[[Z:.*]]: f32, %[[RES:.*]]: f32, %{{.*}}: f32):
+// CHECK: math.tanh
+// CHECK-NEXT: %[[CAP:.*]] = arith.mulf
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[CAP]], %[[RES]]
+// CHECK-NEXT: linalg.yield %[[SUM]]
+func.func @fused_softcap_residual(%x: tensor<?x?x32xf32>, %h: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %w = tbc.param "head.weight" : tensor<64x32xf32>
+  %y = tbc.fused_linear %x, %w residual(%h) softcap = 30.0 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A plain projection with bias and residual (a block's output projection):
+// the output starts as residual + bias and the tile accumulates onto it; no
+// accumulator buffer, no epilogue pass.
+// CHECK-LABEL: func.func @k0_fused_linear(
+// CHECK-SAME: %{{.*}}: memref<?x?x32xf32{{.*}}>, %{{.*}}: memref<2x32x32xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: memref<?x?x64xf32{{.*}}>, %{{.*}}: memref<?x?x64xf32{{.*}}>, %{{.*}}: memref<2xi64>)
+// CHECK-NOT: memref.alloc
+// CHECK: ^bb0(%[[RES:.*]]: f32, %[[BIAS:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[INIT:.*]] = arith.addf %[[RES]], %[[BIAS]]
+// CHECK-NEXT: linalg.yield %[[INIT]]
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @fused_bias_residual(%x: tensor<?x?x32xf32>, %h: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %w = tbc.param "o.weight" : tensor<64x32xf32>
+  %b = tbc.param "o.bias" : tensor<64xf32>
+  %y = tbc.fused_linear %x, %w bias(%b) residual(%h) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
 // NeoX RoPE: a constant table of rotary_dim / 2 inverse frequencies, the
 // partner half a head away (first half: +8, second: -8), sin and cos.
 // CHECK: memref.global "private" constant @rope_inv_freq_0 : memref<8xf32> = dense<[1.000000e+00, 0.316227764,

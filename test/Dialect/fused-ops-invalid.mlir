@@ -181,3 +181,11 @@ func.func @fold_bias_rank(%w: tensor<8xf32>, %beta: tensor<4xf32>) {
   %r = tbc.fold_bias %w, %beta : tensor<8xf32>, tensor<4xf32> -> tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @fused_linear_residual_type(%x: tensor<?x?x32xf32>, %w: tensor<8x32xf32>, %h: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{'residual' must have the result's type 'tensor<?x?x8xf32>', got 'tensor<?x?x16xf32>'}}
+  %0 = tbc.fused_linear %x, %w residual(%h) : (tensor<?x?x32xf32>, tensor<8x32xf32>, tensor<?x?x16xf32>) -> tensor<?x?x8xf32>
+  return
+}

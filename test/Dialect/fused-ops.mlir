@@ -18,6 +18,17 @@ func.func @fused_linear(%x: tensor<?x?x32xf32>, %w: tensor<128x32xf32>, %b: tens
   return %0, %1, %2, %3 : tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x128xf32>, tensor<?x?x64xf32>
 }
 
+// A residual add as the epilogue's last step.
+// CHECK-LABEL: func.func @fused_linear_residual
+func.func @fused_linear_residual(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %h: tensor<?x?x64xf32>)
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} residual(%{{.*}}) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %0 = tbc.fused_linear %x, %w residual(%h) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) residual(%{{.*}}) act = gelu : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %1 = tbc.fused_linear %x, %w bias(%b) residual(%h) act = gelu : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %0, %1 : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
 // RoPE epilogue: the leading 96 columns (q, k) rotated; longrope's factors
 // and the lengths operand round-trip.
 // CHECK-LABEL: func.func @fused_linear_rope

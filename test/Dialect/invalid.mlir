@@ -694,8 +694,16 @@ func.func @fused_linear_rope_rotary_dim(%x: tensor<?x?x32xf32>, %w: tensor<64x32
 // -----
 
 func.func @fused_linear_rope_and_act(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
-  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu' and 'softcap'}}
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'}}
   %0 = tbc.fused_linear %x, %w positions(%p) act = silu rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_rope_and_residual(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>, %h: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'}}
+  %0 = tbc.fused_linear %x, %w positions(%p) residual(%h) rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return
 }
 

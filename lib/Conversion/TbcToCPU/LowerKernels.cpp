@@ -329,11 +329,36 @@ private:
                });
   }
 
-  LogicalResult linear(Value x, Value w, Value bias, Value out) {
+  /// out = residual + bias, either or both absent: what a plain projection
+  /// accumulates onto.
+  void initWithResidual(Value out, Value residual, Value bias) {
+    SmallVector<Value> ins{residual};
+    SmallVector<AffineMap> maps{kb.identity(3)};
+    if (bias) {
+      ins.push_back(bias);
+      maps.push_back(kb.map(3, {kb.d(2)}));
+    }
+    maps.push_back(kb.identity(3));
+    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value v = a[0];
+                 if (bias)
+                   v = arith::AddFOp::create(nb, l, v, a[1]);
+                 linalg::YieldOp::create(nb, l, v);
+               });
+  }
+
+  /// x W^T (+ bias) (+ residual), this call's columns: the output starts as
+  /// the bias and residual, and the matmul adds onto it.
+  LogicalResult linear(Value x, Value w, Value bias, Value out, Value residual = Value()) {
     Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
-    if (bias)
-      initWithBias(kb.slice(out, 2, rangeBegin, n), kb.slice(bias, 0, rangeBegin, n));
-    matmul(x, w, out, rangeBegin, rangeEnd, /*accumulate=*/bool(bias));
+    Value biasSlice = bias ? kb.slice(bias, 0, rangeBegin, n) : Value();
+    if (residual)
+      initWithResidual(kb.slice(out, 2, rangeBegin, n), kb.slice(residual, 2, rangeBegin, n),
+                       biasSlice);
+    else if (bias)
+      initWithBias(kb.slice(out, 2, rangeBegin, n), biasSlice);
+    matmul(x, w, out, rangeBegin, rangeEnd, /*accumulate=*/bias || residual);
     return success();
   }
 
@@ -345,6 +370,12 @@ private:
     Value gain = f.getGain() ? in[next++] : Value();
     Value positions = f.getPositions() ? in[next++] : Value();
     Value lengths = f.getLengths() ? in[next++] : Value();
+    Value residual = f.getResidual() ? in[next++] : Value();
+    // A projection whose only epilogue is its bias and residual (attention's
+    // output and the MLP's down projection) accumulates onto them in place,
+    // as tbc.linear onto its bias: no accumulator buffer, no second pass.
+    if (residual && !f.getNorm() && !gain && !f.getAct() && !f.getSoftcap() && !f.getRope())
+      return linear(x, w, bias, out, residual);
     int64_t rows = f.getProjectionWidth();
     int64_t outW = width(out);
     std::optional<NormKind> norm = f.getNorm();
@@ -453,6 +484,11 @@ private:
       meanIdx = ins.size();
       add(mean, rowMap);
     }
+    int residualIdx = -1;
+    if (residual) {
+      residualIdx = ins.size();
+      add(half3(residual, 0), kb.identity(3));
+    }
     RotaryEpilogueAttr rope = f.getRopeAttr();
     Value cosTable, sinTable;
     if (rope)
@@ -486,6 +522,8 @@ private:
                    y = emitActivation(nb, l, *act, y);
                  if (cap)
                    y = emitSoftcap(nb, l, *cap, y);
+                 if (residualIdx >= 0)
+                   y = arith::AddFOp::create(nb, l, y, a[residualIdx]);
                  if (rope)
                    y = ropeEpilogue(nb, l, rope, y, acc, bias, corr, cosTable, sinTable,
                                     prologue);

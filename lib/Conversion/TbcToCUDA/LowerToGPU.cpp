@@ -401,7 +401,7 @@ private:
         .Case([&](LinearOp l) {
           return projection(launch, in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {},
                             out[0], std::nullopt, 0.0, std::nullopt, false, std::nullopt,
-                            nullptr);
+                            nullptr, Value());
         })
         .Case([&](FusedLinearOp f) {
           unsigned next = 2;
@@ -419,9 +419,10 @@ private:
             rope.emplace(b, loc, attr, gpuModule, "rope_inv_freq_" + std::to_string(index),
                          positions, lengths);
           }
+          Value residual = f.getResidual() ? in[next++] : Value();
           return projection(launch, in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
                             f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
-                            f.getGlu(), cap, rope ? &*rope : nullptr);
+                            f.getGlu(), cap, rope ? &*rope : nullptr, residual);
         })
         .Case([&](NormOpInterface n) {
           return rowNorm(n.getNormKind(), Value(), in[0], in[1],
@@ -675,7 +676,9 @@ private:
 
   /// The projection epilogue for one output element: accumulator `z(h)`
   /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
-  /// activation, then the soft-cap, exactly as tbc.fused_linear says.
+  /// activation, then the soft-cap, exactly as tbc.fused_linear says; the
+  /// residual, when there is one, is added as the element is stored
+  /// (`stored`), where its token row is known.
   struct Epilogue {
     Value bias, corr;
     std::optional<NormKind> norm;
@@ -683,7 +686,12 @@ private:
     bool glu;
     std::optional<double> cap;
     int64_t N;
+    Value residual;
   };
+  /// Output element (t, col) as stored: `y` plus the residual's element.
+  Value stored(const Epilogue &e, Value y, Value t, Value col) {
+    return e.residual ? g.fadd(y, g.load(e.residual, {t, col})) : y;
+  }
   Value epilogue(const Epilogue &e, Value col, Value mean, Value rstd,
                  llvm::function_ref<Value(int64_t)> acc) {
     auto z = [&](int64_t h) {
@@ -781,8 +789,8 @@ private:
   LogicalResult projection(const cuda::Launch &launch, Value x, Value w, Value bias, Value corr,
                            const InputGain &gain, Value out, std::optional<NormKind> norm,
                            double eps, std::optional<Activation> act, bool glu,
-                           std::optional<double> cap, const Rotary *rope) {
-    Epilogue e{bias, corr, norm, act, glu, cap, width(out)};
+                           std::optional<double> cap, const Rotary *rope, Value residual) {
+    Epilogue e{bias, corr, norm, act, glu, cap, width(out), residual};
     // A transposed 16-bit weight ([out, in, 1], made from GPT-2's [in, out]
     // at bind time) is an [out, in] matrix to every variant.
     if (auto t = cast<MemRefType>(w.getType());
@@ -941,7 +949,8 @@ private:
         // Lane r writes row t0 + r of column `col`.
         auto store = [&](Value col, Value y) {
           Value t = g.add(t0, lane);
-          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)), [&] { g.store(y, out, {t, col}); });
+          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)),
+                   [&] { g.store(stored(e, y, t, col), out, {t, col}); });
         };
         auto plain = [&] {
           SmallVector<Value> weightRows{o};
@@ -1064,8 +1073,9 @@ private:
             wRow.push_back(g.add(ownRow, N));
           SmallVector<Value> acc = mmaLoop(wRow);
           forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
-            g.store(epilogue(e, col, mean[r], rstd[r], [&](int64_t h) { return acc[4 * h + i]; }),
-                    out, {t, col});
+            Value y =
+                epilogue(e, col, mean[r], rstd[r], [&](int64_t h) { return acc[4 * h + i]; });
+            g.store(stored(e, y, t, col), out, {t, col});
           });
         };
         if (!rope)
@@ -1361,7 +1371,7 @@ private:
             if (e.glu) { // gate and up of output column s0 / 2
               Value col = g.div(s0, 2);
               g.ifThen(g.lt(s0, S), [&] {
-                g.store(epilogue(e, col, mean, rstd, accOf), out, {t, col});
+                g.store(stored(e, epilogue(e, col, mean, rstd, accOf), t, col), out, {t, col});
               });
               continue;
             }
@@ -1375,8 +1385,8 @@ private:
               y0 = g.select(l.inRot, first, y0);
               y1 = g.select(l.inRot, second, y1);
             }
-            g.ifThen(g.lt(s0, S), [&] { g.store(y0, out, {t, row0}); });
-            g.ifThen(g.lt(s1, S), [&] { g.store(y1, out, {t, row1}); });
+            g.ifThen(g.lt(s0, S), [&] { g.store(stored(e, y0, t, row0), out, {t, row0}); });
+            g.ifThen(g.lt(s1, S), [&] { g.store(stored(e, y1, t, row1), out, {t, row1}); });
           }
         });
       });
