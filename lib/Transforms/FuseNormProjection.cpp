@@ -120,7 +120,8 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
     auto fused = rewriter.replaceOpWithNewOp<FusedLinearOp>(
         p.op, p.op->getResult(0).getType(), norm.getInput(), weight, bias,
         meanCorrection, shared ? gain : Value(), /*positions=*/Value(), /*lengths=*/Value(),
-        /*residual=*/Value(),         NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
+        /*residual=*/Value(),
+        NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
         shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap,
         /*rope=*/RotaryEpilogueAttr(), p.inOut);
     if (tap)
