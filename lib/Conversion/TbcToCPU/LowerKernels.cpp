@@ -320,20 +320,15 @@ private:
     emitPanelMatmul(b, loc, x, packed, acc, begin, end, tile, accumulate);
   }
 
-  /// out = bias broadcast.
-  void initWithBias(Value out, Value bias) {
-    kb.generic(bias, out, {kb.map(3, {kb.d(2)}), kb.identity(3)},
-               KernelBuilder::iterators(3),
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 linalg::YieldOp::create(nb, l, a[0]);
-               });
-  }
-
-  /// out = residual + bias, either or both absent: what a plain projection
-  /// accumulates onto.
-  void initWithResidual(Value out, Value residual, Value bias) {
-    SmallVector<Value> ins{residual};
-    SmallVector<AffineMap> maps{kb.identity(3)};
+  /// out = residual + bias broadcast (either may be absent, not both): what
+  /// a plain projection accumulates onto.
+  void initOutput(Value out, Value residual, Value bias) {
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    if (residual) {
+      ins.push_back(residual);
+      maps.push_back(kb.identity(3));
+    }
     if (bias) {
       ins.push_back(bias);
       maps.push_back(kb.map(3, {kb.d(2)}));
@@ -342,7 +337,7 @@ private:
     kb.generic(ins, out, maps, KernelBuilder::iterators(3),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value v = a[0];
-                 if (bias)
+                 if (residual && bias)
                    v = arith::AddFOp::create(nb, l, v, a[1]);
                  linalg::YieldOp::create(nb, l, v);
                });
@@ -352,12 +347,10 @@ private:
   /// the bias and residual, and the matmul adds onto it.
   LogicalResult linear(Value x, Value w, Value bias, Value out, Value residual = Value()) {
     Value n = arith::SubIOp::create(b, loc, rangeEnd, rangeBegin);
-    Value biasSlice = bias ? kb.slice(bias, 0, rangeBegin, n) : Value();
-    if (residual)
-      initWithResidual(kb.slice(out, 2, rangeBegin, n), kb.slice(residual, 2, rangeBegin, n),
-                       biasSlice);
-    else if (bias)
-      initWithBias(kb.slice(out, 2, rangeBegin, n), biasSlice);
+    if (bias || residual)
+      initOutput(kb.slice(out, 2, rangeBegin, n),
+                 residual ? kb.slice(residual, 2, rangeBegin, n) : Value(),
+                 bias ? kb.slice(bias, 0, rangeBegin, n) : Value());
     matmul(x, w, out, rangeBegin, rangeEnd, /*accumulate=*/bias || residual);
     return success();
   }

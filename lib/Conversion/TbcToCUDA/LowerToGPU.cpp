@@ -678,7 +678,7 @@ private:
   /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
   /// activation, then the soft-cap, exactly as tbc.fused_linear says; the
   /// residual, when there is one, is added as the element is stored
-  /// (`stored`), where its token row is known.
+  /// (`storeOutput`), where its token row is known.
   struct Epilogue {
     Value bias, corr;
     std::optional<NormKind> norm;
@@ -688,9 +688,11 @@ private:
     int64_t N;
     Value residual;
   };
-  /// Output element (t, col) as stored: `y` plus the residual's element.
-  Value stored(const Epilogue &e, Value y, Value t, Value col) {
-    return e.residual ? g.fadd(y, g.load(e.residual, {t, col})) : y;
+  /// Stores output element (t, col): `y` plus the residual's element.
+  void storeOutput(const Epilogue &e, Value y, Value out, Value t, Value col) {
+    if (e.residual)
+      y = g.fadd(y, g.load(e.residual, {t, col}));
+    g.store(y, out, {t, col});
   }
   Value epilogue(const Epilogue &e, Value col, Value mean, Value rstd,
                  llvm::function_ref<Value(int64_t)> acc) {
@@ -950,7 +952,7 @@ private:
         auto store = [&](Value col, Value y) {
           Value t = g.add(t0, lane);
           g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)),
-                   [&] { g.store(stored(e, y, t, col), out, {t, col}); });
+                   [&] { storeOutput(e, y, out, t, col); });
         };
         auto plain = [&] {
           SmallVector<Value> weightRows{o};
@@ -1075,7 +1077,7 @@ private:
           forEachAccumulator([&](int64_t i, int r, Value t, Value col) {
             Value y =
                 epilogue(e, col, mean[r], rstd[r], [&](int64_t h) { return acc[4 * h + i]; });
-            g.store(stored(e, y, t, col), out, {t, col});
+            storeOutput(e, y, out, t, col);
           });
         };
         if (!rope)
@@ -1371,7 +1373,7 @@ private:
             if (e.glu) { // gate and up of output column s0 / 2
               Value col = g.div(s0, 2);
               g.ifThen(g.lt(s0, S), [&] {
-                g.store(stored(e, epilogue(e, col, mean, rstd, accOf), t, col), out, {t, col});
+                storeOutput(e, epilogue(e, col, mean, rstd, accOf), out, t, col);
               });
               continue;
             }
@@ -1385,8 +1387,8 @@ private:
               y0 = g.select(l.inRot, first, y0);
               y1 = g.select(l.inRot, second, y1);
             }
-            g.ifThen(g.lt(s0, S), [&] { g.store(stored(e, y0, t, row0), out, {t, row0}); });
-            g.ifThen(g.lt(s1, S), [&] { g.store(stored(e, y1, t, row1), out, {t, row1}); });
+            g.ifThen(g.lt(s0, S), [&] { storeOutput(e, y0, out, t, row0); });
+            g.ifThen(g.lt(s1, S), [&] { storeOutput(e, y1, out, t, row1); });
           }
         });
       });
