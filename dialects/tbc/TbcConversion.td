@@ -61,7 +61,7 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
            "panel into L2; 0: no software prefetch">,
     Option<"decodeStreams", "decode-streams", "int64_t", /*default=*/"1",
            "Weight panels a single-row (decode) projection tile reads side by side "
-           "(1 or 2): panel p with p + half of a core's share">,
+           "(1, 2 or 4): a core's share cut into that many runs, panel i of each at once">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

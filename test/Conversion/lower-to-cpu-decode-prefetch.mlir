@@ -6,9 +6,11 @@
 // RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=4096 | FileCheck %s --check-prefix=PF4K
 // RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=0 | FileCheck %s --check-prefix=NOPF
 // RUN: not tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-prefetch=-1 2>&1 | FileCheck %s --check-prefix=BAD
-// Two decode streams (decode-streams=2, Zen 3): panel p read beside p + half,
-// the 4 unrolled k steps shared (2 each), each panel prefetched.
+// Decode streams (decode-streams=2 or 4; Zen 3 reads four): a core's panels
+// cut into that many runs, panel i of every run read at once, the 4 unrolled k
+// steps shared among them, each panel prefetched; a run's extra panel alone.
 // RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-streams=2 | FileCheck %s --check-prefix=TWO
+// RUN: tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-streams=4 | FileCheck %s --check-prefix=FOUR
 // RUN: not tbc-opt %s --tbc-outline-kernels --tbc-lower-to-cpu=decode-streams=3 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A panel row is 32 f32 = 128 bytes: 8 KB ahead is 64 rows, 4 KB 32; the
@@ -35,11 +37,17 @@
 // NOPF: return
 
 // TWO-LABEL: func.func @k0_linear(
-// TWO: %[[HALF:.*]] = arith.ceildivui %[[N:.*]], %c2 : index
-// TWO-NEXT: %[[PAIRED:.*]] = arith.subi %[[N]], %[[HALF]] : index
-// TWO: %[[PAIRS:.*]] = arith.addi %[[BEGIN:.*]], %[[PAIRED]] : index
-// TWO: scf.for %[[P:.*]] = %[[BEGIN]] to %[[PAIRS]]
-// TWO: %[[Q:.*]] = arith.addi %[[P]], %[[HALF]] : index
+// TWO: %[[BASE:.*]] = arith.divui %[[N:.*]], %c2 : index
+// TWO: %[[EXTRA:.*]] = arith.remui %[[N]], %c2{{.*}} : index
+// TWO: %[[MIN0:.*]] = arith.minui %[[EXTRA]], %c0{{.*}} : index
+// TWO: %[[OFF0:.*]] = arith.addi %{{.*}}, %[[MIN0]] : index
+// TWO-NEXT: %[[S0:.*]] = arith.addi %[[BEGIN:.*]], %[[OFF0]] : index
+// TWO: %[[MIN1:.*]] = arith.minui %[[EXTRA]], %c1{{.*}} : index
+// TWO: %[[OFF1:.*]] = arith.addi %{{.*}}, %[[MIN1]] : index
+// TWO-NEXT: %[[S1:.*]] = arith.addi %[[BEGIN]], %[[OFF1]] : index
+// TWO: scf.for %[[I:.*]] = %c0{{.*}} to %[[BASE]]
+// TWO-NEXT: %[[P:.*]] = arith.addi %[[S0]], %[[I]] : index
+// TWO-NEXT: %[[Q:.*]] = arith.addi %[[S1]], %[[I]] : index
 // TWO: %[[PANEL_P:.*]] = memref.subview %arg1[%[[P]], 0, 0]
 // TWO-NEXT: %[[PANEL_Q:.*]] = memref.subview %arg1[%[[Q]], 0, 0]
 // TWO: scf.for {{.*}} step %c2{{(_[0-9]+)?}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
@@ -49,9 +57,36 @@
 // TWO: vector.load %[[PANEL_Q]]
 // TWO: vector.load %[[PANEL_P]]
 // TWO: vector.load %[[PANEL_Q]]
-// The middle panel of an odd count, alone.
-// TWO: scf.for %{{.*}} = %[[PAIRS]] to
+// Run 0's extra panel (an odd count), alone: run 1 starts after it.
+// TWO: scf.for %[[J:.*]] = %c0{{.*}} to %[[EXTRA]]
+// TWO-NEXT: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[J]] : index
+// TWO-NEXT: %[[SKIP:.*]] = arith.muli %[[J]], %[[BASE]] : index
+// TWO-NEXT: %[[AFTER:.*]] = arith.addi %[[SKIP]], %[[BASE]] : index
+// TWO-NEXT: arith.addi %[[FIRST]], %[[AFTER]] : index
 // TWO: return
+
+// FOUR-LABEL: func.func @k0_linear(
+// FOUR: %[[BASE:.*]] = arith.divui %[[N:.*]], %c4 : index
+// FOUR: %[[EXTRA:.*]] = arith.remui %[[N]], %c4{{.*}} : index
+// FOUR: scf.for %[[I:.*]] = %c0{{.*}} to %[[BASE]]
+// FOUR-COUNT-4: arith.addi %{{.*}}, %[[I]] : index
+// FOUR: %[[P0:.*]] = memref.subview %arg1
+// FOUR-NEXT: %[[P1:.*]] = memref.subview %arg1
+// FOUR-NEXT: %[[P2:.*]] = memref.subview %arg1
+// FOUR-NEXT: %[[P3:.*]] = memref.subview %arg1
+// One k step of each panel an iteration, into 8 accumulators.
+// FOUR: scf.for {{.*}} step %c1{{(_[0-9]+)?}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// FOUR-COUNT-2: memref.prefetch %[[P0]]{{.*}} locality<2>
+// FOUR-COUNT-2: memref.prefetch %[[P1]]{{.*}} locality<2>
+// FOUR-COUNT-2: memref.prefetch %[[P2]]{{.*}} locality<2>
+// FOUR-COUNT-2: memref.prefetch %[[P3]]{{.*}} locality<2>
+// FOUR: vector.load %[[P0]]
+// FOUR: vector.load %[[P1]]
+// FOUR: vector.load %[[P2]]
+// FOUR: vector.load %[[P3]]
+// FOUR: scf.yield
+// FOUR: scf.for %{{.*}} = %c0{{.*}} to %[[EXTRA]]
+// FOUR: return
 
 // BAD: decode-prefetch >= 0
 func.func @decode(%x: tensor<?x?x1024xf32>) -> tensor<?x?x64xf32> {

@@ -716,10 +716,10 @@ struct TbcLowerToCPUPass
     ModuleOp module = getOperation();
     CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, decodePrefetch, decodeStreams};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
-        tile.decodePrefetch < 0 || (tile.decodeStreams != 1 && tile.decodeStreams != 2) ||
+        tile.decodePrefetch < 0 || (tile.decodeStreams != 1 && tile.decodeStreams != 2 && tile.decodeStreams != 4) ||
         !isStorageType(weightType)) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
-                       "> 0, decode-prefetch >= 0, decode-streams 1 or 2, and weight-type "
+                       "> 0, decode-prefetch >= 0, decode-streams 1, 2 or 4, and weight-type "
                        "f32, bf16 or f16");
       return signalPassFailure();
     }

@@ -485,9 +485,9 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
             });
         scf::YieldOp::create(ob, loc);
       });
-  // Single rows (decoding; none when there are whole tiles): the panels in
-  // shape.decodeStreams runs read side by side, panel p with p + half, so
-  // that a core has as many streams for its prefetchers to follow.
+  // Single rows (decoding; none when there are whole tiles): a core's
+  // panels cut into shape.decodeStreams runs read side by side, panel i of
+  // every run at once, so that its prefetchers follow as many streams.
   auto singleRows = [&](OpBuilder &ob, ArrayRef<Value> ps) {
     scf::ForOp::create(
         ob, loc, tiledEnd, rows, idx(ob, 1), ValueRange{},
@@ -498,24 +498,41 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           scf::YieldOp::create(rb, loc);
         });
   };
+  // Run j holds base + 1 panels when j < extra, base otherwise; the runs'
+  // first `base` panels go in groups of `streams`, the extra ones alone.
   const int64_t streams = shape.decodeStreams;
-  assert((streams == 1 || streams == 2) && "one or two decode streams");
+  assert(kDecodeUnroll % streams == 0 && "the unrolled k steps shared by the streams");
   Value panelCount = arith::SubIOp::create(b, loc, panelEnd, panelBegin);
-  Value half = streams == 2 ? arith::CeilDivUIOp::create(b, loc, panelCount, idx(b, 2)).getResult()
-                            : panelCount;
-  Value paired = arith::SubIOp::create(b, loc, panelCount, half); // panels with a partner
-  Value pairedEnd = arith::AddIOp::create(b, loc, panelBegin, paired);
-  if (streams == 2)
-    scf::ForOp::create(b, loc, panelBegin, pairedEnd, idx(b, 1), ValueRange{},
-                       [&](OpBuilder &ob, Location, Value p, ValueRange) {
-                         singleRows(ob, {p, arith::AddIOp::create(ob, loc, p, half)});
+  Value base = arith::DivUIOp::create(b, loc, panelCount, idx(b, streams));
+  Value extra = arith::RemUIOp::create(b, loc, panelCount, idx(b, streams));
+  // The first panel of run j: j base + min(j, extra) after panelBegin.
+  SmallVector<Value> runStarts;
+  for (int64_t j = 0; streams > 1 && j < streams; ++j)
+    runStarts.push_back(arith::AddIOp::create(
+        b, loc, panelBegin,
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, base, idx(b, j)),
+                              arith::MinUIOp::create(b, loc, extra, idx(b, j)))));
+  if (streams > 1)
+    scf::ForOp::create(b, loc, zero, base, idx(b, 1), ValueRange{},
+                       [&](OpBuilder &ob, Location, Value i, ValueRange) {
+                         SmallVector<Value> group;
+                         for (Value start : runStarts)
+                           group.push_back(arith::AddIOp::create(ob, loc, start, i));
+                         singleRows(ob, group);
                          scf::YieldOp::create(ob, loc);
                        });
-  // The rest alone: all panels with one stream, the middle one of an odd
-  // count with two.
-  scf::ForOp::create(b, loc, pairedEnd, arith::AddIOp::create(b, loc, panelBegin, half),
-                     idx(b, 1), ValueRange{},
-                     [&](OpBuilder &ob, Location, Value p, ValueRange) {
+  // One stream: every panel in order. Several: run j's last panel, for each
+  // j < extra.
+  Value lone = streams > 1 ? extra : panelCount;
+  scf::ForOp::create(b, loc, zero, lone, idx(b, 1), ValueRange{},
+                     [&](OpBuilder &ob, Location, Value j, ValueRange) {
+                       Value p = arith::AddIOp::create(ob, loc, panelBegin, j);
+                       if (streams > 1) // j (base + 1) + base
+                         p = arith::AddIOp::create(
+                             ob, loc, p,
+                             arith::AddIOp::create(
+                                 ob, loc,
+                                 arith::MulIOp::create(ob, loc, j, base), base));
                        singleRows(ob, {p});
                        scf::YieldOp::create(ob, loc);
                      });

@@ -23,21 +23,28 @@ HostTarget hostTarget(const TargetOptions &options) {
 /// How far ahead a decode tile prefetches its weight panel on `cpu`. Intel's
 /// cores stream a panel faster with 8 KB of software prefetch into L2 (f32
 /// decode +31%, bf16 +50% on a Sapphire Rapids; bench/NOTES.md 2026-11-25).
-/// AMD's Zen 3 streams f32 panels faster with its hardware prefetcher alone
-/// (+6-11% without) and 16-bit ones, which take twice the instructions per
-/// byte, with 4 KB (bench/NOTES.md 2026-11-26).
+/// AMD's Zen streams f32 panels faster with its hardware prefetcher alone
+/// (+6-11% without on Zen 3) and 16-bit ones, which take twice the
+/// instructions per byte, with 4 KB (bench/NOTES.md 2026-11-26) -- except
+/// Zen 3 with its four decode streams (below), which read bf16 panels 1-9%
+/// faster without (bench/NOTES.md 2026-11-28, "four decode streams").
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
+  if (cpu == "znver3")
+    return 0;
   if (cpu.starts_with("znver"))
     return weightType == "f32" ? 0 : 4096;
   return kDefaultDecodePrefetch;
 }
 
 /// How many weight panels a decode tile reads side by side on `cpu`. A Zen 3
-/// core under KVM reads memory faster from two streams than from one (a read
-/// microbenchmark, two threads: one stream with 4 KB of prefetch 25.8 GB/s,
-/// two 28.3, four 30.8); hidden 2048 decode 6-13% faster in bf16, 6-8% in f32
-/// (bench/NOTES.md 2026-11-26). Other CPUs keep one: not measured there.
-int64_t decodeStreamsFor(StringRef cpu) { return cpu == "znver3" ? 2 : 1; }
+/// core under KVM reads memory faster the more streams its prefetchers
+/// follow (a read microbenchmark, two threads on 2 MiB pages: 25.2 GB/s from
+/// one stream a thread, 26.9 from two, 31.4 from four, 32.5 from eight;
+/// torch.sum 34.4); four against two: decode 4-11% faster in f32 and, with
+/// the software prefetch off, 16-23% in bf16 (bench/NOTES.md 2026-11-28).
+/// Four is as many as the unrolled k steps (one each; eight accumulators on
+/// AVX2). Other CPUs keep one: not measured there.
+int64_t decodeStreamsFor(StringRef cpu) { return cpu == "znver3" ? 4 : 1; }
 
 /// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x
 /// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
