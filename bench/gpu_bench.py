@@ -121,7 +121,8 @@ def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all"):
         if (m := re.match(r"\s+(prefill|decode) profile", line)):
             section = out["profile"].setdefault(m.group(1), [])
             continue
-        m = re.match(r"\s+(\S+)\s+[\d.]+%\s+([\d.]+) ms\s+(\d+) calls per forward call(?:\s+reads (.*))?$",
+        m = re.match(r"\s+(\S+)\s+[\d.]+%\s+([\d.]+) ms\s+(?:[\d.]+ GFLOP/s\s+)?(\d+) calls per forward call"
+                     r"(?:\s+reads (.*))?$",
                      line)
         if m and section is not None:
             section.append(dict(name=m.group(1), ms=float(m.group(2)),

@@ -514,6 +514,9 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       entry.seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       ++entry.calls;
+      // The tail runs each sequence's last row alone.
+      int64_t rows = s >= tailBegin ? int64_t(chunks.size()) : T;
+      entry.matmulFlops += double(rows) * im.stepMatmulFlopsPerRow[s];
     }
     copyTaps(s);
     // Recycle buffers whose last reader this was.

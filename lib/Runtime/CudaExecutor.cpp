@@ -230,6 +230,7 @@ private:
   bool addStepTimes(std::string &error);
 
   std::vector<CUevent> events_;
+  std::vector<int64_t> stepRows_; // the rows each step of the last call ran on (for the profile)
   const Module &module_;
   CudaExecutor &executor_;
   int64_t capacity_;
@@ -388,6 +389,7 @@ bool CudaSession::addStepTimes(std::string &error) {
     Session::KernelTime &k = (*profile)[size_t(im.profileEntryOfStep[i])];
     k.seconds += double(ms) * 1e-3;
     ++k.calls;
+    k.matmulFlops += double(stepRows_[i]) * im.stepMatmulFlopsPerRow[i];
   }
   return true;
 }
@@ -442,6 +444,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   bool timing = profile && d.canTime();
   if (timing && !recordStepEvent(0, error))
     return false;
+  stepRows_.assign(im.steps.size(), 0);
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
     const Step &step = im.steps[stepIndex];
     values.clear();
@@ -450,6 +453,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     // alone: their memrefs start at that row and hold one.
     bool lastRow = lastRowOnly && stepIndex >= im.lastRowTail;
     int64_t rows = lastRow ? 1 : T, firstRow = lastRow ? T - 1 : 0;
+    stepRows_[stepIndex] = rows;
     // A memref descriptor: allocated and aligned pointer, offset, sizes,
     // strides; `skip` bytes move the aligned pointer to the first row.
     auto memref = [&](CUdeviceptr p, int64_t offset, std::initializer_list<int64_t> sizes,

@@ -89,6 +89,9 @@ struct Module::Impl {
   std::vector<bool> readByKernels;
   /// Weight elements each step reads in full (what splitting it shares).
   std::vector<int64_t> stepWeightElements;
+  /// Multiply-add FLOPs a step does per row: 2 per element of the matrices
+  /// it multiplies by (none for a table an embedding gathers from).
+  std::vector<double> stepMatmulFlopsPerRow;
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   std::vector<std::string> cacheTypes; // by kernel: the KV cache type it was compiled for
   std::vector<int64_t> scratch; // by kernel: f32 values of scratch it takes (0: none)

@@ -133,10 +133,17 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
         readByKernels[a.id] = true;
   for (const Step &step : steps) {
     int64_t n = 0;
-    for (const Arg &a : step.args)
-      if (a.weight)
-        n += product(weightEntries[a.id].shape);
+    double flops = 0;
+    for (const Arg &a : step.args) {
+      if (!a.weight)
+        continue;
+      const std::vector<int64_t> &shape = weightEntries[a.id].shape;
+      n += product(shape);
+      if (!gathers[step.kernel] && shape.size() >= 2) // a matrix, or one packed in panels
+        flops += 2.0 * double(product(shape));
+    }
     stepWeightElements.push_back(n);
+    stepMatmulFlopsPerRow.push_back(flops);
   }
   return true;
 }
@@ -355,12 +362,10 @@ Module::TokenCost Module::tokenCost() const {
         continue;
       }
       cost.weightBytes += bytes * elements;
-      if (shape.size() >= 2) { // a matrix, or one packed in panels
-        cost.matmulFlops += 2.0 * elements;
-        if (s >= impl_->lastRowTail)
-          cost.tailMatmulFlops += 2.0 * elements;
-      }
     }
+    cost.matmulFlops += impl_->stepMatmulFlopsPerRow[s];
+    if (s >= impl_->lastRowTail)
+      cost.tailMatmulFlops += impl_->stepMatmulFlopsPerRow[s];
   }
   return cost;
 }
@@ -450,7 +455,7 @@ void Module::Impl::makeProfileEntries(const Module &m) {
       reads += (reads.empty() ? "" : " ") + p;
     auto [it, fresh] = entryOf.try_emplace({step.kernel, reads}, int(profileEntries.size()));
     if (fresh)
-      profileEntries.push_back({kernelNames[size_t(step.kernel)], reads, 0, 0});
+      profileEntries.push_back({kernelNames[size_t(step.kernel)], reads, 0, 0, 0});
     profileEntryOfStep.push_back(it->second);
   }
 }

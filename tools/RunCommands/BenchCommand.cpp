@@ -45,7 +45,8 @@ static const char *kUsage =
     "  --repeat N          runs of each, best is reported (default 3)\n"
     "  --profile           time every kernel call and print where prefill and\n"
     "                      decode spend their time, per kernel, with the\n"
-    "                      checkpoint tensors each reads (on a GPU: CUDA\n"
+    "                      checkpoint tensors each reads and the GFLOP/s of\n"
+    "                      projections in their own time (on a GPU: CUDA\n"
     "                      events around each kernel's launches)\n"
     "  --logits last|all   the prefill computes the last position's logits\n"
     "                      (default: generation needs no more; the CPU then\n"
@@ -108,25 +109,41 @@ static double measureReadBandwidth(bool &onHugePages) {
   return best;
 }
 
-/// The kernels that took the most time, with their share and the time per
-/// run (`runs`: forward calls the times add up over).
+/// The kernels that took the most time, with their share, the time per run
+/// (`runs`: forward calls the times add up over) and, for projections, the
+/// rate of their multiply-adds in their own time: where prefill's
+/// projections stand against the CPU's FMA peak, without the attention and
+/// norms between them.
 static void printProfile(const char *what,
                          std::vector<Session::KernelTime> kernels, int64_t runs) {
-  double total = 0;
-  for (const Session::KernelTime &k : kernels)
+  double total = 0, matmulSeconds = 0, matmulFlops = 0;
+  for (const Session::KernelTime &k : kernels) {
     total += k.seconds;
+    if (k.matmulFlops > 0) {
+      matmulSeconds += k.seconds;
+      matmulFlops += k.matmulFlops;
+    }
+  }
   std::sort(kernels.begin(), kernels.end(),
             [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
-  std::printf("  %s profile (%.3f ms per forward call in kernels):\n", what,
+  std::printf("  %s profile (%.3f ms per forward call in kernels", what,
               total / double(runs) * 1e3);
+  if (matmulSeconds > 0)
+    std::printf("; projections %.1f GFLOP/s in their %.3f ms", matmulFlops / matmulSeconds / 1e9,
+                matmulSeconds / double(runs) * 1e3);
+  std::printf("):\n");
   for (size_t i = 0; i < kernels.size() && kernels[i].calls > 0; ++i) {
     std::string name = kernels[i].name;
     if (name.size() > 7 && name.compare(name.size() - 7, 7, "_packed") == 0)
       name.resize(name.size() - 7);
     // What it reads last: bench/gpu_bench.py finds the projections by it.
-    std::printf("    %-28s %5.1f%%  %9.4f ms  %4lld calls per forward call%s%s\n",
+    char rate[32] = "";
+    if (kernels[i].matmulFlops > 0 && kernels[i].seconds > 0)
+      std::snprintf(rate, sizeof(rate), "%8.1f GFLOP/s",
+                    kernels[i].matmulFlops / kernels[i].seconds / 1e9);
+    std::printf("    %-28s %5.1f%%  %9.4f ms  %15s  %4lld calls per forward call%s%s\n",
                 name.c_str(), total > 0 ? 100.0 * kernels[i].seconds / total : 0.0,
-                kernels[i].seconds / double(runs) * 1e3,
+                kernels[i].seconds / double(runs) * 1e3, rate,
                 (long long)(kernels[i].calls / runs), kernels[i].reads.empty() ? "" : "  reads ",
                 kernels[i].reads.c_str());
   }
@@ -216,6 +233,7 @@ int tbc::rt::benchCommand(int argc, char **argv) {
       for (size_t k = 0; k < p.size(); ++k) {
         into[k].seconds += p[k].seconds;
         into[k].calls += p[k].calls;
+        into[k].matmulFlops += p[k].matmulFlops;
       }
     session.clearProfile();
   };

@@ -164,6 +164,10 @@ public:
     std::string reads;
     double seconds = 0;
     int64_t calls = 0;
+    /// Multiply-add FLOPs of its projections over the timed calls (2 per
+    /// weight element and row), 0 for kernels without one: with `seconds`,
+    /// the rate a projection ran at.
+    double matmulFlops = 0;
   };
   void setProfiling(bool on);
 
