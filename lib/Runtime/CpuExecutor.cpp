@@ -101,6 +101,7 @@ public:
   bool weightsBound(const Module &, std::string &) override {
     return true; // the kernels read the bound weights where they are
   }
+  bool runsOnHostCpu() const override { return true; }
   std::unique_ptr<DeviceSession> newSession(const Module &module, int64_t capacity) override;
   bool forwardBatch(std::vector<SequenceChunk> &chunks, LogitRows rows,
                     std::string &error) override;

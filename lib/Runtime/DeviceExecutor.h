@@ -84,6 +84,9 @@ public:
   virtual bool weightsBound(const Module &module, std::string &error) = 0;
   virtual std::unique_ptr<DeviceSession> newSession(const Module &module,
                                                     int64_t capacity) = 0;
+  /// Whether the kernels run on this process's CPU cores (what its
+  /// ceilings, measured here, bound).
+  virtual bool runsOnHostCpu() const { return false; }
 };
 
 /// The executor for a manifest's `target`; `error` is set (and nullptr

@@ -339,6 +339,8 @@ void Module::bindRandomWeights(uint64_t seed) {
 
 int64_t Module::positionLimit() const { return impl_->positionLimit; }
 
+bool Module::runsOnHostCpu() const { return impl_->device && impl_->device->runsOnHostCpu(); }
+
 bool Module::lengthDependent() const {
   for (const auto &b : impl_->buffers)
     if (b.kind == "sequence_lengths")

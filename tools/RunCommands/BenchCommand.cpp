@@ -5,12 +5,15 @@
 // every projection weight once, so no implementation can beat
 // (memory bandwidth) / (weight bytes per token). The bandwidth is a
 // streaming read over all cores, measured here, now; no number is assumed.
+// So is a CPU module's compute ceiling, the cores' FMA peak, which the
+// profile sets prefill's projections against (HostProbes.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "RunCommand.h"
 
 #include "CommandLine.h"
+#include "HostProbes.h"
 #include "tbc/Support/Limits.h"
 #include "tbc/Runtime/HugePageAllocator.h"
 #include "tbc/Runtime/ThreadPool.h"
@@ -34,7 +37,9 @@ static const char *kUsage =
     "generation needs) and greedy decoding of N more\n"
     "tokens through the KV cache, best of --repeat runs, and compares decode\n"
     "with its roofline: memory bandwidth (measured now) / weight bytes read\n"
-    "per token.\n"
+    "per token. For a CPU module it also measures the cores' FMA peak (12\n"
+    "independent chains a core in the widest vectors), the ceiling of the\n"
+    "projections' multiply-adds.\n"
     "  --weights PATH      bind a checkpoint (default: --random-weights)\n"
     "  --random-weights    deterministic random weights (--seed N, default 0)\n"
     "  --prompt N          prompt length (default 128, capped by the model)\n"
@@ -60,62 +65,14 @@ static double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// Bytes per second of a streaming read over every core: the ceiling for
-/// work that must read each weight once. The buffer takes 2 MiB pages
-/// where the system grants them, as the runtime's weights do: on 4 KiB
-/// pages the probe itself runs at about half the speed on some hosts
-/// (TLB misses, the prefetcher stopping at every page), which would make
-/// the roofline a floor. `onHugePages` says whether it got them.
-static double measureReadBandwidth(bool &onHugePages) {
-  const size_t words = size_t(512) << 20 >> 3; // 512 MiB, far beyond caches
-  int64_t hugeBefore = hugePageBytes();
-  LargeVector<uint64_t> data(words);
-  for (size_t i = 0; i < words; ++i)
-    data[i] = i;
-  onHugePages = hugeBefore >= 0 && hugePageBytes() - hugeBefore >= int64_t(words * 8 / 2);
-  ThreadPool &pool = ThreadPool::shared();
-  unsigned parts = pool.size();
-  std::vector<uint64_t> sinks(parts * 8);
-  double best = 0;
-  for (int run = 0; run < 5; ++run) { // best of 5: the machine is shared
-    auto t0 = Clock::now();
-    pool.run([&](unsigned part) {
-      size_t begin = words * part / parts, end = words * (part + 1) / parts;
-      // Four independent chains keep loads, not adds, the limit; a software
-      // prefetch 8 KiB ahead into L2, one per cache line, as the decode
-      // kernels issue (without it the kernels outran this probe by 5-7%).
-      uint64_t a = 0, b = 0, c = 0, d = 0;
-      size_t i = begin;
-      constexpr size_t kAhead = 8192 / sizeof(uint64_t);
-      for (; i + 8 <= end; i += 8) {
-        __builtin_prefetch(&data[std::min(i + kAhead, end - 1)], 0, 2);
-        a += data[i] + data[i + 4];
-        b ^= data[i + 1] ^ data[i + 5];
-        c += data[i + 2] + data[i + 6];
-        d ^= data[i + 3] ^ data[i + 7];
-      }
-      for (; i < end; ++i)
-        a += data[i];
-      sinks[part * 8] = a + b + c + d;
-    });
-    double s = secondsSince(t0);
-    best = std::max(best, double(words * 8) / s);
-  }
-  uint64_t keep = 0;
-  for (uint64_t s : sinks)
-    keep ^= s;
-  if (keep == 0x5a5a5a5a5a5a5a5aull) // never: stops the reads being elided
-    std::fputs("", stderr);
-  return best;
-}
-
 /// The kernels that took the most time, with their share, the time per run
 /// (`runs`: forward calls the times add up over) and, for projections, the
 /// rate of their multiply-adds in their own time: where prefill's
 /// projections stand against the CPU's FMA peak, without the attention and
 /// norms between them.
-static void printProfile(const char *what,
-                         std::vector<Session::KernelTime> kernels, int64_t runs) {
+/// `fmaPeak`: the CPU's, FLOP/s, when the kernels ran on it (else 0).
+static void printProfile(const char *what, std::vector<Session::KernelTime> kernels,
+                         int64_t runs, double fmaPeak) {
   double total = 0, matmulSeconds = 0, matmulFlops = 0;
   for (const Session::KernelTime &k : kernels) {
     total += k.seconds;
@@ -128,9 +85,13 @@ static void printProfile(const char *what,
             [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
   std::printf("  %s profile (%.3f ms per forward call in kernels", what,
               total / double(runs) * 1e3);
-  if (matmulSeconds > 0)
-    std::printf("; projections %.1f GFLOP/s in their %.3f ms", matmulFlops / matmulSeconds / 1e9,
-                matmulSeconds / double(runs) * 1e3);
+  if (matmulSeconds > 0) {
+    double rate = matmulFlops / matmulSeconds;
+    std::printf("; projections %.1f GFLOP/s", rate / 1e9);
+    if (fmaPeak > 0)
+      std::printf(" (%.0f%% of the FMA peak)", 100 * rate / fmaPeak);
+    std::printf(" in their %.3f ms", matmulSeconds / double(runs) * 1e3);
+  }
   std::printf("):\n");
   for (size_t i = 0; i < kernels.size() && kernels[i].calls > 0; ++i) {
     std::string name = kernels[i].name;
@@ -292,6 +253,13 @@ int tbc::rt::benchCommand(int argc, char **argv) {
   if (hugeWeights >= 0)
     std::printf("  2 MiB pages       %8.1f MB of the process's memory (transparent huge pages)\n",
                 double(hugeWeights) / 1e6);
+  // The ceiling of a CPU module's projections (prefill is compute-bound).
+  double fmaPeak = 0;
+  const char *registers = nullptr;
+  if (module->runsOnHostCpu() && (fmaPeak = measureFmaPeak(registers)) > 0)
+    std::printf("  FMA peak          %8.1f GFLOP/s (12 independent chains a core in %s, all "
+                "cores, best of 3 now)\n",
+                fmaPeak / 1e9, registers);
   int64_t prefillTokens = prompt * batch;
   // With the last logits only, the steps after the last attention ran on
   // each prompt's last row.
@@ -324,9 +292,9 @@ int tbc::rt::benchCommand(int argc, char **argv) {
     }
   }
   if (profile) {
-    printProfile("prefill", prefillProfile, repeat);
+    printProfile("prefill", prefillProfile, repeat, fmaPeak);
     if (decode > 0)
-      printProfile("decode", decodeProfile, repeat * decode);
+      printProfile("decode", decodeProfile, repeat * decode, fmaPeak);
   }
   return 0;
 }

@@ -67,6 +67,9 @@ public:
   /// in pieces then give different logits.
   bool lengthDependent() const;
   const std::string &architecture() const { return architecture_; }
+  /// Whether its kernels run on this process's CPU cores (a CPU module), as
+  /// opposed to a device's.
+  bool runsOnHostCpu() const;
   /// The tensor taps compiled in (tbc compile --taps), in the order the
   /// schedule writes them: Hugging Face module paths (model.layers.3,
   /// model.layers.3.mlp.down_proj). Empty for a module compiled without.
