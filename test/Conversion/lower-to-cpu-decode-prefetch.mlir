@@ -57,12 +57,14 @@
 // TWO: vector.load %[[PANEL_Q]]
 // TWO: vector.load %[[PANEL_P]]
 // TWO: vector.load %[[PANEL_Q]]
-// Run 0's extra panel (an odd count), alone: run 1 starts after it.
+// Run j's extra panel (an odd count: run 0's), alone: run j's start
+// (j base + min(j, extra) after the first panel) + base.
 // TWO: scf.for %[[J:.*]] = %c0{{.*}} to %[[EXTRA]]
-// TWO-NEXT: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[J]] : index
-// TWO-NEXT: %[[SKIP:.*]] = arith.muli %[[J]], %[[BASE]] : index
-// TWO-NEXT: %[[AFTER:.*]] = arith.addi %[[SKIP]], %[[BASE]] : index
-// TWO-NEXT: arith.addi %[[FIRST]], %[[AFTER]] : index
+// TWO-NEXT: %[[SKIP:.*]] = arith.muli %[[BASE]], %[[J]] : index
+// TWO-NEXT: %[[MINJ:.*]] = arith.minui %[[EXTRA]], %[[J]] : index
+// TWO-NEXT: %[[OFF:.*]] = arith.addi %[[SKIP]], %[[MINJ]] : index
+// TWO-NEXT: %[[START:.*]] = arith.addi %[[BEGIN]], %[[OFF]] : index
+// TWO-NEXT: arith.addi %[[START]], %[[BASE]] : index
 // TWO: return
 
 // FOUR-LABEL: func.func @k0_linear(

@@ -499,43 +499,39 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
         });
   };
   // Run j holds base + 1 panels when j < extra, base otherwise; the runs'
-  // first `base` panels go in groups of `streams`, the extra ones alone.
+  // first `base` panels go in groups of `streams` (one stream: every panel
+  // in order), the extra ones alone.
   const int64_t streams = shape.decodeStreams;
   assert(kDecodeUnroll % streams == 0 && "the unrolled k steps shared by the streams");
   Value panelCount = arith::SubIOp::create(b, loc, panelEnd, panelBegin);
   Value base = arith::DivUIOp::create(b, loc, panelCount, idx(b, streams));
   Value extra = arith::RemUIOp::create(b, loc, panelCount, idx(b, streams));
   // The first panel of run j: j base + min(j, extra) after panelBegin.
+  auto runStart = [&](OpBuilder &ob, Value j) -> Value {
+    Value whole = arith::MulIOp::create(ob, loc, base, j);
+    Value longer = arith::MinUIOp::create(ob, loc, extra, j); // runs with an extra panel
+    return arith::AddIOp::create(ob, loc, panelBegin,
+                                 arith::AddIOp::create(ob, loc, whole, longer));
+  };
   SmallVector<Value> runStarts;
-  for (int64_t j = 0; streams > 1 && j < streams; ++j)
-    runStarts.push_back(arith::AddIOp::create(
-        b, loc, panelBegin,
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, base, idx(b, j)),
-                              arith::MinUIOp::create(b, loc, extra, idx(b, j)))));
-  if (streams > 1)
-    scf::ForOp::create(b, loc, zero, base, idx(b, 1), ValueRange{},
-                       [&](OpBuilder &ob, Location, Value i, ValueRange) {
-                         SmallVector<Value> group;
-                         for (Value start : runStarts)
-                           group.push_back(arith::AddIOp::create(ob, loc, start, i));
-                         singleRows(ob, group);
-                         scf::YieldOp::create(ob, loc);
-                       });
-  // One stream: every panel in order. Several: run j's last panel, for each
-  // j < extra.
-  Value lone = streams > 1 ? extra : panelCount;
-  scf::ForOp::create(b, loc, zero, lone, idx(b, 1), ValueRange{},
-                     [&](OpBuilder &ob, Location, Value j, ValueRange) {
-                       Value p = arith::AddIOp::create(ob, loc, panelBegin, j);
-                       if (streams > 1) // j (base + 1) + base
-                         p = arith::AddIOp::create(
-                             ob, loc, p,
-                             arith::AddIOp::create(
-                                 ob, loc,
-                                 arith::MulIOp::create(ob, loc, j, base), base));
-                       singleRows(ob, {p});
+  for (int64_t j = 0; j < streams; ++j)
+    runStarts.push_back(runStart(b, idx(b, j)));
+  scf::ForOp::create(b, loc, zero, base, idx(b, 1), ValueRange{},
+                     [&](OpBuilder &ob, Location, Value i, ValueRange) {
+                       SmallVector<Value> group;
+                       for (Value start : runStarts)
+                         group.push_back(arith::AddIOp::create(ob, loc, start, i));
+                       singleRows(ob, group);
                        scf::YieldOp::create(ob, loc);
                      });
+  // Run j's last panel, for each j < extra (none with one stream: not
+  // emitted, rather than a second copy of the tile behind an empty loop).
+  if (streams > 1)
+    scf::ForOp::create(b, loc, zero, extra, idx(b, 1), ValueRange{},
+                       [&](OpBuilder &ob, Location, Value j, ValueRange) {
+                         singleRows(ob, {arith::AddIOp::create(ob, loc, runStart(ob, j), base)});
+                         scf::YieldOp::create(ob, loc);
+                       });
   if (xPairs)
     memref::DeallocOp::create(b, loc, xPairs);
 }
