@@ -227,10 +227,10 @@ private:
   /// recorded on the launch stream; the kernels' times are read once the
   /// call has finished.
   bool recordStepEvent(size_t i, std::string &error);
-  bool addStepTimes(std::string &error);
+  /// `T` and `lastRowOnly`: the call's, for the rows each step ran on.
+  bool addStepTimes(int64_t T, bool lastRowOnly, std::string &error);
 
   std::vector<CUevent> events_;
-  std::vector<int64_t> stepRows_; // the rows each step of the last call ran on (for the profile)
   const Module &module_;
   CudaExecutor &executor_;
   int64_t capacity_;
@@ -372,7 +372,14 @@ bool CudaSession::recordStepEvent(size_t i, std::string &error) {
   return true;
 }
 
-bool CudaSession::addStepTimes(std::string &error) {
+/// The rows step `s` of a call over `T` tokens runs on: with only the last
+/// logits wanted, the steps from Module::Impl::lastRowTail on run on the
+/// last row alone.
+static int64_t stepRows(const Module::Impl &im, size_t s, int64_t T, bool lastRowOnly) {
+  return lastRowOnly && s >= im.lastRowTail ? 1 : T;
+}
+
+bool CudaSession::addStepTimes(int64_t T, bool lastRowOnly, std::string &error) {
   Driver &d = Driver::get();
   const Module::Impl &im = module_.impl();
   const std::vector<Step> &steps = im.steps;
@@ -389,7 +396,7 @@ bool CudaSession::addStepTimes(std::string &error) {
     Session::KernelTime &k = (*profile)[size_t(im.profileEntryOfStep[i])];
     k.seconds += double(ms) * 1e-3;
     ++k.calls;
-    k.matmulFlops += double(stepRows_[i]) * im.stepMatmulFlopsPerRow[i];
+    k.matmulFlops += double(stepRows(im, i, T, lastRowOnly)) * im.stepMatmulFlopsPerRow[i];
   }
   return true;
 }
@@ -444,16 +451,13 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   bool timing = profile && d.canTime();
   if (timing && !recordStepEvent(0, error))
     return false;
-  stepRows_.assign(im.steps.size(), 0);
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
     const Step &step = im.steps[stepIndex];
     values.clear();
     // With only the last logits wanted, the row-independent steps after the
     // last attention (the final norm and the head, say) run on the last row
     // alone: their memrefs start at that row and hold one.
-    bool lastRow = lastRowOnly && stepIndex >= im.lastRowTail;
-    int64_t rows = lastRow ? 1 : T, firstRow = lastRow ? T - 1 : 0;
-    stepRows_[stepIndex] = rows;
+    int64_t rows = stepRows(im, stepIndex, T, lastRowOnly), firstRow = T - rows;
     // A memref descriptor: allocated and aligned pointer, offset, sizes,
     // strides; `skip` bytes move the aligned pointer to the first row.
     auto memref = [&](CUdeviceptr p, int64_t offset, std::initializer_list<int64_t> sizes,
@@ -518,7 +522,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     if (timing && !recordStepEvent(stepIndex + 1, error))
       return false;
   }
-  if (timing && !addStepTimes(error))
+  if (timing && !addStepTimes(T, lastRowOnly, error))
     return false;
   int64_t vocab = module_.vocabSize(), rows = lastRowOnly ? std::min<int64_t>(T, 1) : T;
   logits.resize(size_t(rows * vocab));

@@ -61,10 +61,6 @@ static const char *kUsage =
 
 using Clock = std::chrono::steady_clock;
 
-static double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 /// The kernels that took the most time, with their share, the time per run
 /// (`runs`: forward calls the times add up over) and, for projections, the
 /// rate of their multiply-adds in their own time: where prefill's

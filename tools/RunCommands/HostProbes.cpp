@@ -14,7 +14,6 @@
 #include "tbc/Runtime/ThreadPool.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -24,10 +23,6 @@
 
 using namespace tbc::rt;
 using Clock = std::chrono::steady_clock;
-
-static double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// Bytes per second of a streaming read over every core: the ceiling for
 /// work that must read each weight once. The buffer takes 2 MiB pages
@@ -79,47 +74,35 @@ double tbc::rt::measureReadBandwidth(bool &onHugePages) {
 }
 
 #if defined(__x86_64__)
-// Twelve independent chains: enough to cover 2 FMA pipes x 4-6 cycles of
-// latency, and few enough to stay in 16 ymm registers. Written out, not
-// looped over, so that no compiler keeps them in memory.
-#define TBC_FMA_CHAINS(FMA)                                                    \
-  for (long n = 0; n < iterations; ++n) {                                      \
-    a0 = FMA(a0, x, y); a1 = FMA(a1, x, y); a2 = FMA(a2, x, y);                \
-    a3 = FMA(a3, x, y); a4 = FMA(a4, x, y); a5 = FMA(a5, x, y);                \
-    a6 = FMA(a6, x, y); a7 = FMA(a7, x, y); a8 = FMA(a8, x, y);                \
-    a9 = FMA(a9, x, y); a10 = FMA(a10, x, y); a11 = FMA(a11, x, y);            \
+// One probe body for both widths (V the vector type, the rest its
+// intrinsics), compiled for the ISA that `isa` names. Twelve independent
+// chains: enough to cover 2 FMA pipes x 4-6 cycles of latency, and few
+// enough to stay in 16 ymm registers. Written out, not looped over, so that
+// no compiler keeps them in memory.
+#define TBC_FMA_PROBE(name, isa, V, fma, set1, add, store, lanes)                \
+  __attribute__((target(isa))) static float name(long iterations) {              \
+    V x = set1(0.999999f), y = set1(1e-7f);                                      \
+    V a0 = set1(0), a1 = set1(1), a2 = set1(2), a3 = set1(3), a4 = set1(4),       \
+      a5 = set1(5), a6 = set1(6), a7 = set1(7), a8 = set1(8), a9 = set1(9),       \
+      a10 = set1(10), a11 = set1(11);                                            \
+    for (long n = 0; n < iterations; ++n) {                                      \
+      a0 = fma(a0, x, y); a1 = fma(a1, x, y); a2 = fma(a2, x, y);                \
+      a3 = fma(a3, x, y); a4 = fma(a4, x, y); a5 = fma(a5, x, y);                \
+      a6 = fma(a6, x, y); a7 = fma(a7, x, y); a8 = fma(a8, x, y);                \
+      a9 = fma(a9, x, y); a10 = fma(a10, x, y); a11 = fma(a11, x, y);            \
+    }                                                                            \
+    V s = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));     \
+    s = add(s, add(add(a8, a9), add(a10, a11)));                                 \
+    float out[lanes];                                                            \
+    store(out, s);                                                               \
+    return out[0] + out[lanes - 1];                                              \
   }
 
-__attribute__((target("avx512f"))) static float fmaChainsZmm(long iterations) {
-  __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-  __m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2),
-         a3 = _mm512_set1_ps(3), a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5),
-         a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7), a8 = _mm512_set1_ps(8),
-         a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);
-  TBC_FMA_CHAINS(_mm512_fmadd_ps)
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-  float lanes[16];
-  _mm512_storeu_ps(lanes, s);
-  return lanes[0] + lanes[15];
-}
-
-__attribute__((target("avx2,fma"))) static float fmaChainsYmm(long iterations) {
-  __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-  __m256 a0 = _mm256_set1_ps(0), a1 = _mm256_set1_ps(1), a2 = _mm256_set1_ps(2),
-         a3 = _mm256_set1_ps(3), a4 = _mm256_set1_ps(4), a5 = _mm256_set1_ps(5),
-         a6 = _mm256_set1_ps(6), a7 = _mm256_set1_ps(7), a8 = _mm256_set1_ps(8),
-         a9 = _mm256_set1_ps(9), a10 = _mm256_set1_ps(10), a11 = _mm256_set1_ps(11);
-  TBC_FMA_CHAINS(_mm256_fmadd_ps)
-  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-  float lanes[8];
-  _mm256_storeu_ps(lanes, s);
-  return lanes[0] + lanes[7];
-}
-#undef TBC_FMA_CHAINS
+TBC_FMA_PROBE(fmaChainsZmm, "avx512f", __m512, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_add_ps,
+              _mm512_storeu_ps, 16)
+TBC_FMA_PROBE(fmaChainsYmm, "avx2,fma", __m256, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_add_ps,
+              _mm256_storeu_ps, 8)
+#undef TBC_FMA_PROBE
 #endif
 
 double tbc::rt::measureFmaPeak(const char *&registers) {

@@ -2,7 +2,15 @@
 #ifndef TBC_TOOLS_RUNCOMMANDS_HOSTPROBES_H
 #define TBC_TOOLS_RUNCOMMANDS_HOSTPROBES_H
 
+#include <chrono>
+
 namespace tbc::rt {
+
+/// Seconds since `t0` on the steady clock: the timer of the probes and of
+/// `tbc bench`'s runs.
+inline double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 /// Bytes per second of a streaming read over every core: the ceiling for
 /// work that must read each weight once. `onHugePages` says whether the
