@@ -101,11 +101,14 @@ def prepare(a):
 PROFILE_LOG = None  # run: OUT/tbc-profiles.txt, tbc-run's whole output
 
 
-def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all"):
-    """`tbc-run bench --profile`: wall times and per-kernel times (ms per forward call)."""
+def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all", profile=True, env=None):
+    """`tbc-run bench --profile`: wall times (from the unprofiled runs) and per-kernel times
+    (ms per forward call); `env`: extra environment variables (TBC_CUDA_GRAPHS=0)."""
     cmd = [tbc_run, "bench", module, "--random-weights", "--prompt", str(prompt),
-           "--decode", str(decode), "--repeat", str(repeat), "--profile", "--logits", logits]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+           "--decode", str(decode), "--repeat", str(repeat), "--logits", logits]
+    if profile:
+        cmd.append("--profile")
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if PROFILE_LOG:  # every kernel's time, for reading after the run
         with open(PROFILE_LOG, "a") as log:
             log.write(f"$ {' '.join(os.path.basename(c) for c in cmd)}\n{r.stdout}{r.stderr}\n")
@@ -127,7 +130,7 @@ def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all"):
         if m and section is not None:
             section.append(dict(name=m.group(1), ms=float(m.group(2)),
                                 reads=(m.group(4) or "").split()))
-    if not out["profile"].get("prefill"):
+    if profile and not out["profile"].get("prefill"):
         raise RuntimeError(f"{' '.join(cmd)}: no kernel profile in its output")
     return out
 
@@ -493,6 +496,15 @@ def full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth
     copy_ms = 2 * params / bandwidth * 1e3
     add(f"{FULL} x{layers}", "model decode step", t["decode_ms"], e_dec, c_dec, copy_ms,
         "weights/copy bw", floor_ms(2 * params, 2 * params))
+    # The same step with its kernels launched one by one instead of as a CUDA
+    # graph (lib/Runtime/CudaLaunchGraph.h): what the graph saves.
+    try:
+        u = tbc_bench(a.tbc_run, module, 16, decode, repeat=2, logits="last", profile=False,
+                      env={"TBC_CUDA_GRAPHS": "0"})
+        add(f"{FULL} x{layers}", "decode step, no CUDA graph", u["decode_ms"], e_dec, c_dec,
+            copy_ms, "weights/copy bw", floor_ms(2 * params, 2 * params))
+    except RuntimeError as e:
+        notes.append(f"{name} without CUDA graphs: tbc failed: {e}")
     del hf
     if device == "cuda":
         torch.cuda.empty_cache()

@@ -2,7 +2,7 @@
 //
 // LLVM-free and without a link-time CUDA dependency: the driver library is
 // dlopen'ed (libcuda.so.1) and only its C entry points are used, declared
-// here (the driver API's ABI is stable). The module's PTX for the device's
+// in CudaDriver.h. The module's PTX for the device's
 // architecture is JIT-compiled by the driver; weights are uploaded once
 // after binding; each session keeps its activations and key/value caches
 // on the device, and only the logits come back.
@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaDriver.h"
+#include "CudaLaunchGraph.h"
 #include "DeviceExecutor.h"
 #include "ModuleImpl.h"
 
@@ -24,175 +26,9 @@
 
 using namespace tbc::rt;
 using namespace tbc::rt::detail;
+using namespace tbc::rt::cuda;
 
 namespace {
-
-// The driver API's types, as cuda.h declares them.
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-using CUcontext = struct CUctx_st *;
-using CUmodule = struct CUmod_st *;
-using CUfunction = struct CUfunc_st *;
-using CUstream = struct CUstream_st *;
-using CUevent = struct CUevent_st *;
-constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
-constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
-constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
-constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
-
-/// The driver's entry points, resolved once per process.
-struct Driver {
-  void *lib = nullptr;
-  std::string error; // why the driver is unusable, if it is
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
-  CUresult (*cuModuleUnload)(CUmodule);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, CUstream, void **, void **);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuGetErrorString)(CUresult, const char **);
-  // Optional (profiling only): null when the driver lacks them.
-  CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
-  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
-  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
-  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
-  CUresult (*cuEventDestroy)(CUevent) = nullptr;
-  CUcontext context = nullptr;
-  CUdevice device = 0;
-  int arch = 0; // compute capability, e.g. 90
-  std::string name;
-
-  std::string describe(CUresult r) {
-    const char *s = nullptr;
-    if (cuGetErrorString && cuGetErrorString(r, &s) == 0 && s)
-      return s;
-    return "CUDA error " + std::to_string(r);
-  }
-
-  static Driver &get() {
-    static Driver d;
-    static std::once_flag once;
-    std::call_once(once, [] { d.open(); });
-    return d;
-  }
-
-private:
-  template <typename F> bool sym(F &fn, const char *name) {
-    fn = reinterpret_cast<F>(dlsym(lib, name));
-    if (!fn)
-      error = std::string("the CUDA driver lacks ") + name;
-    return fn != nullptr;
-  }
-  template <typename F> bool optionalSym(F &fn, const char *name) {
-    fn = reinterpret_cast<F>(dlsym(lib, name));
-    return fn != nullptr;
-  }
-
-public:
-  bool canTime() const {
-    return cuEventCreate && cuEventRecord && cuEventSynchronize && cuEventElapsedTime &&
-           cuEventDestroy;
-  }
-
-private:
-
-  void open() {
-    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      error = "no NVIDIA driver (cannot load libcuda.so.1): this module was "
-              "compiled for CUDA; compile with --target cpu to run here";
-      return;
-    }
-    if (!sym(cuInit, "cuInit") || !sym(cuDeviceGet, "cuDeviceGet") ||
-        !sym(cuDeviceGetAttribute, "cuDeviceGetAttribute") ||
-        !sym(cuDeviceGetName, "cuDeviceGetName") ||
-        !sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") ||
-        !sym(cuCtxSetCurrent, "cuCtxSetCurrent") ||
-        !sym(cuModuleLoadDataEx, "cuModuleLoadDataEx") ||
-        !sym(cuModuleUnload, "cuModuleUnload") ||
-        !sym(cuModuleGetFunction, "cuModuleGetFunction") ||
-        !sym(cuLaunchKernel, "cuLaunchKernel") || !sym(cuMemAlloc, "cuMemAlloc_v2") ||
-        !sym(cuMemFree, "cuMemFree_v2") || !sym(cuMemcpyHtoD, "cuMemcpyHtoD_v2") ||
-        !sym(cuMemcpyDtoH, "cuMemcpyDtoH_v2") || !sym(cuMemcpyDtoD, "cuMemcpyDtoD_v2") ||
-        !sym(cuCtxSynchronize, "cuCtxSynchronize") ||
-        !sym(cuGetErrorString, "cuGetErrorString"))
-      return;
-    optionalSym(cuEventCreate, "cuEventCreate");
-    optionalSym(cuEventRecord, "cuEventRecord");
-    optionalSym(cuEventSynchronize, "cuEventSynchronize");
-    // CUDA 12.8 added a _v2 (cuda.h maps the name to it); older drivers have
-    // only the first.
-    if (!optionalSym(cuEventElapsedTime, "cuEventElapsedTime_v2"))
-      optionalSym(cuEventElapsedTime, "cuEventElapsedTime");
-    optionalSym(cuEventDestroy, "cuEventDestroy_v2");
-    CUresult r = cuInit(0);
-    if (r == 0)
-      r = cuDeviceGet(&device, 0);
-    if (r != 0) {
-      error = "no usable NVIDIA GPU: " + describe(r);
-      return;
-    }
-    int major = 0, minor = 0;
-    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    arch = major * 10 + minor;
-    char buf[256] = {0};
-    cuDeviceGetName(buf, sizeof(buf) - 1, device);
-    name = buf;
-    if ((r = cuDevicePrimaryCtxRetain(&context, device)) != 0)
-      error = "cannot create a CUDA context: " + describe(r);
-  }
-};
-
-/// Device memory that frees itself.
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  size_t bytes = 0;
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr(o.ptr), bytes(o.bytes) {
-    o.ptr = 0;
-    o.bytes = 0;
-  }
-  ~DeviceBuffer() { reset(); }
-  void reset() {
-    if (ptr)
-      Driver::get().cuMemFree(ptr);
-    ptr = 0;
-    bytes = 0;
-  }
-  /// At least `want` bytes; the old contents are kept when `keep`.
-  bool reserve(size_t want, bool keep, std::string &error) {
-    if (bytes >= want)
-      return true;
-    Driver &d = Driver::get();
-    CUdeviceptr fresh = 0;
-    if (CUresult r = d.cuMemAlloc(&fresh, want); r != 0) {
-      error = "cannot allocate " + std::to_string(want >> 20) + " MiB on the GPU: " +
-              d.describe(r);
-      return false;
-    }
-    if (keep && bytes)
-      d.cuMemcpyDtoD(fresh, ptr, bytes);
-    reset();
-    ptr = fresh;
-    bytes = want;
-    return true;
-  }
-};
 
 class CudaExecutor;
 
@@ -243,6 +79,8 @@ private:
   /// stream, so they share it.
   DeviceBuffer scratch_;
   int64_t scratchFloats_ = 0;
+  /// The decode steps' kernels (CudaLaunchGraph.h).
+  LaunchGraph graph_;
 };
 
 class CudaExecutor final : public DeviceExecutor {
@@ -447,10 +285,14 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   if (scratchFloats_ && !scratch_.reserve(size_t(scratchFloats_) * 4, false, error))
     return false;
   std::vector<int64_t> values;
-  std::vector<void *> params;
   bool timing = profile && d.canTime();
   if (timing && !recordStepEvent(0, error))
     return false;
+  // Decode steps (one row) run as a graph, updated from one step to the
+  // next (CudaLaunchGraph.h); profiled calls launch each kernel between
+  // their events.
+  const bool asGraph = T == 1 && !timing && LaunchGraph::enabled();
+  std::vector<KernelLaunch> graphLaunches;
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
     const Step &step = im.steps[stepIndex];
     values.clear();
@@ -503,25 +345,31 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     if (int64_t n = im.scratch[step.kernel])
       memref(scratch_.ptr, 0, {n}, {1});
     values.push_back(rows);
-    values.push_back(past + firstRow);
-    params.clear();
-    for (int64_t &v : values)
-      params.push_back(&v);
+    // Only attention reads the cached positions (KernelABI.h); the others
+    // get 0, so that their parameters stay the same from one decode step to
+    // the next and a graph's nodes for them need no update.
+    values.push_back(step.caches.empty() ? 0 : past + firstRow);
     const std::vector<LaunchInfo> &launches = im.launches[step.kernel];
     for (size_t l = 0; l < launches.size(); ++l) {
       const LaunchInfo &li = launches[l];
       if (!li.serves(rows))
         continue; // a variant for chunks of another size
       int64_t gridY = std::min<int64_t>((rows + li.rowsPerBlock - 1) / li.rowsPerBlock, 65535);
-      if (!check(d.cuLaunchKernel(executor_.functions_[step.kernel][l], unsigned(li.gridX),
-                                  unsigned(gridY), 1, unsigned(li.blockX),
-                                  unsigned(li.blockY), 1, 0, nullptr, params.data(), nullptr),
-                 ("launching " + li.symbol).c_str()))
+      KernelLaunch launch{executor_.functions_[step.kernel][l],
+                          {unsigned(li.gridX), unsigned(gridY), 1},
+                          {unsigned(li.blockX), unsigned(li.blockY), 1},
+                          values};
+      if (asGraph) {
+        graphLaunches.push_back(std::move(launch));
+      } else if (!check(launchKernel(launch), ("launching " + li.symbol).c_str())) {
         return false;
+      }
     }
     if (timing && !recordStepEvent(stepIndex + 1, error))
       return false;
   }
+  if (asGraph && !graph_.run(graphLaunches, error))
+    return false;
   if (timing && !addStepTimes(T, lastRowOnly, error))
     return false;
   int64_t vocab = module_.vocabSize(), rows = lastRowOnly ? std::min<int64_t>(T, 1) : T;

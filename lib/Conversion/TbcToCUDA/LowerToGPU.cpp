@@ -345,6 +345,10 @@ public:
       scratch = scratchSize ? all[nIn + nOut + caches.size()] : Value();
       if (failed(emit(op, launch, in, out, caches)))
         return failure();
+      // The runtime passes a cacheless kernel 0 positions (KernelABI.h).
+      if (!cached && !past.use_empty())
+        return op->emitError("a kernel without key/value caches reads the cached positions "
+                             "(KernelABI.h: the runtime passes it 0)");
       gpu::ReturnOp::create(b, loc);
     }
     return success();

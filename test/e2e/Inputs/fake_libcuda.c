@@ -6,9 +6,10 @@
 // symbol is an .entry, the launch has as many parameters as it declares,
 // the geometry is legal) but do nothing; copies outside an allocation fail
 // with an error naming them. Events tick a clock by 1 microsecond per record.
-// FAKE_CUDA_REPORT=1 prints the number of launches at exit; =2 also prints
-// each launch's symbol and row count (the second-to-last parameter, as
-// TbcToCUDA/KernelABI.h orders them) as it happens.
+// FAKE_CUDA_REPORT=1 prints the number of launches at exit (a graph's
+// kernels included); =2 also prints each launch's symbol and row count (the
+// second-to-last parameter, as TbcToCUDA/KernelABI.h orders them) as it
+// happens. Graphs of kernel nodes run their kernels the same way (below).
 //
 // With FAKE_CUDA_EXECUTE=1, and ptx_emulator.cpp linked in, kernels do run:
 // the PTX is interpreted on the CPU (the module load fails on an instruction
@@ -140,36 +141,39 @@ CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   return OK;
 }
 
-CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-  (void)shared; (void)stream; (void)extra;
-  if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024 || gy > 65535) {
-    fprintf(stderr, "fake libcuda: illegal launch geometry %ux%ux%u blocks of %ux%ux%u\n", gx, gy,
-            gz, bx, by, bz);
-    return LAUNCH_FAILED;
-  }
-  // Dereference every parameter the entry declares, at its size (a params
-  // array shorter than the PTX's list is read past its end, and a null or
-  // stale pointer in it crashes here).
-  const struct Function *f = fn;
+// The parameter count `f`'s entry declares; with `values`, each one read
+// from `params` at its size (a params array shorter than the PTX's list is
+// read past its end, and a null or stale pointer in it crashes here).
+static int readParams(const struct Function *f, void **params, uint64_t *values, int max) {
   const char *p = f->params, *end = strchr(p, ')');
   int count = 0;
-  uint64_t last[2] = {0, 0};
   for (const char *q = strstr(p, ".param"); q && q < end; q = strstr(q + 1, ".param")) {
     uint64_t v = strncmp(q, ".param .u32", 11) == 0 || strncmp(q, ".param .b32", 11) == 0
                      ? *(const uint32_t *)params[count]
                      : *(const uint64_t *)params[count];
-    last[0] = last[1];
-    last[1] = v;
+    if (values && count < max)
+      values[count] = v;
     ++count;
   }
+  return count;
+}
+
+static CUresult launch(const struct Function *f, const unsigned grid[3], const unsigned block[3],
+                       void **params) {
+  if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
+      (uint64_t)block[0] * block[1] * block[2] > 1024 || grid[1] > 65535) {
+    fprintf(stderr, "fake libcuda: illegal launch geometry %ux%ux%u blocks of %ux%ux%u\n",
+            grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+    return LAUNCH_FAILED;
+  }
+  uint64_t values[256];
+  int count = readParams(f, params, values, 256);
   const char *r = getenv("FAKE_CUDA_REPORT");
   if (r && strcmp(r, "2") == 0)
     fprintf(stderr, "fake libcuda: launch %s rows=%llu grid.y=%u\n", f->name,
-            (unsigned long long)last[0], gy);
+            (unsigned long long)(count >= 2 ? values[count - 2] : 0), grid[1]);
   ++launches;
   if (f->emulated) {
-    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
     const char *error = "";
     if (ptx_emulator_launch(emulated, f->emulated, grid, block, params, &error) != 0) {
       fprintf(stderr, "fake libcuda: %s\n", error);
@@ -178,6 +182,113 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   }
   return OK;
 }
+
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  (void)shared; (void)stream; (void)extra;
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return launch(fn, grid, block, params);
+}
+
+// Graphs of kernel nodes (the runtime's CudaLaunchGraph.cpp): a node copies
+// its parameters when added or updated, as the driver does; each node must
+// depend on the one added before it (the runtime builds a chain); an
+// instantiated graph is a copy whose nodes cuGraphExecKernelNodeSetParams
+// changes; cuGraphLaunch runs its nodes in order, as cuLaunchKernel would.
+// A node handle is its index + 1. FAKE_CUDA_REPORT adds a line of counts
+// when graphs were used.
+struct KernelNodeParams {
+  void *func;
+  unsigned grid[3], block[3], shared;
+  void **params, **extra;
+  void *kern, *ctx;
+};
+enum { kMaxNodeParams = 256 };
+struct Node {
+  struct Function *fn;
+  unsigned grid[3], block[3];
+  uint64_t values[kMaxNodeParams];
+  int count;
+};
+struct Graph { struct Node *nodes; int count; };
+static int graphsBuilt, graphLaunches, nodeUpdates;
+
+static void graphReport(void) {
+  if (getenv("FAKE_CUDA_REPORT") && graphsBuilt)
+    fprintf(stderr, "fake libcuda: %d graphs built, %d graph launches, %d node updates\n",
+            graphsBuilt, graphLaunches, nodeUpdates);
+}
+
+static CUresult setNode(struct Node *n, const struct KernelNodeParams *p) {
+  if (!p->func || p->extra || p->shared)
+    return INVALID_VALUE;
+  n->fn = p->func;
+  memcpy(n->grid, p->grid, sizeof n->grid);
+  memcpy(n->block, p->block, sizeof n->block);
+  n->count = readParams(n->fn, p->params, n->values, kMaxNodeParams);
+  return n->count <= kMaxNodeParams ? OK : INVALID_VALUE;
+}
+
+CUresult cuGraphCreate(struct Graph **g, unsigned flags) {
+  (void)flags;
+  *g = calloc(1, sizeof(struct Graph));
+  return OK;
+}
+CUresult cuGraphAddKernelNode_v2(uintptr_t *node, struct Graph *g, const uintptr_t *deps,
+                                 size_t ndeps, const struct KernelNodeParams *p) {
+  if (g->count ? ndeps != 1 || deps[0] != (uintptr_t)g->count : ndeps != 0) {
+    fprintf(stderr, "fake libcuda: graph node %d does not follow the one before it\n", g->count);
+    return INVALID_VALUE;
+  }
+  g->nodes = realloc(g->nodes, sizeof(struct Node) * (size_t)(g->count + 1));
+  CUresult r = setNode(&g->nodes[g->count], p);
+  if (r != OK)
+    return r;
+  *node = (uintptr_t)++g->count;
+  return OK;
+}
+CUresult cuGraphInstantiateWithFlags(struct Graph **exec, struct Graph *g,
+                                     unsigned long long flags) {
+  (void)flags;
+  struct Graph *e = calloc(1, sizeof(struct Graph));
+  e->count = g->count;
+  e->nodes = malloc(sizeof(struct Node) * (size_t)(g->count ? g->count : 1));
+  memcpy(e->nodes, g->nodes, sizeof(struct Node) * (size_t)g->count);
+  *exec = e;
+  if (!graphsBuilt++)
+    atexit(graphReport);
+  return OK;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(struct Graph *exec, uintptr_t node,
+                                           const struct KernelNodeParams *p) {
+  if (node < 1 || node > (uintptr_t)exec->count)
+    return INVALID_VALUE;
+  struct Node *n = &exec->nodes[node - 1];
+  if (p->func != n->fn) // the function of a node cannot change
+    return INVALID_VALUE;
+  ++nodeUpdates;
+  return setNode(n, p);
+}
+CUresult cuGraphLaunch(struct Graph *exec, void *stream) {
+  (void)stream;
+  ++graphLaunches;
+  for (int i = 0; i < exec->count; ++i) {
+    struct Node *n = &exec->nodes[i];
+    void *params[kMaxNodeParams];
+    for (int j = 0; j < n->count; ++j)
+      params[j] = &n->values[j];
+    CUresult r = launch(n->fn, n->grid, n->block, params);
+    if (r != OK)
+      return r;
+  }
+  return OK;
+}
+static void freeGraph(struct Graph *g) {
+  free(g->nodes);
+  free(g);
+}
+CUresult cuGraphExecDestroy(struct Graph *exec) { freeGraph(exec); return OK; }
+CUresult cuGraphDestroy(struct Graph *g) { freeGraph(g); return OK; }
 
 CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
   if (allocationCount == 4096)

@@ -12,7 +12,11 @@
 //   (attention), a scratch array where the kernel has one (attention:
 //   memref<N x f32>, N = scratchFloats, the session's, reused by every
 //   step), then two i64 scalars: T (rows of the chunk) and the number of
-//   positions cached before it. Activations are [T, width] memrefs with a
+//   positions cached before it. Only attention (the kernels with caches)
+//   reads the latter; the runtime passes 0 to the others, so that their
+//   parameters are the same in every decode step (a CUDA graph's nodes for
+//   them need no update: the runtime's CudaLaunchGraph.h), and the
+//   lowering refuses a cacheless kernel that reads it. Activations are [T, width] memrefs with a
 //   dynamic row stride and offset (views of a fused projection's output);
 //   weights are their static shapes; token ids and positions are [T] i32.
 // * Grid x is fixed per function; grid y counts blocks of `rowsPerBlock`
