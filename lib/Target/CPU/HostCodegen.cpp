@@ -265,8 +265,12 @@ FailureOr<std::string> tbc::emitHostSharedObject(ModuleOp module, const HostTarg
   // are independent, so each core compiles its share into its own object.
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
+  // As many as the context's thread pool has: LLVM counts the CPUs this
+  // process may run on (taskset, a container's cpuset), where
+  // hardware_concurrency() counted the machine's and oversubscribed a
+  // pinned compile; --mlir-disable-threading gives one.
   unsigned threads = module.getContext()->isMultithreadingEnabled()
-                         ? std::max(1u, std::thread::hardware_concurrency())
+                         ? std::max(1u, module.getContext()->getNumThreads())
                          : 1u;
   SmallVector<OwningOpRef<ModuleOp>> parts = splitKernels(module, threads);
 
