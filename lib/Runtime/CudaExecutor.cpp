@@ -2,8 +2,8 @@
 //
 // LLVM-free and without a link-time CUDA dependency: the driver library is
 // dlopen'ed (libcuda.so.1) and only its C entry points are used, declared
-// in CudaDriver.h. The module's PTX for the device's
-// architecture is JIT-compiled by the driver; weights are uploaded once
+// in CudaDriver.h. The module's PTX for the device's architecture is
+// JIT-compiled by the driver; weights are uploaded once
 // after binding; each session keeps its activations and key/value caches
 // on the device, and only the logits come back.
 //
@@ -19,10 +19,7 @@
 #include "ModuleImpl.h"
 
 #include <algorithm>
-#include <cstring>
-#include <dlfcn.h>
-#include <map>
-#include <mutex>
+#include <cstdio>
 
 using namespace tbc::rt;
 using namespace tbc::rt::detail;

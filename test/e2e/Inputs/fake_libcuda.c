@@ -264,7 +264,7 @@ CUresult cuGraphExecKernelNodeSetParams_v2(struct Graph *exec, uintptr_t node,
   if (node < 1 || node > (uintptr_t)exec->count)
     return INVALID_VALUE;
   struct Node *n = &exec->nodes[node - 1];
-  if (p->func != n->fn) // the function of a node cannot change
+  if (p->func != n->fn) // CUDA allows another function of the context; tbc never asks
     return INVALID_VALUE;
   ++nodeUpdates;
   return setNode(n, p);
