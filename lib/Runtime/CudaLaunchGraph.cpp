@@ -8,12 +8,9 @@ using namespace tbc::rt::cuda;
 
 namespace {
 
-/// The node parameters of `l`; `params` receives pointers to its values
-/// (the driver copies them when it takes the parameters).
+/// The node parameters of `l`, its parameters pointed to from `params`.
 KernelNodeParams nodeParams(const KernelLaunch &l, std::vector<void *> &params) {
-  params.clear();
-  for (const int64_t &v : l.values)
-    params.push_back(const_cast<int64_t *>(&v));
+  params = parameterPointers(l);
   KernelNodeParams p{};
   p.func = l.fn;
   p.gridDimX = l.grid[0];
@@ -38,10 +35,15 @@ bool sameGrid(const KernelLaunch &a, const KernelLaunch &b) {
 
 } // namespace
 
-CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
+std::vector<void *> tbc::rt::cuda::parameterPointers(const KernelLaunch &l) {
   std::vector<void *> params;
   for (const int64_t &v : l.values)
     params.push_back(const_cast<int64_t *>(&v));
+  return params;
+}
+
+CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
+  std::vector<void *> params = parameterPointers(l);
   return Driver::get().cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0],
                                       l.block[1], l.block[2], 0, nullptr, params.data(),
                                       nullptr);
@@ -98,7 +100,6 @@ bool LaunchGraph::build(const std::vector<KernelLaunch> &launches, std::string &
   if (!check(d, d.cuGraphInstantiate(&exec_, graph_, 0), "instantiating a CUDA graph", error))
     return false;
   launched_ = launches;
-  ++builds_;
   return true;
 }
 
@@ -121,7 +122,6 @@ bool LaunchGraph::run(const std::vector<KernelLaunch> &launches, std::string &er
         return false;
       }
       launched_[i] = launches[i];
-      ++updates_;
     }
   }
   return check(d, d.cuGraphLaunch(exec_, nullptr), "launching a CUDA graph", error);

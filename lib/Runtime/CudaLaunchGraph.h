@@ -30,6 +30,10 @@ struct KernelLaunch {
   std::vector<int64_t> values;
 };
 
+/// Pointers to `l`'s values, as the driver takes kernel parameters (it
+/// copies them at the launch or when a graph node takes them).
+std::vector<void *> parameterPointers(const KernelLaunch &l);
+
 /// Launches `l` on the default stream.
 CUresult launchKernel(const KernelLaunch &l);
 
@@ -45,10 +49,6 @@ public:
   /// the kernels or block shapes differ from that call's.
   bool run(const std::vector<KernelLaunch> &launches, std::string &error);
 
-  /// Graphs built and nodes updated so far (what the tests check).
-  int64_t builds() const { return builds_; }
-  int64_t updates() const { return updates_; }
-
   /// Whether calls may use graphs: the driver has them and TBC_CUDA_GRAPHS
   /// is not 0 (the A/B switch of bench/gpu_bench.py).
   static bool enabled();
@@ -63,7 +63,6 @@ private:
   CUgraphExec exec_ = nullptr;
   std::vector<CUgraphNode> nodes_;
   std::vector<KernelLaunch> launched_; // what each node holds now
-  int64_t builds_ = 0, updates_ = 0;
 };
 
 } // namespace tbc::rt::cuda

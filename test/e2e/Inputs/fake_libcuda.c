@@ -141,6 +141,10 @@ CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   return OK;
 }
 
+// Parameters a launch or graph node may have here (tbc's kernels take
+// well under 100: memref descriptors, then T and the cached positions).
+enum { kMaxNodeParams = 256 };
+
 // The parameter count `f`'s entry declares; with `values`, each one read
 // from `params` at its size (a params array shorter than the PTX's list is
 // read past its end, and a null or stale pointer in it crashes here).
@@ -166,8 +170,13 @@ static CUresult launch(const struct Function *f, const unsigned grid[3], const u
             grid[0], grid[1], grid[2], block[0], block[1], block[2]);
     return LAUNCH_FAILED;
   }
-  uint64_t values[256];
-  int count = readParams(f, params, values, 256);
+  uint64_t values[kMaxNodeParams];
+  int count = readParams(f, params, values, kMaxNodeParams);
+  if (count > kMaxNodeParams) {
+    fprintf(stderr, "fake libcuda: %s takes %d parameters, more than %d\n", f->name, count,
+            kMaxNodeParams);
+    return LAUNCH_FAILED;
+  }
   const char *r = getenv("FAKE_CUDA_REPORT");
   if (r && strcmp(r, "2") == 0)
     fprintf(stderr, "fake libcuda: launch %s rows=%llu grid.y=%u\n", f->name,
@@ -203,7 +212,6 @@ struct KernelNodeParams {
   void **params, **extra;
   void *kern, *ctx;
 };
-enum { kMaxNodeParams = 256 };
 struct Node {
   struct Function *fn;
   unsigned grid[3], block[3];
