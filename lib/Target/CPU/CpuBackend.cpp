@@ -20,31 +20,39 @@ HostTarget hostTarget(const TargetOptions &options) {
   return HostTarget{options.cpu, options.cpuFeatures};
 }
 
+/// Whether `cpu`'s decode tiles read four weight panels side by side
+/// (decodeStreamsFor). A Zen 3 core under KVM reads memory faster the more
+/// streams its prefetchers follow (a read microbenchmark, two threads on
+/// 2 MiB pages: 25.2 GB/s from one stream a thread, 26.9 from two, 31.4 from
+/// four, 32.5 from eight; torch.sum 34.4); four against two: decode 4-11%
+/// faster in f32 and, with the software prefetch off, 16-23% in bf16
+/// (bench/NOTES.md 2026-11-28). A Zen 5 (AVX-512) reads bf16 panels faster
+/// so too: four streams without prefetch against one with 4 KB, interleaved
+/// rounds, 740 against 601 tok/s at hidden 1024 and 264 against 242 at 2048
+/// when the host streamed 80 GB/s, level at 4096; f32 level (bench/NOTES.md
+/// 2026-11-28, "Zen 5"). Zen 4 is unmeasured and keeps one.
+bool readsFourDecodeStreams(StringRef cpu) { return cpu == "znver3" || cpu == "znver5"; }
+
 /// How far ahead a decode tile prefetches its weight panel on `cpu`. Intel's
 /// cores stream a panel faster with 8 KB of software prefetch into L2 (f32
 /// decode +31%, bf16 +50% on a Sapphire Rapids; bench/NOTES.md 2026-11-25).
 /// AMD's Zen streams f32 panels faster with its hardware prefetcher alone
 /// (+6-11% without on Zen 3) and 16-bit ones, which take twice the
 /// instructions per byte, with 4 KB (bench/NOTES.md 2026-11-26) -- except
-/// Zen 3 with its four decode streams (below), which read bf16 panels 1-9%
-/// faster without (bench/NOTES.md 2026-11-28, "four decode streams").
+/// where it reads four decode streams, which read bf16 panels faster without
+/// (Zen 3: 1-9%; bench/NOTES.md 2026-11-28, "four decode streams").
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
-  if (cpu == "znver3")
+  if (readsFourDecodeStreams(cpu))
     return 0;
   if (cpu.starts_with("znver"))
     return weightType == "f32" ? 0 : 4096;
   return kDefaultDecodePrefetch;
 }
 
-/// How many weight panels a decode tile reads side by side on `cpu`. A Zen 3
-/// core under KVM reads memory faster the more streams its prefetchers
-/// follow (a read microbenchmark, two threads on 2 MiB pages: 25.2 GB/s from
-/// one stream a thread, 26.9 from two, 31.4 from four, 32.5 from eight;
-/// torch.sum 34.4); four against two: decode 4-11% faster in f32 and, with
-/// the software prefetch off, 16-23% in bf16 (bench/NOTES.md 2026-11-28).
-/// Four is as many as the unrolled k steps (one each; eight accumulators on
-/// AVX2). Other CPUs keep one: not measured there.
-int64_t decodeStreamsFor(StringRef cpu) { return cpu == "znver3" ? 4 : 1; }
+/// How many weight panels a decode tile reads side by side on `cpu`: four
+/// where measured faster (above; four is as many as the unrolled k steps,
+/// one each), one elsewhere.
+int64_t decodeStreamsFor(StringRef cpu) { return readsFourDecodeStreams(cpu) ? 4 : 1; }
 
 /// The register tile for the target: with AVX-512's 32 zmm registers 8 rows x
 /// 32 columns; with AVX2's 16 ymm, 6 rows x 16 columns (the 8 x 32 tile
