@@ -217,6 +217,19 @@ int tbc::compileMain(int argc, char **argv) {
                "vdpbf16ps (as llama.cpp and bf16 GPU kernels do; about 1e-2 "
                "relative error in the logits, faster prefill); needs a CPU with "
                "avx512bf16"));
+  static cl::opt<int64_t> cpuDecodeStreams(
+      "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
+      cl::desc("--target cpu: weight panels a decode (one-row) projection "
+               "reads side by side, for the prefetchers to follow as many "
+               "streams. 0 (the default): the target CPU's choice (4 on Zen 3 "
+               "and Zen 5, 1 elsewhere). For tuning on another CPU: "
+               "bench/cpu_decode_ab.py times the choices against each other"));
+  static cl::opt<int64_t> cpuDecodePrefetch(
+      "cpu-decode-prefetch", cl::cat(cat), cl::init(-1), cl::value_desc("bytes"),
+      cl::desc("--target cpu: how far ahead a decode projection prefetches "
+               "its weights into L2 (0: none). -1 (the default): the target "
+               "CPU's choice (8192 on Intel, 4096 for 16-bit weights on Zen "
+               "but Zen 3 and 5, 0 otherwise)"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -282,6 +295,8 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
   targetOptions.cudaKvCache = cudaKvCache;
   targetOptions.cpuDot = cpuDot;
+  targetOptions.cpuDecodeStreams = cpuDecodeStreams;
+  targetOptions.cpuDecodePrefetch = cpuDecodePrefetch;
   // Options are checked against the weights' type too (--cpu-dot bf16 needs
   // bf16 weights); --dtype itself is checked once code is generated.
   targetOptions.weightType = dtype;

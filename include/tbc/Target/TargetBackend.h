@@ -68,6 +68,12 @@ struct TargetOptions {
   /// CPU: how projections multiply bf16 weights (`--cpu-dot`): f32 (widened,
   /// f32 activations) or bf16 (activations rounded to bf16, vdpbf16ps).
   std::string cpuDot = "f32";
+  /// CPU: how a decode tile reads its weights, for tuning on a CPU tbc has
+  /// no rule for (`--cpu-decode-streams`, `--cpu-decode-prefetch`): panels
+  /// read side by side (1, 2 or 4) and bytes of software prefetch ahead of
+  /// them; 0 and -1 keep the target CPU's own (CpuBackend.cpp).
+  int64_t cpuDecodeStreams = 0;
+  int64_t cpuDecodePrefetch = -1;
 };
 
 class TargetBackend {

@@ -61,8 +61,11 @@ CpuTile tileFor(const TargetOptions &options) {
   HostTarget target = hostTarget(options);
   CpuTile tile = hostTargetHas(target, "avx512f") ? kAvx512Tile : kAvx2Tile;
   tile.bf16Dot = options.cpuDot == "bf16";
-  tile.decodePrefetch = decodePrefetchFor(hostTargetCpu(target), options.weightType);
-  tile.decodeStreams = decodeStreamsFor(hostTargetCpu(target));
+  tile.decodePrefetch = options.cpuDecodePrefetch >= 0
+                            ? options.cpuDecodePrefetch
+                            : decodePrefetchFor(hostTargetCpu(target), options.weightType);
+  tile.decodeStreams = options.cpuDecodeStreams > 0 ? options.cpuDecodeStreams
+                                                    : decodeStreamsFor(hostTargetCpu(target));
   return tile;
 }
 
@@ -73,6 +76,13 @@ public:
   std::string checkOptions(const TargetOptions &options) const override {
     if (std::string why = checkHostTarget(hostTarget(options)); !why.empty())
       return why;
+    if (options.cpuDecodeStreams != 0 && options.cpuDecodeStreams != 1 &&
+        options.cpuDecodeStreams != 2 && options.cpuDecodeStreams != 4)
+      return "--cpu-decode-streams " + std::to_string(options.cpuDecodeStreams) +
+             ": a decode tile reads 1, 2 or 4 panels side by side (0: the target CPU's choice)";
+    if (options.cpuDecodePrefetch < -1 || options.cpuDecodePrefetch > (1 << 20))
+      return "--cpu-decode-prefetch " + std::to_string(options.cpuDecodePrefetch) +
+             ": bytes ahead, 0 (none) to 1048576 (-1: the target CPU's choice)";
     if (options.cpuDot != "f32" && options.cpuDot != "bf16")
       return "unknown --cpu-dot '" + options.cpuDot + "' (f32 or bf16)";
     if (options.cpuDot == "bf16") {
