@@ -26,6 +26,12 @@ Engine `tbc-dot` (bf16 weights, on a CPU with AVX512-BF16) is tbc compiled
 with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
 as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations.
 
+Engine `tbc-f32` (bf16 models) is tbc compiled with --dtype f32 from the same
+bf16 checkpoint (its weights widened to f32 at bind time: the same products
+as `tbc`, twice the bytes per token), timed in the same rounds as `tbc`, so
+that "bf16 decode / f32 decode" compares two streams the host's moving
+bandwidth hit alike (separate f32 and bf16 models run minutes apart).
+
 Engine `tbc-base` (--baseline-build DIR) is tbc as an earlier commit built it
 (scripts/build-baseline.sh REV DIR): its modules compiled by that build's
 `tbc` with the same flags, run through that build's libtbc.so, timed in the
@@ -297,7 +303,7 @@ class TorchEngine:
         return self._run([token], self.past)
 
 
-ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
+ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-f32": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
            "eager": TorchEngine, "compile": TorchEngine}
 
 
@@ -484,8 +490,9 @@ def main():
     p.add_argument("--decode", type=int, default=32, help="decode steps after a 64-token prompt")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--engines", default="tbc,tbc-dot,llama.cpp,eager,compile",
-                   help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only)")
+    p.add_argument("--engines", default="tbc,tbc-f32,tbc-dot,llama.cpp,eager,compile",
+                   help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only); "
+                   "tbc-f32: tbc --dtype f32 of the bf16 checkpoint (bf16 models only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
     p.add_argument("--cpu-features", default="",
                    help="tbc compile --cpu-features (e.g. -avx512f: AVX2 code tuned for the host)")
@@ -584,20 +591,24 @@ def main():
             # AVX512-BF16 (the host's, or --cpu's).
             dot_cpu = "avx512_bf16" in ext if a.cpu == "host" else a.cpu in ("znver4", "znver5", "sapphirerapids", "graniterapids")
             engines = [e for e in all_engines if e != "tbc-dot" or (dtype == "bf16" and dot_cpu)]
+            engines = [e for e in engines if e != "tbc-f32" or dtype == "bf16"]
             with tempfile.TemporaryDirectory() as tmp:
                 folder = os.path.join(tmp, "hf")
                 config = make_model(hidden, dtype, folder)
                 module = os.path.join(tmp, "m.tbcm")
                 module_dot = os.path.join(tmp, "dot.tbcm")
                 module_base = os.path.join(tmp, "base.tbcm")
+                module_f32 = os.path.join(tmp, "f32.tbcm")
                 builds = {"tbc": (module, a.build, []), "tbc-dot": (module_dot, a.build, ["--cpu-dot", "bf16"]),
-                          "tbc-base": (module_base, a.baseline_build, [])}
+                          "tbc-base": (module_base, a.baseline_build, []),
+                          "tbc-f32": (module_f32, a.build, [])}
                 for e in engines:
                     if e not in builds:
                         continue
                     path, build, extra = builds[e]
                     subprocess.run([os.path.join(build, "bin", "tbc"), "compile", folder,
-                                    "--dtype", dtype, "--cpu", a.cpu, "-o", path] + extra
+                                    "--dtype", "f32" if e == "tbc-f32" else dtype,
+                                    "--cpu", a.cpu, "-o", path] + extra
                                    + (["--cpu-features", a.cpu_features] if a.cpu_features else []),
                                    check=True, stderr=subprocess.DEVNULL)
                 spec = dict(weights=folder, dtype=dtype, threads=a.threads,
@@ -679,7 +690,15 @@ def main():
                   f"at {round_bandwidth:.1f} GB/s, the median of this model's rounds' probes, "
                   f"{min(probes, default=float('nan')):.1f}-{max(probes, default=float('nan')):.1f}); "
                   "weights streamed while decoding: "
-                  + ", ".join(f"{e} {base[e] * weight_bytes / 1e9:.1f} GB/s" for e in engines))
+                  + ", ".join(f"{e} {base[e] * weight_bytes * (2 if e == 'tbc-f32' else 1) / 1e9:.1f} GB/s"
+                              for e in engines))
+            if "tbc" in engines and "tbc-f32" in engines:
+                # Round by round: each round's two decodes ran seconds apart.
+                pairs = [x / y for x, y in zip(decodes["tbc"], decodes["tbc-f32"])]
+                print(f"  bf16 / f32 weights, tbc decode in the same rounds: {base['tbc'] / base['tbc-f32']:.2f}"
+                      f" (round by round: median {med(pairs):.2f}, {min(pairs, default=float('nan')):.2f}-"
+                      f"{max(pairs, default=float('nan')):.2f}); tbc-f32 decode at "
+                      f"{100 * 2 * base['tbc-f32'] / roof:.0f}% of the roofline (twice the bytes)")
             ours = [e for e in engines if e in ("tbc", "tbc-dot")]
             for t in ours:
                 for peer in engines:
