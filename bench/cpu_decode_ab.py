@@ -8,8 +8,10 @@ choices against each other: the same random Llama-shaped model as
 scripts/bench_cpu.py (hidden 1024, 2048 or 4096), one module per variant
 (`tbc compile --cpu-decode-streams S --cpu-decode-prefetch B`), each in its
 own warm process through the C API, then rounds in which every variant
-decodes --steps tokens after a 64-token prompt, one after the other, with
-a bandwidth probe (torch.sum) per round. The host's bandwidth moves from
+decodes --steps tokens after a --prompt-token prompt (whose prefill is
+timed too: with last-position logits its last layer's FFN and the LM head
+run one row, on the decode tile), one after the other, with a bandwidth
+probe (torch.sum) per round. The host's bandwidth moves from
 minute to minute on a VM, so compare within a round: it prints each
 variant's median tok/s, its rounds, and its median ratio to the first
 variant round by round.
@@ -62,6 +64,7 @@ def main():
     p.add_argument("--baseline-build", metavar="DIR", help="adds the earlier build's tbc (tbc-base)")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=64, help="decode steps a round")
+    p.add_argument("--prompt", type=int, default=64, help="prompt tokens before them")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--build", default=os.path.join(bench_cpu.ROOT, "build"))
     a = p.parse_args()
@@ -102,11 +105,12 @@ def main():
         rng = np.random.default_rng(0)
         probe = bench_cpu.BandwidthProbe(a.threads)
         speeds = {name: [] for name, _ in procs}
+        prefills = {name: [] for name, _ in procs}
         probes = []
         print(f"hidden {a.hidden}, {a.dtype} weights, {a.steps} decode steps a round, "
               f"{a.rounds} rounds after a warm-up, {a.threads} threads", flush=True)
         for r in range(a.rounds + 1):
-            prompt = rng.integers(3, bench_cpu.VOCAB, 64).tolist()
+            prompt = rng.integers(3, bench_cpu.VOCAB, a.prompt).tolist()
             if r:
                 probes.append(probe.measure(3))
             for name, proc in procs:
@@ -114,19 +118,22 @@ def main():
                 t = proc.ask("time", (prompt, a.steps))
                 if t and r:
                     speeds[name].append(a.steps / t[1])
+                    prefills[name].append(a.prompt / t[0])
         for _, proc in procs:
             proc.close()
 
     first = variants[0]
     print(f"bandwidth probes {min(probes):.1f}-{max(probes):.1f} GB/s, median "
           f"{statistics.median(probes):.1f}")
-    for name, v in speeds.items():
-        if not v:
-            print(f"  {name:12s} failed")
-            continue
-        ratio = statistics.median(x / y for x, y in zip(v, speeds[first]))
-        print(f"  {name:12s} {statistics.median(v):8.1f} tok/s  x{ratio:.3f} {first} round by round"
-              f"  [{' '.join(f'{x:.1f}' for x in v)}]")
+    for what, table in ((f"decode {a.steps}", speeds), (f"prefill {a.prompt}", prefills)):
+        print(f" {what}:")
+        for name, v in table.items():
+            if not v:
+                print(f"  {name:12s} failed")
+                continue
+            ratio = statistics.median(x / y for x, y in zip(v, table[first]))
+            print(f"  {name:12s} {statistics.median(v):8.1f} tok/s  x{ratio:.3f} {first} round by round"
+                  f"  [{' '.join(f'{x:.1f}' for x in v)}]")
 
 
 if __name__ == "__main__":
