@@ -684,21 +684,24 @@ def main():
                     line += f"  {e} {med(times[(e, P)]):7.1f}"
                 print(line + "  tok/s")
             print("  decode  64+%d:" % a.decode + "".join(f"  {e} {base[e]:7.1f}" for e in engines) + "  tok/s")
+            # Weight bytes a decoded token streams: tbc-f32 reads the bf16
+            # model's weights widened to f32.
+            engine_bytes = {e: weight_bytes * (2 if e == "tbc-f32" else 1) for e in engines}
             round_bandwidth = med(probes)
             roof = round_bandwidth * 1e9 / weight_bytes
             print(f"  roofline decode {roof:.1f} tok/s ({weight_bytes / 1e6:.0f} MB of weights per token "
                   f"at {round_bandwidth:.1f} GB/s, the median of this model's rounds' probes, "
                   f"{min(probes, default=float('nan')):.1f}-{max(probes, default=float('nan')):.1f}); "
                   "weights streamed while decoding: "
-                  + ", ".join(f"{e} {base[e] * weight_bytes * (2 if e == 'tbc-f32' else 1) / 1e9:.1f} GB/s"
-                              for e in engines))
+                  + ", ".join(f"{e} {base[e] * engine_bytes[e] / 1e9:.1f} GB/s" for e in engines))
             if "tbc" in engines and "tbc-f32" in engines:
                 # Round by round: each round's two decodes ran seconds apart.
                 pairs = [x / y for x, y in zip(decodes["tbc"], decodes["tbc-f32"])]
                 print(f"  bf16 / f32 weights, tbc decode in the same rounds: {base['tbc'] / base['tbc-f32']:.2f}"
                       f" (round by round: median {med(pairs):.2f}, {min(pairs, default=float('nan')):.2f}-"
                       f"{max(pairs, default=float('nan')):.2f}); tbc-f32 decode at "
-                      f"{100 * 2 * base['tbc-f32'] / roof:.0f}% of the roofline (twice the bytes)")
+                      f"{100 * base['tbc-f32'] * engine_bytes['tbc-f32'] / (round_bandwidth * 1e9):.0f}% "
+                      "of the roofline (twice the bytes)")
             ours = [e for e in engines if e in ("tbc", "tbc-dot")]
             for t in ours:
                 for peer in engines:

@@ -717,7 +717,7 @@ struct TbcLowerToCPUPass
     CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, decodePrefetch, decodeStreams};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
         tile.decodePrefetch < 0 ||
-        (tile.decodeStreams != 1 && tile.decodeStreams != 2 && tile.decodeStreams != 4) ||
+        !isDecodeStreamCount(tile.decodeStreams) ||
         !isStorageType(weightType)) {
       module.emitError("the CPU tile needs vector-width > 0 dividing panel-width, tile-rows "
                        "> 0, decode-prefetch >= 0, decode-streams 1, 2 or 4, and weight-type "

@@ -76,8 +76,7 @@ public:
   std::string checkOptions(const TargetOptions &options) const override {
     if (std::string why = checkHostTarget(hostTarget(options)); !why.empty())
       return why;
-    if (options.cpuDecodeStreams != 0 && options.cpuDecodeStreams != 1 &&
-        options.cpuDecodeStreams != 2 && options.cpuDecodeStreams != 4)
+    if (options.cpuDecodeStreams != 0 && !isDecodeStreamCount(options.cpuDecodeStreams))
       return "--cpu-decode-streams " + std::to_string(options.cpuDecodeStreams) +
              ": a decode tile reads 1, 2 or 4 panels side by side (0: the target CPU's choice)";
     if (options.cpuDecodePrefetch < -1 || options.cpuDecodePrefetch > (1 << 20))

@@ -57,11 +57,15 @@ struct CpuTile {
   /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
   /// weight width (CpuBackend.cpp's tileFor).
   int64_t decodePrefetch = kDefaultDecodePrefetch;
-  /// Panels a single-row (decode) tile reads side by side (1 or 2): more
-  /// streams for a core's prefetchers to follow. Chosen per CPU
-  /// (CpuBackend.cpp's tileFor).
+  /// Panels a single-row (decode) tile reads side by side (1, 2 or 4:
+  /// isDecodeStreamCount): more streams for a core's prefetchers to follow.
+  /// Chosen per CPU (CpuBackend.cpp's tileFor).
   int64_t decodeStreams = 1;
 };
+
+/// The decode stream counts a tile can have: divisors of the unrolled k
+/// steps, which the streams share (Matmul.cpp).
+constexpr bool isDecodeStreamCount(int64_t n) { return n == 1 || n == 2 || n == 4; }
 /// The AVX-512 tile: the default, and what modules recorded before the tile
 /// was chosen per target.
 constexpr CpuTile kAvx512Tile{16, 32, 8};
