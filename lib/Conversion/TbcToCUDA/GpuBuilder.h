@@ -196,7 +196,7 @@ struct GpuBuilder {
   /// v combined with its XOR-butterfly partners `offsets` apart, in every
   /// lane: {16, 8, 4, 2, 1} spans the warp, {1, 2} the 4 lanes of an mma
   /// fragment row (lane / 4).
-  Value butterfly(Value v, std::initializer_list<int32_t> offsets,
+  Value butterfly(Value v, llvm::ArrayRef<int32_t> offsets,
                   llvm::function_ref<Value(Value, Value)> combine) {
     for (int32_t offset : offsets)
       v = combine(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)

@@ -15,8 +15,9 @@
 //   weights, chunks of 16 rows and up on tensor cores instead (a warp per
 //   16 x 8 tile; from 64 rows, a block per 128 x 128 tile staged in shared
 //   memory). The norm
-//   statistic is the prologue, bias / GLU / activation / soft-cap the
-//   epilogue, exactly as `tbc.fused_linear` says;
+//   statistic is the prologue (summed in the k walk of the 128 x 128
+//   tiles), bias / GLU / activation / soft-cap the epilogue, exactly as
+//   `tbc.fused_linear` says;
 // * attention: in 16-bit modules, a flash kernel on tensor cores for
 //   chunks of 16 rows or more (FlashAttention.cpp); otherwise (decoding, f32
 //   modules) one block per (query row, head), its warps each an online
@@ -1154,67 +1155,77 @@ private:
     return g.select(rotated, permuted, s);
   }
 
-  /// The tiled projection's prologue: the norm statistics of the block's
-  /// kTiledRows rows from token row t0, written to tileStats (mean, rstd)
-  /// for the epilogue. Rows are re-read from global
-  /// memory (L2): a block's 128 rows of activations and 128 of weights
-  /// would not fit its shared memory, and a separate norm kernel would
-  /// write and re-read them all the same.
-  void tiledRowStats(Value x, Value t0, Value thread, NormKind norm, double eps) {
-    using namespace cuda;
-    const int64_t K = width(x);
-    // 8 lanes a row, 4 floats each, so that a warp's load covers 4 whole
-    // 128-byte stretches of rows; every thread takes kTiledRows / 32 rows
-    // at once and two k steps an iteration: 8 loads in flight, where one
-    // thread per half row with one dependent load at a time took longer
-    // than the GEMM's own reading of the same rows.
-    const int64_t lanes = 8, threads = 32 * kTiledWarpsM * kTiledWarpsN;
-    const int64_t perRound = threads / lanes, rounds = kTiledRows / perRound;
-    const int64_t U = K % (2 * lanes * 4) == 0 ? 2 : 1; // K % kTiledK == 0
-    static_assert(kTiledK % (lanes * 4) == 0 && kTiledRows % perRound == 0);
-    auto f32x4 = VectorType::get({4}, b.getF32Type());
-    // The previous row tile's epilogue reads the statistics: wait for it.
-    gpu::BarrierOp::create(b, loc);
-    Value first = g.mul(g.rem(thread, lanes), 4), base = g.div(thread, lanes);
-    Value last = g.sub(T, g.idx(1)), aligned = rowsAligned16(x);
-    SmallVector<Value> inTile, xRows;
-    for (int64_t i = 0; i < rounds; ++i) {
-      inTile.push_back(g.add(base, i * perRound));
-      xRows.push_back(g.min(g.add(t0, inTile.back()), last));
+  /// A tiled projection's norm statistics, summed in its main loop from the
+  /// f32 activations each thread stages there (a vector of 4 a step for
+  /// each of its rows): per row the sum of d^2 and, for a LayerNorm, of d,
+  /// where d is x less the row's first value. The shift keeps the one-pass
+  /// variance E[d^2] - E[d]^2 from cancelling where a row's mean is large
+  /// against its spread (the other kernels take the mean first, then the
+  /// centred squares: they do not see the values twice for free).
+  struct TiledRowStats {
+    Emitter &em;
+    NormKind norm;
+    int64_t K, n;             // the row length; the rows a thread stages
+    SmallVector<Value> shift; // LayerNorm: x[row, 0] of each staged row
+
+    TiledRowStats(Emitter &em, NormKind norm, Value x, ArrayRef<Value> rows)
+        : em(em), norm(norm), K(em.width(x)), n(rows.size()) {
+      if (norm == NormKind::layer)
+        for (Value row : rows)
+          shift.push_back(em.g.load(x, {row, em.g.idx(0)}));
     }
-    // Per row, the sum over k of term(row, x[row, k..k+4)), in every lane
-    // of the row's 8.
-    auto rowSums = [&](llvm::function_ref<Value(int64_t, Value)> term) {
-      SmallVector<Value> init(rounds, g.f32(0.0));
-      SmallVector<Value> sums = g.loop(
-          first, g.idx(K), g.idx(lanes * 4 * U), init, [&](Value k, ValueRange acc) {
-            SmallVector<std::pair<Value, Value>> at;
-            for (int64_t u = 0; u < U; ++u)
-              for (int64_t r = 0; r < rounds; ++r)
-                at.push_back({xRows[r], u ? g.add(k, u * lanes * 4) : k});
-            SmallVector<Value> v = g.loadRows(x, at, f32x4, aligned);
-            SmallVector<Value> next(acc.begin(), acc.end());
-            for (int64_t u = 0; u < U; ++u)
-              for (int64_t r = 0; r < rounds; ++r)
-                next[r] = g.fadd(next[r], vector::ReductionOp::create(
-                                              b, loc, vector::CombiningKind::ADD,
-                                              term(r, v[u * rounds + r])));
-            return next;
-          });
-      for (Value &s : sums)
-        s = g.butterfly(s, {1, 2, 4}, [&](Value p, Value q) { return g.fadd(p, q); });
-      return sums;
-    };
-    SmallVector<std::pair<Value, Value>> stats = rowsStatistics(norm, K, eps, rowSums);
-    g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
-      for (int64_t r = 0; r < rounds; ++r) {
-        auto [mean, rstd] = stats[r];
-        if (mean)
-          g.store(mean, tileStats, {g.idx(0), inTile[r]});
-        g.store(rstd, tileStats, {g.idx(1), inTile[r]});
+    int64_t sums() const { return norm == NormKind::layer ? 2 * n : n; }
+    /// `sums` ([sum d^2 per row, then sum d per row]) with this step's
+    /// `staged` vectors added.
+    SmallVector<Value> add(ValueRange sums, ValueRange staged) {
+      GpuBuilder &g = em.g;
+      auto sum = [&](Value v) {
+        return vector::ReductionOp::create(em.b, em.loc, vector::CombiningKind::ADD, v)
+            .getResult();
+      };
+      SmallVector<Value> next(sums.begin(), sums.end());
+      for (size_t r = 0; r < staged.size(); ++r) {
+        Value d = staged[r];
+        if (norm == NormKind::layer) {
+          d = g.fsub(d, vector::BroadcastOp::create(em.b, em.loc, d.getType(), shift[r]));
+          next[n + r] = g.fadd(next[n + r], sum(d));
+        }
+        next[r] = g.fadd(next[r], sum(g.fmul(d, d)));
       }
-    });
-  }
+      return next;
+    }
+    /// The sums over each row's `lanes` lanes (adjacent threads), stored by
+    /// the first as (mean, rstd) to tileStats at row `row0 + r rowStride`.
+    void store(ArrayRef<Value> sums, Value thread, int64_t lanes, Value row0,
+               int64_t rowStride, double eps) {
+      GpuBuilder &g = em.g;
+      SmallVector<int32_t> offsets;
+      for (int32_t o = 1; o < lanes; o *= 2)
+        offsets.push_back(o);
+      auto total = [&](Value v) {
+        return g.butterfly(v, offsets, [&](Value p, Value q) { return g.fadd(p, q); });
+      };
+      Value inv = g.f32(1.0 / double(K));
+      SmallVector<Value> mean, rstd;
+      for (int64_t r = 0; r < n; ++r) {
+        Value ms = g.fmul(total(sums[r]), inv); // E[d^2]
+        if (norm == NormKind::layer) {
+          Value md = g.fmul(total(sums[n + r]), inv); // E[d]
+          mean.push_back(g.fadd(shift[r], md));
+          ms = g.fmax(g.fsub(ms, g.fmul(md, md)), g.f32(0.0));
+        }
+        rstd.push_back(g.rsqrt(g.fadd(ms, g.f32(eps))));
+      }
+      g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
+        for (int64_t r = 0; r < n; ++r) {
+          Value row = g.add(row0, r * rowStride);
+          if (!mean.empty())
+            g.store(mean[r], em.tileStats, {g.idx(0), row});
+          g.store(rstd[r], em.tileStats, {g.idx(1), row});
+        }
+      });
+    }
+  };
 
   /// A projection of a long chunk on tensor cores, a block per kTiledRows x
   /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, the
@@ -1222,8 +1233,9 @@ private:
   /// gain) and the weight rows (slotRow) in shared memory, a warp's loads
   /// covering whole rows, then each warp runs its (kTiledRows / kTiledWarpsM) x
   /// (kTiledCols / kTiledWarpsN) tile's mma.sync from there while the next
-  /// step's loads are in flight. A norm's statistics are the prologue,
-  /// taken for the block's rows into shared memory (tileStats).
+  /// step's loads are in flight. A norm's statistics are summed from the
+  /// staged activations on the way (TiledRowStats) and kept for the
+  /// epilogue in shared memory (tileStats).
   LogicalResult tiledProjection(Value x, Value w, Value out, const Epilogue &e,
                                 const InputGain &gain, double eps, const Rotary *rope) {
     using namespace cuda;
@@ -1269,11 +1281,16 @@ private:
     Value xAligned = rowsAligned16(x); // k below is a multiple of 4
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
-      if (e.norm)
-        tiledRowStats(x, t0, thread, *e.norm, eps);
       SmallVector<Value> xRows;
       for (int64_t i = 0; i < aRounds; ++i)
         xRows.push_back(g.min(g.add(t0, g.add(aRow, i * threads / aLanes)), last));
+      // A norm's statistics are summed from the activations as they are
+      // staged (its rstd, and mean, apply in the epilogue): a prologue
+      // that read the block's rows first doubled the kernel's reading of
+      // them and ran with nothing to overlap it.
+      std::optional<TiledRowStats> rowStats;
+      if (e.norm)
+        rowStats.emplace(*this, *e.norm, x, xRows);
       // The thread's share of step k0: aRounds vectors of 4 activations
       // (f32), then bRounds of 8 weights (16-bit, 16-byte aligned: rows of
       // K % 32 == 0 elements from a 256-byte base).
@@ -1290,12 +1307,16 @@ private:
         }
         return v;
       };
-      SmallVector<Value> init(accs, g.f32(0.0));
+      const int64_t sums = rowStats ? rowStats->sums() : 0;
+      SmallVector<Value> init(accs + sums, g.f32(0.0));
       llvm::append_range(init, loadStep(g.idx(0)));
       SmallVector<Value> state = g.rolledLoop(
           g.idx(0), g.idx(K), g.idx(kTiledK), init, [&](Value k0, ValueRange s) {
             SmallVector<Value> acc(s.take_front(accs));
-            ValueRange staged = s.drop_front(accs);
+            ValueRange staged = s.drop_front(accs + sums);
+            SmallVector<Value> nextSums;
+            if (rowStats)
+              nextSums = rowStats->add(s.slice(accs, sums), staged.take_front(aRounds));
             // The previous step's readers are done: stage this one.
             gpu::BarrierOp::create(b, loc);
             Value ka = g.add(k0, aK);
@@ -1337,9 +1358,18 @@ private:
                   std::copy(c.begin(), c.end(), acc.begin() + at);
                 }
             }
+            llvm::append_range(acc, nextSums);
             llvm::append_range(acc, next);
             return acc;
           });
+      // The rows' sums, from their aLanes lanes, as statistics for the
+      // epilogue. Every step's barriers passed since the previous row
+      // tile's epilogue read tileStats.
+      if (rowStats) {
+        rowStats->store(ArrayRef<Value>(state).slice(accs, sums), thread, aLanes, aRow,
+                        threads / aLanes, eps);
+        gpu::BarrierOp::create(b, loc);
+      }
 
       // Epilogue: accumulators 2r and 2r + 1 of tile (mt, nt) are row
       // group + 8 r of row tile mt, slots 2 quad and 2 quad + 1 of column
