@@ -82,12 +82,14 @@ def prepare(a):
         folder = os.path.join(a.out, name)
         os.makedirs(folder, exist_ok=True)
         json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=1)
-        variants = [("", [])]
+        variants = [("", [], a.tbc)]
         if layers and a.target == "cuda":  # the flash kernel's A/B: split-KV attention
-            variants.append((".splitkv", ["--cuda-attention", "split-kv"]))
-        for suffix, flags in variants:
+            variants.append((".splitkv", ["--cuda-attention", "split-kv"], a.tbc))
+        if layers and a.baseline_tbc:  # the kernels' A/B: an earlier build's modules
+            variants.append((".base", [], a.baseline_tbc))
+        for suffix, flags, tbc in variants:
             module = os.path.join(a.out, f"{name}{suffix}.tbcm")
-            cmd = [a.tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", *flags,
+            cmd = [tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", *flags,
                    "-o", module]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
@@ -302,7 +304,7 @@ def run(a):
         r = rows[-1]
         fmt = lambda v: f"{v:9.3f}" if v else "      n/a"
         ratio = lambda p: f"{p / tbc:6.2f}x" if p and tbc else "    n/a"
-        print(f"  {model:11s} {case:28s} tbc {fmt(tbc)} ms  eager {fmt(eager)} ({ratio(eager)})  "
+        print(f"  {model:11s} {case:38s} tbc {fmt(tbc)} ms  eager {fmt(eager)} ({ratio(eager)})  "
               f"compile {fmt(comp)} ({ratio(comp)})  {peer_name or '':>14s} {fmt(peer)} "
               f"({ratio(peer)})  roofline {100 * floor / tbc if tbc else 0:5.1f}%", flush=True)
         return r
@@ -331,6 +333,11 @@ def run(a):
             split = os.path.join(a.modules, f"{model}.splitkv.tbcm")
             at_split = ({s: tbc_bench(a.tbc_run, split, s, 0, logits="last") for s in sh["attn"]}
                         if os.path.exists(split) else {})
+            # An earlier build's module (prepare --baseline-tbc), its
+            # prefill-shape projections timed in the same run: the A/B of
+            # a kernel change, rows "... (baseline build)".
+            base = os.path.join(a.modules, f"{model}.base.tbcm")
+            at_base = tbc_bench(a.tbc_run, base, s_rows, 0) if os.path.exists(base) else None
         except RuntimeError as e:
             notes.append(f"{model}: tbc failed: {e}")
             continue
@@ -373,8 +380,12 @@ def run(a):
                     wt = torch.randn(w // H, H, dtype=torch.bfloat16, device=device)
                     xm = x.view(rows_, H)
                     plain = timer(lambda: xm @ wt.t())
-                    add(model, f"{case} M={rows_}", tbc, eager, comp, plain, "plain matmul",
-                        floor_ms(2 * w + 2 * rows_ * (H + w // H), 2 * rows_ * w))
+                    floor = floor_ms(2 * w + 2 * rows_ * (H + w // H), 2 * rows_ * w)
+                    add(model, f"{case} M={rows_}", tbc, eager, comp, plain, "plain matmul", floor)
+                    if at_base and rows_ == s_rows:
+                        add(model, f"{case} M={rows_} (baseline build)",
+                            kernels_ms(at_base["profile"]["prefill"], pick), eager, comp, plain,
+                            "plain matmul", floor)
                     del wt
             # Attention prefill at each length, decode over a long cache.
             fn_attn, capped = attention_fn(torch, config, layer, hq, hkv, d)
@@ -571,6 +582,9 @@ def main():
     pp.add_argument("--out", required=True)
     pp.add_argument("--target", default="cuda", help="cuda (default), or cpu for a smoke test")
     pp.add_argument("--tiny", action="store_true", help="1/16-wide models and short sequences (smoke test)")
+    pp.add_argument("--baseline-tbc", help="an earlier build's tbc (scripts/build-baseline.sh): its "
+                    "one-layer modules too, whose prefill projections `run` times beside tbc's "
+                    "(rows '(baseline build)'); the runtime must still load them")
     pr = sub.add_parser("run", help="time tbc and PyTorch (the GPU machine)")
     pr.add_argument("--tbc-run", required=True)
     pr.add_argument("--modules", required=True, help="what `prepare` wrote")

@@ -7,10 +7,15 @@
 # (ignored by git; carry gpu-modules/ to the GPU machine, where gpu-check.sh
 # unpacks it). The modules are PTX text, about 70 MB unpacked, more than the
 # 64 MiB a device call carries; packed they are about 13 MB.
-# Usage: scripts/gpu-prepare.sh [BUILD_DIR]
+# Usage: scripts/gpu-prepare.sh [BUILD_DIR [BASELINE_TBC]]
+#   BASELINE_TBC: an earlier build's tbc (scripts/build-baseline.sh COMMIT DIR
+#   gives DIR/bin/tbc): the benchmark's one-layer models are compiled by it too,
+#   and gpu_bench.py times their prefill projections in the same run (the
+#   A/B of a kernel change on one GPU).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
+baseline=${2:-}
 tbc=$build/bin/tbc
 dest=$root/gpu-modules
 out=$(mktemp -d)
@@ -49,7 +54,8 @@ for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
 done
 # The benchmark (bench/gpu_bench.py): one-layer Llama-3-8B, Gemma-2-9B and
 # Qwen3-8B shapes and the whole 8B-shaped Llama, bf16 weights.
-python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench"
+python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench" \
+  ${baseline:+--baseline-tbc "$baseline"}
 # Those layers' logits on the CPU path (bf16 weights, the same random ones),
 # which gpu-check.sh asks the CUDA modules to match: the fixtures' hidden
 # sizes (64-192) leave the kernels' long-K paths unchecked.

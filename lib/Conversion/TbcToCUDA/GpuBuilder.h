@@ -53,7 +53,9 @@ struct GpuBuilder {
   Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, loc, x, idx(c)); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, loc, x, idx(c)); }
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, loc, x, idx(c)); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
   Value lt(Value x, Value y) {

@@ -81,8 +81,12 @@ constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// kTiledWarpsN) from there. The per-warp kernel above reads its 16 rows of
 /// activations from global memory for every 8 columns; this one reads a
 /// block's rows once for 128 columns and its weights once for 128 rows.
-constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 32, kTiledWarpsM = 2,
+constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 64, kTiledWarpsM = 2,
                   kTiledWarpsN = 4, kTiledMinRows = 64;
+/// The tiled projection's blocks are numbered down groups of this many row
+/// tiles, then across the column blocks (tiledBlockOrder), so that the
+/// blocks an H100/H200 runs at once read weights that fit its L2.
+constexpr int64_t kTiledRowGroup = 8;
 /// Flash attention (modules with 16-bit weights, head dims a multiple of 16
 /// up to kFlashMaxHeadDim): a block of kFlashWarps warps takes
 /// kFlashRows query rows of one head, kMmaRows per warp, and walks the
