@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import bench_cpu  # noqa: E402  (the models, engines and probes of the CPU benchmark)
@@ -102,23 +101,12 @@ def main():
             procs.append((e, bench_cpu.Process(e, dict(spec, compile=e == "compile"))))
         procs = [(name, proc) for name, proc in procs if proc.ok]
 
-        rng = np.random.default_rng(0)
-        probe = bench_cpu.BandwidthProbe(a.threads)
-        speeds = {name: [] for name, _ in procs}
-        prefills = {name: [] for name, _ in procs}
-        probes = []
         print(f"hidden {a.hidden}, {a.dtype} weights, {a.steps} decode steps a round, "
               f"{a.rounds} rounds after a warm-up, {a.threads} threads", flush=True)
-        for r in range(a.rounds + 1):
-            prompt = rng.integers(3, bench_cpu.VOCAB, a.prompt).tolist()
-            if r:
-                probes.append(probe.measure(3))
-            for name, proc in procs:
-                time.sleep(0.2)  # the previous engine's spinning workers settle
-                t = proc.ask("time", (prompt, a.steps))
-                if t and r:
-                    speeds[name].append(a.steps / t[1])
-                    prefills[name].append(a.prompt / t[0])
+        by_prompt, speeds, probes, _ = bench_cpu.timed_rounds(
+            procs, a.rounds, [a.prompt], lambda P: a.steps, np.random.default_rng(0),
+            bench_cpu.BandwidthProbe(a.threads), 0.2)
+        prefills = {name: by_prompt[(name, a.prompt)] for name, _ in procs}
         for _, proc in procs:
             proc.close()
 

@@ -481,6 +481,37 @@ class FmaProbe:
         return best
 
 
+def timed_rounds(procs, rounds, prompts, decode, rng, probe, settle_s, fma_probe=None):
+    """One warm-up round (torch.compile compiles there), then `rounds` timed
+    rounds: each a bandwidth probe (and an FMA probe where it runs), then for
+    every prompt length P a fresh random prompt that every engine of `procs`
+    ((name, Process) pairs) prefills and decodes `decode(P)` steps of in
+    turn, `settle_s` apart (the previous engine's spinning workers settle).
+    Returns prefill tok/s by (name, P), decode tok/s by name (for the P
+    with decode steps), and the probes' GB/s and GFLOP/s, each a list with
+    one value per timed round."""
+    prefill = {(name, P): [] for name, _ in procs for P in prompts}
+    decodes = {name: [] for name, _ in procs}
+    probes, fma_probes = [], []
+    for r in range(rounds + 1):
+        if r > 0:
+            time.sleep(settle_s)
+            probes.append(probe.measure(3))
+            if fma_probe is not None and fma_probe.ok:
+                fma_probes.append(fma_probe.measure(1))
+        for P in prompts:
+            prompt = rng.integers(3, VOCAB, P).tolist()
+            steps = decode(P)
+            for name, proc in procs:
+                time.sleep(settle_s)
+                t = proc.ask("time", (prompt, steps))
+                if t and r > 0:
+                    prefill[(name, P)].append(P / t[0])
+                    if steps:
+                        decodes[name].append(steps / t[1])
+    return prefill, decodes, probes, fma_probes
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -654,25 +685,9 @@ def main():
                         d = np.abs(got - ref).max() / np.abs(ref).max()
                         print(f"  {proc.name:9s} last-position logits vs transformers: max|d|/max|ref| = {d:.1e}")
 
-                times = {(e, P): [] for e in engines for P in prompts}
-                decodes = {e: [] for e in engines}
-                probes, fma_probes = [], []  # GB/s and GFLOP/s, one probe each a timed round
-                # Warm-up (torch.compile compiles here), then interleaved rounds.
-                for r in range(a.rounds + 1):
-                    if r > 0:
-                        time.sleep(a.settle_ms / 1e3)
-                        probes.append(probe.measure(3))
-                        if fma_probe.ok:
-                            fma_probes.append(fma_probe.measure(1))
-                    for P in prompts:
-                        prompt = rng.integers(3, VOCAB, P).tolist()
-                        for proc in procs:
-                            time.sleep(a.settle_ms / 1e3)
-                            t = proc.ask("time", (prompt, a.decode if P == 64 else 0))
-                            if t and r > 0:
-                                times[(proc.name, P)].append(P / t[0])
-                                if P == 64:
-                                    decodes[proc.name].append(a.decode / t[1])
+                times, decodes, probes, fma_probes = timed_rounds(
+                    [(proc.name, proc) for proc in procs], a.rounds, prompts,
+                    lambda P: a.decode if P == 64 else 0, rng, probe, a.settle_ms / 1e3, fma_probe)
                 for proc in procs:
                     proc.close()
 
