@@ -113,59 +113,66 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       init.append(dimTiles * 4, g.f32(0.0));
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
                                                                               ValueRange s) {
-        // The previous tile's readers are done; stage this one (positions
-        // past the cache are zeros: its rows beyond may hold anything, and
-        // a NaN there times a zero weight would still be NaN).
-        gpu::BarrierOp::create(b, loc);
-        // Pairs of dims (d, d + 1) < width of positions j0 + j, j < Bc.
-        auto forPairs = [&](int64_t width, llvm::function_ref<void(Value j, Value d, Value row,
-                                                                   Value inCache)> body) {
-          g.loop(thread, g.idx(Bc * width / 2), g.idx(threads), [&](Value e) {
-            Value j = g.div(e, width / 2), d = g.mul(g.rem(e, width / 2), 2);
-            Value pos = g.add(j0, j);
-            body(j, d, g.min(pos, lastPosition), g.lt(pos, kvLen));
-          });
+        // The tile's keys [Bc, D] and the pass's values [Bc, passDims] as
+        // runs of 8 dims, one 128-bit load each (a 16-bit cache; two for
+        // an f32 one), all of a thread's loads issued before any is
+        // stored: one wait on memory per tile. (A loop of 4-byte loads,
+        // each stored before the next was asked for, left the block
+        // waiting on 16 of them in turn at D = 128.) Positions past the
+        // cache are zeros: its rows beyond may hold anything, and a NaN
+        // there times a zero weight would still be NaN.
+        struct Run {
+          Value j, d, v, active;
         };
-        // A cache of the tile's 16-bit type is copied as it is; an f32 one
-        // (or one of the other 16-bit type) is rounded here.
-        auto pairOf = [&](Value cache, Value row, Value col, Value inCache) {
-          auto v = vector::LoadOp::create(b, loc, VectorType::get({2}, cacheType), cache,
-                                          ValueRange{row, col});
-          // An even column of a row of even width.
-          v.setAlignment(2 * cacheType.getIntOrFloatBitWidth() / 8);
-          Value pair[2];
-          for (int64_t i = 0; i < 2; ++i) {
-            Value x = g.select(inCache, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}),
-                               cacheZero);
-            if (x.getType() != half.type()) {
-              if (!x.getType().isF32())
-                x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-              x = arith::TruncFOp::create(b, loc, half.type(), x);
+        auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
+          const int64_t perRow = width / 8, runs = Bc * perRow;
+          auto type = VectorType::get({8}, cacheType);
+          SmallVector<Run> loaded;
+          for (int64_t e0 = 0; e0 < runs; e0 += threads) {
+            Value e = g.add(thread, e0), active;
+            if (e0 + threads > runs) { // the last round's threads past the tile
+              active = g.lt(e, g.idx(runs));
+              e = g.min(e, g.idx(runs - 1));
             }
-            pair[i] = x;
+            Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+            Value pos = g.add(j0, j);
+            auto v = vector::LoadOp::create(b, loc, type, cache,
+                                            ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
+            v.setAlignment(16); // runs of 8 from a row of a multiple of 16
+            Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+            Value x = g.select(g.lt(pos, kvLen), v, zero);
+            if (cacheType != half.type()) {
+              if (!cacheType.isF32())
+                x = arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), x);
+              x = arith::TruncFOp::create(b, loc, VectorType::get({8}, half.type()), x);
+            }
+            loaded.push_back({j, d, x, active});
           }
-          return std::pair{pair[0], pair[1]};
+          return loaded;
         };
-        auto stageKey = [&](Value j, Value d, Value row, Value inCache) {
-          auto [k0, k1] = pairOf(o.keyCache, row, g.add(kvCol, d), inCache);
-          Value keyPair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, half.type()),
-                                                         ValueRange{k0, k1});
-          vector::StoreOp::create(b, loc, keyPair, o.keyTile, ValueRange{j, d}).setAlignment(4);
+        auto storeRuns = [&](ArrayRef<Run> runs, llvm::function_ref<void(const Run &)> store) {
+          for (const Run &r : runs) {
+            if (r.active)
+              g.ifThen(r.active, [&] { store(r); });
+            else
+              store(r);
+          }
         };
-        auto stageValue = [&](Value j, Value d, Value row, Value inCache) {
-          auto [v0, v1] = pairOf(o.valueCache, row, g.add(g.add(kvCol, dimBase), d), inCache);
-          g.store(v0, o.valueTile, {d, j});
-          g.store(v1, o.valueTile, {g.add(d, 1), j});
-        };
-        if (passes == 1) {
-          forPairs(D, [&](Value j, Value d, Value row, Value inCache) {
-            stageKey(j, d, row, inCache);
-            stageValue(j, d, row, inCache);
-          });
-        } else {
-          forPairs(D, stageKey);
-          forPairs(passDims, stageValue);
-        }
+        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D);
+        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims);
+        // The previous tile's readers are done (the loads above were asked
+        // for before the wait): stage this one.
+        gpu::BarrierOp::create(b, loc);
+        storeRuns(keys, [&](const Run &r) {
+          vector::StoreOp::create(b, loc, r.v, o.keyTile, ValueRange{r.j, r.d}).setAlignment(16);
+        });
+        // Values transposed ([dim][position]: P V's B fragments are pairs
+        // of positions), a 16-bit store each.
+        storeRuns(values, [&](const Run &r) {
+          for (int64_t i = 0; i < 8; ++i)
+            g.store(vector::ExtractOp::create(b, loc, r.v, ArrayRef<int64_t>{i}), o.valueTile,
+                    {g.add(r.d, i), r.j});
+        });
         gpu::BarrierOp::create(b, loc);
 
         Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
