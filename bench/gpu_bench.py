@@ -338,6 +338,8 @@ def run(a):
             # a kernel change, rows "... (baseline build)".
             base = os.path.join(a.modules, f"{model}.base.tbcm")
             at_base = tbc_bench(a.tbc_run, base, s_rows, 0) if os.path.exists(base) else None
+            at_base_attn = ({s: tbc_bench(a.tbc_run, base, s, 0, logits="last") for s in sh["attn"]}
+                            if at_base else {})
         except RuntimeError as e:
             notes.append(f"{model}: tbc failed: {e}")
             continue
@@ -405,6 +407,10 @@ def run(a):
                 peer_name = f"sdpa {name}{' no cap' if capped else ''}"
                 add(model, f"attention prefill {s}", kernels_ms(prof, is_attention), eager, comp,
                     best, peer_name, floor)
+                if s in at_base_attn:
+                    add(model, f"attention prefill {s} (baseline build)",
+                        kernels_ms(at_base_attn[s]["profile"]["prefill"], is_attention), eager, comp,
+                        best, peer_name, floor)
                 if s in at_split:
                     add(model, f"attention prefill {s} split-KV",
                         kernels_ms(at_split[s]["profile"]["prefill"], is_attention), eager, comp,
@@ -583,8 +589,8 @@ def main():
     pp.add_argument("--target", default="cuda", help="cuda (default), or cpu for a smoke test")
     pp.add_argument("--tiny", action="store_true", help="1/16-wide models and short sequences (smoke test)")
     pp.add_argument("--baseline-tbc", help="an earlier build's tbc (scripts/build-baseline.sh): its "
-                    "one-layer modules too, whose prefill projections `run` times beside tbc's "
-                    "(rows '(baseline build)'); the runtime must still load them")
+                    "one-layer modules too, whose prefill projections and attention prefill `run` "
+                    "times beside tbc's (rows '(baseline build)'); the runtime must still load them")
     pr = sub.add_parser("run", help="time tbc and PyTorch (the GPU machine)")
     pr.add_argument("--tbc-run", required=True)
     pr.add_argument("--modules", required=True, help="what `prepare` wrote")
