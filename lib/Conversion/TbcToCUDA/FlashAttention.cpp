@@ -62,7 +62,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const bool causal = a.getCausal();
   Value negInf = g.f32(-std::numeric_limits<float>::infinity());
   Type cacheType = cast<MemRefType>(o.keyCache.getType()).getElementType();
-  Value cacheZero = arith::ConstantOp::create(b, loc, b.getZeroAttr(cacheType));
+  auto cacheRun = VectorType::get({8}, cacheType); // 8 dims of a cache row
+  Value cacheZero = arith::ConstantOp::create(b, loc, b.getZeroAttr(cacheRun));
 
   Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
   Value rowInGroup = g.div(lane, 4), quad = g.rem(lane, 4);
@@ -126,7 +127,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         };
         auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
-          auto type = VectorType::get({8}, cacheType);
           SmallVector<Run> loaded;
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
             Value e = g.add(thread, e0), active;
@@ -136,11 +136,10 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             }
             Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
             Value pos = g.add(j0, j);
-            auto v = vector::LoadOp::create(b, loc, type, cache,
+            auto v = vector::LoadOp::create(b, loc, cacheRun, cache,
                                             ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
             v.setAlignment(16); // runs of 8 from a row of a multiple of 16
-            Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
-            Value x = g.select(g.lt(pos, kvLen), v, zero);
+            Value x = g.select(g.lt(pos, kvLen), v, cacheZero);
             if (cacheType != half.type()) {
               if (!cacheType.isF32())
                 x = arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), x);

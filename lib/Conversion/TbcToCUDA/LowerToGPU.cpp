@@ -525,9 +525,10 @@ private:
   }
 
   /// Token rows of the chunk this block handles, `rows` at a time: blocks
-  /// stride over them when the chunk has more than kMaxGridY blocks' worth.
-  void forRowTiles(int64_t rows, llvm::function_ref<void(Value)> body) {
-    Value first = g.mul(g.bid(gpu::Dimension::y), rows);
+  /// stride over them when the chunk has more than kMaxGridY blocks' worth,
+  /// starting at row tile `tile` (default: the block's y index).
+  void forRowTiles(int64_t rows, llvm::function_ref<void(Value)> body, Value tile = Value()) {
+    Value first = g.mul(tile ? tile : g.bid(gpu::Dimension::y), rows);
     Value step = g.mul(g.gridDim(gpu::Dimension::y), rows);
     g.loop(first, T, step, body);
   }
@@ -1303,8 +1304,7 @@ private:
           g.min(g.add(n0, g.add(bRow, j * threads / bLanes)), g.idx(S - 1)), e, rope));
     const int64_t accs = rowTiles * colTiles * 4;
     Value xAligned = rowsAligned16(x); // k below is a multiple of 4
-    g.loop(g.mul(firstRowTile, kTiledRows), T,
-           g.mul(g.gridDim(gpu::Dimension::y), kTiledRows), [&](Value t0) {
+    forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
       SmallVector<Value> xRows;
       for (int64_t i = 0; i < aRounds; ++i)
@@ -1451,7 +1451,7 @@ private:
           }
         });
       });
-    });
+    }, firstRowTile);
     return success();
   }
 
