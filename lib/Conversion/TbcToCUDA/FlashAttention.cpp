@@ -125,7 +125,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         struct Run {
           Value j, d, v, active;
         };
-        auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
+        auto loadRuns = [&](Value cache, Value colBase, int64_t width, bool lanesByPosition) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
           SmallVector<Run> loaded;
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
@@ -134,7 +134,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               active = g.lt(e, g.idx(runs));
               e = g.min(e, g.idx(runs - 1));
             }
-            Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+            Value j = lanesByPosition ? g.rem(e, Bc) : g.div(e, perRow);
+            Value d = g.mul(lanesByPosition ? g.div(e, Bc) : g.rem(e, perRow), 8);
             Value pos = g.add(j0, j);
             auto v = vector::LoadOp::create(b, loc, cacheRun, cache,
                                             ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
@@ -157,8 +158,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               store(r);
           }
         };
-        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D);
-        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims);
+        // Keys by rows (a warp's 128-bit stores run along two rows of the
+        // tile); values by positions, a lane each: their transposed 16-bit
+        // stores then fill 64 contiguous bytes of one dim's row per warp.
+        // (By rows, the 16 lanes of a position stored to 16 dims' rows 80
+        // bytes apart, all in one bank: 16-way conflicts, 32 stores a
+        // thread a tile.)
+        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D, false);
+        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims, true);
         // The previous tile's readers are done (the loads above were asked
         // for before the wait): stage this one.
         gpu::BarrierOp::create(b, loc);
