@@ -514,9 +514,11 @@ def full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth
     add(f"{FULL} x{layers}", "model decode step", t["decode_ms"], e_dec, c_dec, copy_ms,
         "weights/copy bw", floor_ms(2 * params, 2 * params))
     # The same step with its kernels launched one by one instead of as a CUDA
-    # graph (lib/Runtime/CudaLaunchGraph.h): what the graph saves.
+    # graph (lib/Runtime/CudaLaunchGraph.h): what the graph saves. Same prompt:
+    # the step's attention reads every cached position (a prompt of 16 here
+    # made the H200 run of 2026-11-28 compare unlike steps).
     try:
-        u = tbc_bench(a.tbc_run, module, 16, decode, repeat=2, logits="last", profile=False,
+        u = tbc_bench(a.tbc_run, module, prompt, decode, repeat=2, logits="last", profile=False,
                       env={"TBC_CUDA_GRAPHS": "0"})
         add(f"{FULL} x{layers}", "decode step, no CUDA graph", u["decode_ms"], e_dec, c_dec,
             copy_ms, "weights/copy bw", floor_ms(2 * params, 2 * params))
