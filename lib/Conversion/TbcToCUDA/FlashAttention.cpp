@@ -6,7 +6,7 @@
 //   each lane holds its two rows' (group, group + 8) query fragments, scaled
 //   and rounded to 16 bits, for the whole walk;
 // * the block walks the positions its rows can see in tiles of 32: all 128
-//   threads copy the tile's keys and (transposed) values from the caches
+//   threads copy the tile's keys and values ([position][dim]) from the caches
 //   into shared memory as 16-bit values, then each warp computes its 16 x 32
 //   scores S = Q K^T, applies the soft-cap, position bias and the causal /
 //   window / length masks, and folds them into a running (max, sum, output)
@@ -43,7 +43,7 @@ MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
 }
 
 MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return paddedSharedTile(ctx, half, flashPassDims(headDim), kFlashKeys);
+  return paddedSharedTile(ctx, half, kFlashKeys, flashPassDims(headDim));
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -54,10 +54,16 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const int64_t passDims = flashPassDims(D), passes = D / passDims;
   const int64_t Bc = kFlashKeys, kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
                 dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
-  const double scale = a.getScale().convertToDouble();
   std::optional<double> cap;
   if (a.getSoftcap())
     cap = a.getSoftcap()->convertToDouble();
+  const double scale = a.getScale().convertToDouble();
+  // exp(x - m) as exp2(x log2(e) - m log2(e)): one fma and one ex2.approx a
+  // score where expf's range reduction took 7 instructions (18 exps a lane
+  // a tile). The logits stay in natural units up to there: log2(e) folded
+  // into the query scale instead changed the rounding of Q to 16 bits and
+  // took cuda-flash-window.test's worst row from 1.3e-2 to 1.9e-2.
+  const double log2e = 1.4426950408889634;
   const int64_t window = a.getWindow().value_or(0);
   const bool causal = a.getCausal();
   Value negInf = g.f32(-std::numeric_limits<float>::infinity());
@@ -74,6 +80,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Value lastRow = g.sub(o.T, g.idx(1));
   Value lastPosition = g.sub(kvLen, g.idx(1));
   Value quadCol = g.mul(quad, 2); // this lane's first column in an 8-wide tile
+  // The value tile row of an ldmatrix.x4.trans this lane addresses: row
+  // l % 8 of matrix l / 8, whose matrices step down 8 positions, then
+  // across a dim tile.
+  static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && kFlashKeys % 16 == 0);
+  Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
+  Value valueRowHalf = g.mul(g.rem(matrix, 2), 8), valueColHalf = g.mul(g.div(matrix, 2), 8);
 
   Value first = g.mul(g.bid(gpu::Dimension::y), kFlashRows);
   Value stride = g.mul(g.gridDim(gpu::Dimension::y), kFlashRows);
@@ -125,7 +137,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         struct Run {
           Value j, d, v, active;
         };
-        auto loadRuns = [&](Value cache, Value colBase, int64_t width, bool lanesByPosition) {
+        auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
           SmallVector<Run> loaded;
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
@@ -134,8 +146,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               active = g.lt(e, g.idx(runs));
               e = g.min(e, g.idx(runs - 1));
             }
-            Value j = lanesByPosition ? g.rem(e, Bc) : g.div(e, perRow);
-            Value d = g.mul(lanesByPosition ? g.div(e, Bc) : g.rem(e, perRow), 8);
+            Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
             Value pos = g.add(j0, j);
             auto v = vector::LoadOp::create(b, loc, cacheRun, cache,
                                             ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
@@ -158,27 +169,21 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               store(r);
           }
         };
-        // Keys by rows (a warp's 128-bit stores run along two rows of the
-        // tile); values by positions, a lane each: their transposed 16-bit
-        // stores then fill 64 contiguous bytes of one dim's row per warp.
-        // (By rows, the 16 lanes of a position stored to 16 dims' rows 80
-        // bytes apart, all in one bank: 16-way conflicts, 32 stores a
-        // thread a tile.)
-        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D, false);
-        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims, true);
+        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D);
+        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims);
         // The previous tile's readers are done (the loads above were asked
         // for before the wait): stage this one.
         gpu::BarrierOp::create(b, loc);
-        storeRuns(keys, [&](const Run &r) {
-          vector::StoreOp::create(b, loc, r.v, o.keyTile, ValueRange{r.j, r.d}).setAlignment(16);
-        });
-        // Values transposed ([dim][position]: P V's B fragments are pairs
-        // of positions), a 16-bit store each.
-        storeRuns(values, [&](const Run &r) {
-          for (int64_t i = 0; i < 8; ++i)
-            g.store(vector::ExtractOp::create(b, loc, r.v, ArrayRef<int64_t>{i}), o.valueTile,
-                    {g.add(r.d, i), r.j});
-        });
+        // Both tiles as the caches hold them, [position][dim], a 128-bit
+        // store a run (a warp's stores run along whole rows: no bank
+        // conflicts); P V reads the values' B fragments transposed by
+        // ldmatrix .trans. (Stored transposed, a 16-bit store each, they
+        // were 32 stores a thread a tile, and 16-way bank conflicts while
+        // a warp's lanes went along a row.)
+        for (auto [runs, tile] : {std::pair{&keys, o.keyTile}, std::pair{&values, o.valueTile}})
+          storeRuns(*runs, [&, tile = tile](const Run &r) {
+            vector::StoreOp::create(b, loc, r.v, tile, ValueRange{r.j, r.d}).setAlignment(16);
+          });
         gpu::BarrierOp::create(b, loc);
 
         Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
@@ -189,7 +194,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           scf::YieldOp::create(b, loc, s);
           b.setInsertionPointToStart(&step.getThenRegion().front());
           // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
-          // position j0 + 8 nt + quadCol + i % 2.
+          // position j0 + 8 nt + quadCol + i % 2. (The keys' B fragments
+          // are 4-byte pair loads: by ldmatrix.x4, as the values' below,
+          // ptxas spilled 4 bytes at head dim 128 and 56 at 256.)
+          auto scorePos = [&](int64_t nt, int64_t i) {
+            return g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
+          };
           SmallVector<SmallVector<Value>> score(keyTiles);
           for (int64_t nt = 0; nt < keyTiles; ++nt) {
             SmallVector<Value> acc(4, g.f32(0.0));
@@ -202,22 +212,49 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                              acc);
             }
             for (int64_t i = 0; i < 4; ++i) {
-              Value pos = g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
-              Value p = position[i / 2];
               Value v = acc[i];
               if (cap)
                 v = emitSoftcap(b, loc, *cap, v);
-              if (Value term = bias.at(b, loc, h, p, pos))
+              if (Value term = bias.at(b, loc, h, position[i / 2], scorePos(nt, i)))
                 v = g.fadd(v, term);
-              Value visible = g.lt(pos, kvLen);
-              if (causal)
-                visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
-              if (window)
-                visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
-              acc[i] = g.select(visible, v, negInf);
+              acc[i] = v;
             }
             score[nt] = acc;
           }
+          // The causal / window / length masks, only where some row of the
+          // warp does not see the whole tile (the diagonal, the window's
+          // edge, the cache's end; a warp-uniform branch): elsewhere their
+          // index arithmetic and selects were ~5 instructions a score.
+          Value firstPosition = g.add(o.past, w0), tileEnd = g.add(j0, Bc);
+          Value whole = g.andi(g.le(tileEnd, kvLen),
+                               causal ? g.le(tileEnd, g.add(firstPosition, 1)) : g.i1(true));
+          if (window) // j0 >= firstPosition + 16 - window, for the warp's last row
+            whole = g.andi(whole, g.le(g.add(firstPosition, kMmaRows), g.add(j0, window)));
+          SmallVector<Value> flat;
+          for (const SmallVector<Value> &t : score)
+            llvm::append_range(flat, t);
+          auto masked = scf::IfOp::create(b, loc, ValueRange(flat).getTypes(), whole,
+                                          /*withElse=*/true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(&masked.getThenRegion().front());
+            scf::YieldOp::create(b, loc, flat);
+            b.setInsertionPointToStart(&masked.getElseRegion().front());
+            for (int64_t nt = 0; nt < keyTiles; ++nt)
+              for (int64_t i = 0; i < 4; ++i) {
+                Value pos = scorePos(nt, i), p = position[i / 2];
+                Value visible = g.lt(pos, kvLen);
+                if (causal)
+                  visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
+                if (window)
+                  visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+                flat[4 * nt + i] = g.select(visible, flat[4 * nt + i], negInf);
+              }
+            scf::YieldOp::create(b, loc, flat);
+          }
+          for (int64_t nt = 0; nt < keyTiles; ++nt)
+            for (int64_t i = 0; i < 4; ++i)
+              score[nt][i] = masked.getResult(4 * nt + i);
           // Online softmax of the two rows; the 4 lanes of a row agree on its
           // max.
           Value base[2], corr[2], sum[2];
@@ -230,13 +267,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             Value allMasked =
                 arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
             base[r] = g.select(allMasked, g.f32(0.0), mNew);
-            corr[r] = g.exp(g.fsub(s[r], base[r]));
+            corr[r] = g.exp2(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
             next[r] = mNew;
             sum[r] = g.fmul(s[2 + r], corr[r]);
           }
+          Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
           for (int64_t nt = 0; nt < keyTiles; ++nt)
             for (int64_t i = 0; i < 4; ++i) {
-              score[nt][i] = g.exp(g.fsub(score[nt][i], base[i / 2]));
+              score[nt][i] = g.exp2(g.fma(score[nt][i], g.f32(log2e), baseLog2[i / 2]));
               sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
             }
           next[2] = sum[0];
@@ -250,14 +288,18 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
             SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
                                  half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])};
-            Value k = g.add(quadCol, kt * kMmaK);
-            for (int64_t dt = 0; dt < dimTiles; ++dt) {
-              Value vr = g.add(rowInGroup, dt * kMmaCols);
-              SmallVector<Value> acc =
-                  half.mma(p, {half.loadPair(o.valueTile, {vr, k}),
-                               half.loadPair(o.valueTile, {vr, g.add(k, 8)})},
-                           ArrayRef<Value>(out).slice(4 * dt, 4));
-              std::copy(acc.begin(), acc.end(), out.begin() + 4 * dt);
+            // The values' B fragments by ldmatrix.x4.trans from the
+            // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
+            // | dt + 1).
+            for (int64_t dt = 0; dt < dimTiles; dt += 2) {
+              SmallVector<Value, 4> vf = half.loadMatrices(
+                  o.valueTile, g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK),
+                  g.add(valueColHalf, dt * kMmaCols), /*transposed=*/true);
+              for (int64_t h = 0; h < 2; ++h) {
+                SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},
+                                                  ArrayRef<Value>(out).slice(4 * (dt + h), 4));
+                std::copy(acc.begin(), acc.end(), out.begin() + 4 * (dt + h));
+              }
             }
           }
           next.append(out);

@@ -62,6 +62,10 @@ struct GpuBuilder {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }
   Value lt(Value x, int64_t c) { return lt(x, idx(c)); }
+  Value le(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
+  }
+  Value i1(bool v) { return arith::ConstantIntOp::create(b, loc, v, 1); }
   Value eq(Value x, int64_t c) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
   }
@@ -76,6 +80,7 @@ struct GpuBuilder {
   Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
   Value fma(Value x, Value y, Value acc) { return math::FmaOp::create(b, loc, x, y, acc); }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
   Value rsqrt(Value x) { return fdiv(f32(1.0), math::SqrtOp::create(b, loc, x)); }
   Value toF32(Value i32) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32); }
   Value toIndex(Value i32) {
@@ -275,8 +280,11 @@ struct MmaHalf {
   /// 2 (l % 4) + 1, as an operand register. Matrices (rows 0-7 | 8-15) x
   /// (k 0-7 | 8-15) in that order are an A fragment; (n 0-7) x (k 0-7 |
   /// 8-15) of two column tiles are two B fragments. One instruction where
-  /// loadPair takes four.
-  SmallVector<Value, 4> loadMatrices(Value tile, Value row, Value col) {
+  /// loadPair takes four. `transposed` (ldmatrix .trans): register i of lane
+  /// l holds column l / 4 of matrix i, rows 2 (l % 4) and 2 (l % 4) + 1: from
+  /// a [k][n] tile, matrices (k 0-7 | 8-15) x (n 0-7) of two column tiles
+  /// are two B fragments.
+  SmallVector<Value, 4> loadMatrices(Value tile, Value row, Value col, bool transposed = false) {
     auto type = llvm::cast<mlir::MemRefType>(tile.getType());
     auto c = [&](int64_t v) -> Value { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
     Value element = mlir::arith::AddIOp::create(
@@ -291,7 +299,7 @@ struct MmaHalf {
     Type i32 = b.getI32Type();
     auto regs = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
     auto load = mlir::NVVM::LdMatrixOp::create(
-        b, loc, regs, ptr, 4, mlir::NVVM::MMALayout::row,
+        b, loc, regs, ptr, 4, transposed ? mlir::NVVM::MMALayout::col : mlir::NVVM::MMALayout::row,
         mlir::NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
         mlir::NVVM::LdStMatrixEltType::B16);
     SmallVector<Value, 4> out;

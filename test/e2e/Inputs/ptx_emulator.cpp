@@ -6,7 +6,7 @@
 // It covers the instructions LLVM's NVPTX backend produces for tbc's kernels
 // (integer and f32 arithmetic, conversions including bf16, global / shared /
 // local / param memory, predicates and branches, libdevice's inlined math),
-// and the collective ones with their semantics: shfl.sync.bfly, ldmatrix
+// and the collective ones with their semantics: shfl.sync.bfly, ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, bar.sync for every live thread of the block. An
 // instruction it does not know fails the module load with its text, so a
@@ -57,6 +57,7 @@ struct Instr {
   std::string cmp;        // setp
   int round = FE_TONEAREST;
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
+  bool trans = false;                          // ldmatrix .trans
   char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
   int pred = -1;
   bool predNeg = false;
@@ -416,7 +417,7 @@ private:
         "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
         "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
         "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr", "m8n8", "x1", "x2",
-        "x4", "b16"};
+        "x4", "b16", "trans"};
     for (size_t k = 1; k < parts.size(); ++k) {
       bool typeOk = true;
       parseType(parts[k], typeOk);
@@ -490,6 +491,7 @@ private:
       if (!has("m8n8") || !has("shared") || !has("b16"))
         return fail("unsupported ldmatrix: " + in.text);
       in.vec = has("x4") ? 4 : has("x2") ? 2 : 1;
+      in.trans = has("trans");
     } else if (base == "mma") {
       in.op = Op::Mma;
       if (!has("m16n8k16") || !has("row") || !has("col") || !has("f32"))
@@ -1246,7 +1248,14 @@ private:
       unsigned g = lane / 4, q = lane % 4;
       for (int i = 0; i < in.vec; ++i) {
         uint32_t pair;
-        memcpy(&pair, rows[i][g] + 4 * q, 4);
+        if (in.trans) { // column g of the matrix, rows 2q and 2q + 1
+          uint16_t lo16, hi16;
+          memcpy(&lo16, rows[i][2 * q] + 2 * g, 2);
+          memcpy(&hi16, rows[i][2 * q + 1] + 2 * g, 2);
+          pair = uint32_t(lo16) | uint32_t(hi16) << 16;
+        } else {
+          memcpy(&pair, rows[i][g] + 4 * q, 4);
+        }
         t.r[d.kind == Operand::Vec ? d.regs[i] : d.reg] = pair;
       }
       t.state = Thread::Running;
