@@ -8,11 +8,12 @@
 // * the block walks the positions its rows can see in tiles of 32: all 128
 //   threads copy the tile's keys and values ([position][dim]) from the caches
 //   into shared memory as 16-bit values, then each warp computes its 16 x 32
-//   scores S = Q K^T, applies the soft-cap, position bias and the causal /
-//   window / length masks, and folds them into a running (max, sum, output)
-//   per row: the accumulators of S are already the A fragments of P V (two
-//   adjacent 8-column tiles make one 16-wide k step), so P never leaves
-//   registers;
+//   scores S = Q K^T, applies the soft-cap, position bias and (on tiles
+//   some row of the warp sees only in part) the causal / window / length
+//   masks, and folds them into a running (max, sum, output) per row: the
+//   accumulators of S are already the A fragments of P V (two adjacent
+//   8-column tiles make one 16-wide k step), so P never leaves registers;
+//   V's B fragments come transposed by ldmatrix;
 // * past head dim 128 (Gemma's 256) the walk runs twice, once per half of
 //   the output dims (flashPassDims), recomputing the scores: a lane's query
 //   fragments (64 registers at 256) and a whole row of output accumulators
