@@ -62,6 +62,8 @@ python3 "$root/bench/gpu_bench.py" prepare --tbc "$tbc" --out "$out/bench" \
 python3 "$root/scripts/gpu-cpu-reference.py" make --tbc "$tbc" --tbc-run "$build/bin/tbc-run" \
   --bench "$out/bench" --out "$out/cpu-ref"
 echo "$(ls "$out"/*.tbcm "$out"/bench/*.tbcm | wc -l) modules, $(du -sh "$out" | cut -f1) unpacked"
-rm -rf "$dest" && mkdir -p "$dest"
+# Only the pack is replaced: gpu-modules/ may hold other things for the same
+# carry (bench/gpu_ab.py prepare's gpu-modules/ab).
+mkdir -p "$dest" && rm -f "$dest/modules.tar.gz"
 tar -C "$out" -czf "$dest/modules.tar.gz" .
 du -sh "$dest/modules.tar.gz"

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Interleaved A/B of tbc builds' kernels on one GPU: the kernel times of the
+same one-layer models compiled by several builds, round after round, so that a
+kernel change is judged against its predecessor on the same machine in the
+same minutes (a fresh device machine per call can differ by a few percent).
+
+Here (an LLVM machine):
+  bench/gpu_ab.py prepare --variant B=/tmp/tbc-b/bin/tbc --variant C=build/bin/tbc
+      [--models llama-3-8b,qwen3-8b] [--out gpu-modules/ab] [--target cuda] [--tiny]
+  writes OUT/<model>/config.json (gpu_bench.py's one-layer shapes, random
+  weights bound at run time) and OUT/<model>.<variant>.tbcm for each build.
+  (scripts/gpu-prepare.sh replaces only gpu-modules/modules.tar.gz, so both
+  travel in one carry of gpu-modules.)
+There (the GPU machine, after scripts/gpu-check.sh has built build-gpu/):
+  python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run --modules gpu-modules/ab
+      [--rounds 2] [--prompts 2048,8192] [--decode 0] [--kernels attention] [--out FILE]
+  prints, per model, prompt and kernel, each variant's ms per round and its
+  ratio to the first variant (medians over rounds), and writes them as CSV.
+Each measurement is `tbc-run bench --profile` (gpu_bench.tbc_bench): kernel
+times per forward call, prefill (and decode with --decode N)."""
+import argparse, csv, json, os, re, shutil, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_bench  # noqa: E402  (shapes and the tbc-run bench parser)
+
+
+def prepare(a):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    variants = []
+    for v in a.variant:
+        name, _, tbc = v.partition("=")
+        if not name or not tbc or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            sys.exit(f"gpu_ab prepare: --variant {v!r}: expected NAME=PATH_TO_TBC (NAME: letters, digits, - or _)")
+        tbc = shutil.which(tbc) or tbc  # a bare name: from PATH
+        if not os.access(tbc, os.X_OK):
+            sys.exit(f"gpu_ab prepare: --variant {name}: {tbc} is not an executable")
+        variants.append((name, tbc))
+    if len({n for n, _ in variants}) != len(variants):
+        sys.exit("gpu_ab prepare: two variants share a name")
+    os.makedirs(a.out, exist_ok=True)
+    for model in a.models:
+        src = os.path.join(root, "examples", "models", model, "config.json")
+        if not os.path.exists(src):
+            sys.exit(f"gpu_ab prepare: no example model {model} ({src})")
+        c = gpu_bench.shrink(json.load(open(src)), a.tiny)
+        c["num_hidden_layers"], c["vocab_size"] = 1, gpu_bench.HEAD_VOCAB
+        folder = os.path.join(a.out, model)
+        os.makedirs(folder, exist_ok=True)
+        json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=1)
+        for name, tbc in variants:
+            module = os.path.join(a.out, f"{model}.{name}.tbcm")
+            cmd = [tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", "-o", module]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"gpu_ab prepare: {' '.join(cmd)} failed:\n{r.stderr}")
+            print(f"  {module} ({os.path.getsize(module) >> 10} KiB)")
+    json.dump({"variants": [n for n, _ in variants], "models": a.models, "target": a.target},
+              open(os.path.join(a.out, "ab.json"), "w"))
+
+
+def run(a):
+    manifest = os.path.join(a.modules, "ab.json")
+    if not os.path.exists(manifest):
+        sys.exit(f"gpu_ab run: no {manifest} (run `gpu_ab.py prepare` first)")
+    ab = json.load(open(manifest))
+    variants, models = ab["variants"], a.models or ab["models"]
+    pick = re.compile(a.kernels)
+    # times[(model, prompt, section, kernel)][variant] = [ms per round]
+    times = {}
+    for r in range(1, a.rounds + 1):
+        for prompt in a.prompts:
+            for model in models:
+                for v in variants:
+                    module = os.path.join(a.modules, f"{model}.{v}.tbcm")
+                    try:
+                        t = gpu_bench.tbc_bench(a.tbc_run, module, prompt, a.decode, repeat=a.repeat,
+                                                logits="last")
+                    except RuntimeError as e:
+                        print(f"  round {r} {model} {v} prompt {prompt}: FAILED: {e}", flush=True)
+                        continue
+                    for section, kernels in t["profile"].items():
+                        for k in kernels:
+                            if pick.search(k["name"]):
+                                key = (model, prompt, section, k["name"])
+                                times.setdefault(key, {}).setdefault(v, []).append(k["ms"])
+            print(f"  round {r}, prompt {prompt}: done", flush=True)
+    rows = []
+    for (model, prompt, section, kernel), by in sorted(times.items()):
+        ref = statistics.median(by[variants[0]]) if variants[0] in by else None
+        for v in variants:
+            if v not in by:
+                continue
+            med = statistics.median(by[v])
+            ratio = med / ref if ref else None
+            rows.append([model, prompt, section, kernel, v, "/".join(f"{x:.4f}" for x in by[v]),
+                         f"{med:.4f}", f"{ratio:.3f}" if ratio else ""])
+            print(f"  {model:<11} {section:<7} {prompt:>6}  {kernel:<24} {v:<8} "
+                  f"{' / '.join(f'{x:8.4f}' for x in by[v])} ms"
+                  + (f"   x{ratio:.3f} of {variants[0]}" if ratio and v != variants[0] else ""))
+    if a.out:
+        with open(a.out, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["model", "prompt", "section", "kernel", "variant", "ms_per_round",
+                        "median_ms", "ratio_to_first"])
+            w.writerows(rows)
+        print(f"wrote {a.out}")
+    if not rows:
+        sys.exit("gpu_ab run: no kernel matched --kernels, or every run failed")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    pp = sub.add_parser("prepare", help="compile the one-layer models with each build (LLVM machine)")
+    pp.add_argument("--variant", action="append", required=True, metavar="NAME=TBC",
+                    help="a build to compare (repeatable; the first is the reference)")
+    pp.add_argument("--models", type=lambda s: s.split(","), default=gpu_bench.MODELS)
+    pp.add_argument("--out", default="gpu-modules/ab")
+    pp.add_argument("--target", default="cuda", help="cuda (default), or cpu for a smoke test")
+    pp.add_argument("--tiny", action="store_true", help="1/16-wide models (smoke test)")
+    pr = sub.add_parser("run", help="time the variants in interleaved rounds (GPU machine)")
+    pr.add_argument("--tbc-run", required=True)
+    pr.add_argument("--modules", default="gpu-modules/ab")
+    pr.add_argument("--models", type=lambda s: s.split(","), help="default: all prepared")
+    pr.add_argument("--rounds", type=int, default=2)
+    pr.add_argument("--prompts", type=lambda s: [int(x) for x in s.split(",")], default=[2048, 8192])
+    pr.add_argument("--decode", type=int, default=0, help="decode steps too (their profile as well)")
+    pr.add_argument("--repeat", type=int, default=3)
+    pr.add_argument("--kernels", default="attention|linear",
+                    help="regex over kernel names (default: attention|linear)")
+    pr.add_argument("--out", help="CSV of every time")
+    a = p.parse_args()
+    prepare(a) if a.command == "prepare" else run(a)
+
+
+if __name__ == "__main__":
+    main()
