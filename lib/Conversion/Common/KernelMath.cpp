@@ -62,9 +62,15 @@ Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {
   return x;
 }
 
-Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x) {
+Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x, bool byReciprocal) {
   Value capV = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(cap)));
-  Value t = math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, capV));
+  Value scaled;
+  if (byReciprocal)
+    scaled = arith::MulFOp::create(
+        b, loc, x, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(1.0 / cap))));
+  else
+    scaled = arith::DivFOp::create(b, loc, x, capV);
+  Value t = math::TanhOp::create(b, loc, scaled);
   return arith::MulFOp::create(b, loc, capV, t);
 }
 

@@ -109,9 +109,11 @@ private:
 mlir::Value emitClip(mlir::OpBuilder &b, mlir::Location loc, double limit,
                      mlir::Value x);
 
-/// cap * tanh(x / cap).
+/// cap * tanh(x / cap). `byReciprocal`: x times 1 / cap instead of the
+/// division (within an ulp; on a GPU an IEEE division is a slow-path
+/// sequence), for kernels whose result is rounded to 16 bits after.
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,
-                        mlir::Value x);
+                        mlir::Value x, bool byReciprocal = false);
 
 } // namespace tbc
 

@@ -215,7 +215,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             for (int64_t i = 0; i < 4; ++i) {
               Value v = acc[i];
               if (cap)
-                v = emitSoftcap(b, loc, *cap, v);
+                v = emitSoftcap(b, loc, *cap, v, /*byReciprocal=*/true); // P is 16-bit
               if (Value term = bias.at(b, loc, h, position[i / 2], scorePos(nt, i)))
                 v = g.fadd(v, term);
               acc[i] = v;
