@@ -234,28 +234,25 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           SmallVector<Value> flat;
           for (const SmallVector<Value> &t : score)
             llvm::append_range(flat, t);
-          auto masked = scf::IfOp::create(b, loc, ValueRange(flat).getTypes(), whole,
-                                          /*withElse=*/true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(&masked.getThenRegion().front());
-            scf::YieldOp::create(b, loc, flat);
-            b.setInsertionPointToStart(&masked.getElseRegion().front());
-            for (int64_t nt = 0; nt < keyTiles; ++nt)
-              for (int64_t i = 0; i < 4; ++i) {
-                Value pos = scorePos(nt, i), p = position[i / 2];
-                Value visible = g.lt(pos, kvLen);
-                if (causal)
-                  visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
-                if (window)
-                  visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
-                flat[4 * nt + i] = g.select(visible, flat[4 * nt + i], negInf);
-              }
-            scf::YieldOp::create(b, loc, flat);
-          }
+          SmallVector<Value> masked = g.ifElse(
+              whole, ValueRange(flat).getTypes(), [&] { return flat; },
+              [&] {
+                SmallVector<Value> m(flat);
+                for (int64_t nt = 0; nt < keyTiles; ++nt)
+                  for (int64_t i = 0; i < 4; ++i) {
+                    Value pos = scorePos(nt, i), p = position[i / 2];
+                    Value visible = g.lt(pos, kvLen);
+                    if (causal)
+                      visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
+                    if (window)
+                      visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+                    m[4 * nt + i] = g.select(visible, m[4 * nt + i], negInf);
+                  }
+                return m;
+              });
           for (int64_t nt = 0; nt < keyTiles; ++nt)
             for (int64_t i = 0; i < 4; ++i)
-              score[nt][i] = masked.getResult(4 * nt + i);
+              score[nt][i] = masked[4 * nt + i];
           // Online softmax of the two rows; the 4 lanes of a row agree on its
           // max.
           Value base[2], corr[2], sum[2];
