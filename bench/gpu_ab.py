@@ -6,9 +6,12 @@ same minutes (a fresh device machine per call can differ by a few percent).
 
 Here (an LLVM machine):
   bench/gpu_ab.py prepare --variant B=/tmp/tbc-b/bin/tbc --variant C=build/bin/tbc
+      [--variant 'S=build/bin/tbc --cuda-attention split-kv']
       [--models llama-3-8b,qwen3-8b] [--out gpu-modules/ab] [--target cuda] [--tiny]
   writes OUT/<model>/config.json (gpu_bench.py's one-layer shapes, random
-  weights bound at run time) and OUT/<model>.<variant>.tbcm for each build.
+  weights bound at run time) and OUT/<model>.<variant>.tbcm for each build;
+  words after a variant's build are added to its `tbc compile` (one build
+  with and without an option).
   (scripts/gpu-prepare.sh replaces only gpu-modules/modules.tar.gz, so both
   travel in one carry of gpu-modules.)
 There (the GPU machine, after scripts/gpu-check.sh has built build-gpu/):
@@ -18,7 +21,7 @@ There (the GPU machine, after scripts/gpu-check.sh has built build-gpu/):
   ratio to the first variant (medians over rounds), and writes them as CSV.
 Each measurement is `tbc-run bench --profile` (gpu_bench.tbc_bench): kernel
 times per forward call, prefill (and decode with --decode N)."""
-import argparse, csv, json, os, re, shutil, statistics, subprocess, sys
+import argparse, csv, json, os, re, shlex, shutil, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_bench  # noqa: E402  (shapes and the tbc-run bench parser)
@@ -28,13 +31,15 @@ def prepare(a):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     variants = []
     for v in a.variant:
-        name, _, tbc = v.partition("=")
-        if not name or not tbc or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-            sys.exit(f"gpu_ab prepare: --variant {v!r}: expected NAME=PATH_TO_TBC (NAME: letters, digits, - or _)")
-        tbc = shutil.which(tbc) or tbc  # a bare name: from PATH
+        name, _, command = v.partition("=")
+        words = shlex.split(command)
+        if not name or not words or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            sys.exit(f"gpu_ab prepare: --variant {v!r}: expected NAME=PATH_TO_TBC [COMPILE OPTIONS] "
+                     "(NAME: letters, digits, - or _)")
+        tbc = shutil.which(words[0]) or words[0]  # a bare name: from PATH
         if not os.access(tbc, os.X_OK):
             sys.exit(f"gpu_ab prepare: --variant {name}: {tbc} is not an executable")
-        variants.append((name, tbc))
+        variants.append((name, [tbc] + words[1:]))
     if len({n for n, _ in variants}) != len(variants):
         sys.exit("gpu_ab prepare: two variants share a name")
     os.makedirs(a.out, exist_ok=True)
@@ -47,14 +52,16 @@ def prepare(a):
         folder = os.path.join(a.out, model)
         os.makedirs(folder, exist_ok=True)
         json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=1)
-        for name, tbc in variants:
+        for name, (tbc, *options) in variants:
             module = os.path.join(a.out, f"{model}.{name}.tbcm")
-            cmd = [tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", "-o", module]
+            cmd = [tbc, "compile", folder, "--target", a.target, "--dtype", "bf16", "-o", module,
+                   *options]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 sys.exit(f"gpu_ab prepare: {' '.join(cmd)} failed:\n{r.stderr}")
             print(f"  {module} ({os.path.getsize(module) >> 10} KiB)")
-    json.dump({"variants": [n for n, _ in variants], "models": a.models, "target": a.target},
+    json.dump({"variants": [n for n, _ in variants], "models": a.models, "target": a.target,
+               "commands": {n: " ".join(shlex.quote(w) for w in c) for n, c in variants}},
               open(os.path.join(a.out, "ab.json"), "w"))
 
 
@@ -64,6 +71,8 @@ def run(a):
         sys.exit(f"gpu_ab run: no {manifest} (run `gpu_ab.py prepare` first)")
     ab = json.load(open(manifest))
     variants, models = ab["variants"], a.models or ab["models"]
+    for v in variants:
+        print(f"  variant {v}: {ab.get('commands', {}).get(v, '?')}", flush=True)
     pick = re.compile(a.kernels)
     # times[(model, prompt, section, kernel)][variant] = [ms per round]
     times = {}
@@ -112,8 +121,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("prepare", help="compile the one-layer models with each build (LLVM machine)")
-    pp.add_argument("--variant", action="append", required=True, metavar="NAME=TBC",
-                    help="a build to compare (repeatable; the first is the reference)")
+    pp.add_argument("--variant", action="append", required=True, metavar="NAME=TBC [OPTIONS]",
+                    help="a build to compare, and options for its `tbc compile` if any "
+                         "(repeatable; the first is the reference)")
     pp.add_argument("--models", type=lambda s: s.split(","), default=gpu_bench.MODELS)
     pp.add_argument("--out", default="gpu-modules/ab")
     pp.add_argument("--target", default="cuda", help="cuda (default), or cpu for a smoke test")
