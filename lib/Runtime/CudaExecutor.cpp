@@ -71,9 +71,9 @@ private:
   std::vector<DeviceBuffer> caches_;      // by kv_cache buffer id
   std::vector<int64_t> cacheRows_;
   DeviceBuffer tokens_, positions_, lengths_;
-  /// The kernels' scratch (decoding attention's slices), sized for the
-  /// largest, scratchFloats_ values; steps run one after another on one
-  /// stream, so they share it.
+  /// The kernels' scratch (decoding attention's slices and their
+  /// counters), sized for the largest, scratchFloats_ values, zeroed when
+  /// allocated; steps run one after another on one stream, so they share it.
   DeviceBuffer scratch_;
   int64_t scratchFloats_ = 0;
   /// The decode steps' kernels (CudaLaunchGraph.h).
@@ -279,8 +279,15 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
       cacheRows_[b] = rows;
     }
   }
-  if (scratchFloats_ && !scratch_.reserve(size_t(scratchFloats_) * 4, false, error))
-    return false;
+  if (scratchFloats_ && !scratch_.ptr) {
+    // Zeroed once: decoding attention's counters start at 0, and every
+    // launch leaves them there (KernelABI.h, kDecodeCounterHeads).
+    std::vector<float> zeros(size_t(scratchFloats_), 0.0f);
+    if (!scratch_.reserve(zeros.size() * 4, false, error) ||
+        !check(d.cuMemcpyHtoD(scratch_.ptr, zeros.data(), zeros.size() * 4),
+               "clearing the attention scratch"))
+      return false;
+  }
   std::vector<int64_t> values;
   bool timing = profile && d.canTime();
   if (timing && !recordStepEvent(0, error))

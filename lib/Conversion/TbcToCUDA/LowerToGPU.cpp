@@ -109,12 +109,29 @@ int64_t cuda::decodeSplits(int64_t heads) {
   return std::clamp<int64_t>(ceilDiv(kDecodeBlocks, heads), 1, kDecodeMaxSplits);
 }
 
+/// Decoding attention's scratch array: first a counter per (row t, head h)
+/// (at t H + h: the slices that have written their partials), kDecodeMaxRows
+/// x the most heads of any attention of the module, so that no kernel's
+/// partials overwrite another's counters; then per (row, head) its slices'
+/// partials (max, sum, D values each), padded to a multiple of 128 bytes: no
+/// cache line holds two (row, head)s' partials, so the block that merges a
+/// (row, head)'s reads lines that no other block of the launch has read (an
+/// SM's L1 is not kept coherent with the other SMs' stores within a launch).
+static int64_t decodePartialsOffset(AttentionOp a) {
+  int64_t heads = a.getNumHeads();
+  if (auto module = a->getParentOfType<ModuleOp>())
+    module.walk([&](AttentionOp other) { heads = std::max<int64_t>(heads, other.getNumHeads()); });
+  return llvm::alignTo(cuda::kDecodeMaxRows * heads, 32);
+}
+static int64_t decodePartialsStride(AttentionOp a) {
+  return llvm::alignTo(cuda::decodeSplits(a.getNumHeads()) * (2 + a.getHeadDim()), 32);
+}
+
 int64_t cuda::scratchFloats(Operation *op) {
   auto a = dyn_cast<AttentionOp>(op);
   if (!a)
     return 0;
-  int64_t H = a.getNumHeads();
-  return kDecodeMaxRows * H * decodeSplits(H) * (2 + a.getHeadDim());
+  return decodePartialsOffset(a) + kDecodeMaxRows * a.getNumHeads() * decodePartialsStride(a);
 }
 
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
@@ -124,18 +141,20 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   };
   if (auto a = dyn_cast<AttentionOp>(op)) {
     int64_t H = a.getNumHeads();
+    // Decoding chunks append their keys and values in the slices' kernel
+    // (splitKvAttention): the append launch serves longer chunks only.
     Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
+    append.minRows = kDecodeMaxRows + 1;
     Launch slices{"_attend_decode", 32, kSplitKvWarps, H * decodeSplits(H), 1,
                   Body::decodeSlice, 1, kDecodeMaxRows};
-    Launch combine{"_attend_combine", 32, 1, H, 1, Body::decodeCombine, 1, kDecodeMaxRows};
     // Chunks past kDecodeMaxRows: the flash kernel (which needs
     // kFlashMinRows, the same bound) or the one-block-per-row split-KV.
     static_assert(kDecodeMaxRows + 1 == kFlashMinRows);
     if (usesFlashAttention(a, weightType, flashAttention))
-      return {append, slices, combine,
+      return {append, slices,
               Launch{"_attend_flash", 32, kFlashWarps, H, kFlashRows, Body::flash,
                      kFlashMinRows}};
-    return {append, slices, combine,
+    return {append, slices,
             Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
   }
   if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
@@ -400,8 +419,8 @@ private:
         .Case([&](AttentionOp a) {
           if (launch.body == cuda::Body::cacheAppend)
             return appendToCaches(in[1], in[2], caches);
-          return attention(a, launch.body, in[0], a.getRelativeBias() ? in[3] : Value(),
-                           caches, out[0]);
+          return attention(a, launch.body, in[0], in[1], in[2],
+                           a.getRelativeBias() ? in[3] : Value(), caches, out[0]);
         })
         .Case([&](LinearOp l) {
           return projection(launch, in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {},
@@ -857,13 +876,23 @@ private:
     // spilled 4 bytes: rows8 on sm_90, GPT-J's LayerNorm+RoPE f32 GEMV on
     // sm_80).
     Value xAligned = halfWeights && R == 1 ? rowsAligned16(x) : Value();
-    // The norm statistics' loads (rowPartialSum), before the main loop: 8
-    // in flight in the GEMV; 4 for several rows, whose kernels with a
-    // LayerNorm and the run-time alignment test spilled 8 bytes at 8
-    // (BLOOM, the parallel GPT-J spec).
-    Value statsAligned = !norm || K % 4 ? Value() : xAligned ? xAligned : rowsAligned16(x);
-    const int64_t statsLoads = R == 1 ? 8 : 4;
-    auto loadX = [&](Value t, Value k, int64_t n) -> SmallVector<Value> {
+    // The GEMV sums its row's norm statistics in the k walk (TiledRowStats)
+    // from the x it loads there anyway: the warp's lanes load each of the
+    // row's K values once (V at a time; K % V == 0). A prologue before the
+    // walk was a chain of dependent loads (4 rounds of x from L2 at K =
+    // 4096) that every warp waited out before its first weight load.
+    const bool statsInWalk = norm && R == 1 && V > 1;
+    // Elsewhere the statistics' loads (rowPartialSum) come before the main
+    // loop: 4 in flight for several rows, whose kernels with a LayerNorm and
+    // the run-time alignment test spilled 8 bytes at 8 (BLOOM, the
+    // parallel GPT-J spec).
+    Value statsAligned = !norm || statsInWalk || K % 4 ? Value()
+                         : xAligned                     ? xAligned
+                                                        : rowsAligned16(x);
+    const int64_t statsLoads = 4;
+    // x's parts as loaded go to `raw` as well, if asked for.
+    auto loadX = [&](Value t, Value k, int64_t n,
+                     SmallVector<Value> *raw = nullptr) -> SmallVector<Value> {
       if (V == 1)
         return {vector::BroadcastOp::create(b, loc, vec,
                                             gain.apply(g, b, loc, g.load(x, {t, k}), k))};
@@ -873,6 +902,8 @@ private:
       else
         for (int64_t s = 0; s < n; ++s)
           parts.push_back(vector::LoadOp::create(b, loc, vec, x, ValueRange{t, g.add(k, s * A)}));
+      if (raw)
+        *raw = parts;
       for (int64_t s = 0; s < n; ++s)
         parts[s] = gain.apply(g, b, loc, parts[s], g.add(k, s * A), /*aligned=*/true);
       return parts;
@@ -888,7 +919,7 @@ private:
         // loop where K % 4 != 0). Llama-3-8B's GEMVs on an H200, scalar ->
         // vector: norm+QKV 0.055 -> 0.025 ms, norm+gate/up 0.12 -> 0.064 ms.
         SmallVector<Value> mean(R), rstd(R);
-        for (int64_t r = 0; r < R && norm; ++r)
+        for (int64_t r = 0; r < R && norm && !statsInWalk; ++r)
           std::tie(mean[r], rstd[r]) = rowStatistics(*norm, K, eps, [&](auto term) {
             if (statsAligned)
               return g.warpSum(rowPartialSum(x, rows[r], K, statsAligned, g.mul(lane, 4), 32,
@@ -904,12 +935,19 @@ private:
         // many weight bytes in flight as 4 steps of one row: at 4 its
         // registers, with the epilogue's sine and cosine, outgrew even 128
         // at K = 1024 (bench-llama-1k's QKV spilled 16 bytes).
+        // With statsInWalk it leaves the row's statistics in mean and rstd.
         auto dot = [&](ArrayRef<Value> weightRows) {
           int64_t U = 1, maxU = halfWeights && rope && weightRows.size() == 2 ? 2 : 4;
           while (R == 1 && U < maxU && K % (2 * U * 32 * V) == 0)
             U *= 2;
           SmallVector<Value> init(R * weightRows.size(), zero);
-          return g.loop(
+          const size_t accs = init.size();
+          std::optional<TiledRowStats> walkStats;
+          if (statsInWalk) {
+            walkStats.emplace(*this, *norm, x, ArrayRef<Value>{rows[0]});
+            init.append(walkStats->sums(), g.f32(0.0));
+          }
+          SmallVector<Value> state = g.loop(
               g.mul(lane, V), g.idx(K), g.idx(32 * V * U), init, [&](Value k0, ValueRange a) {
                 SmallVector<Value> ks;
                 SmallVector<SmallVector<SmallVector<Value, 2>>> wv(U); // [u][row][part]
@@ -921,14 +959,26 @@ private:
                 SmallVector<Value> next(a.begin(), a.end());
                 for (int64_t u = 0; u < U; ++u)
                   for (int64_t r = 0; r < R; ++r) {
-                    SmallVector<Value> xv = loadX(rows[r], ks[u], int64_t(wv[u][0].size()));
+                    SmallVector<Value> raw;
+                    SmallVector<Value> xv = loadX(rows[r], ks[u], int64_t(wv[u][0].size()),
+                                                  walkStats ? &raw : nullptr);
                     for (size_t s = 0; s < xv.size(); ++s)
                       for (size_t h = 0; h < weightRows.size(); ++h)
                         next[h * R + r] =
                             vector::FMAOp::create(b, loc, xv[s], wv[u][h][s], next[h * R + r]);
+                    for (Value part : raw) {
+                      SmallVector<Value> sums =
+                          walkStats->add(ArrayRef<Value>(next).drop_front(accs), part);
+                      std::copy(sums.begin(), sums.end(), next.begin() + accs);
+                    }
                   }
                 return next;
               });
+          if (walkStats)
+            std::tie(mean[0], rstd[0]) =
+                walkStats->statistics(ArrayRef<Value>(state).drop_front(accs), 32, eps)[0];
+          state.resize(accs);
+          return state;
         };
         auto sum = [&](ArrayRef<Value> acc, int64_t h, int64_t r) {
           return g.warpSum(
@@ -1195,10 +1245,10 @@ private:
       }
       return next;
     }
-    /// The sums over each row's `lanes` lanes (adjacent threads), stored by
-    /// the first as (mean, rstd) to tileStats at row `row0 + r rowStride`.
-    void store(ArrayRef<Value> sums, Value thread, int64_t lanes, Value row0,
-               int64_t rowStride, double eps) {
+    /// Each row's (mean, or null for an RMSNorm, and rstd) from `sums`
+    /// added over the row's `lanes` lanes (adjacent threads, a power of 2).
+    SmallVector<std::pair<Value, Value>> statistics(ArrayRef<Value> sums, int64_t lanes,
+                                                    double eps) {
       GpuBuilder &g = em.g;
       SmallVector<int32_t> offsets;
       for (int32_t o = 1; o < lanes; o *= 2)
@@ -1207,22 +1257,30 @@ private:
         return g.butterfly(v, offsets, [&](Value p, Value q) { return g.fadd(p, q); });
       };
       Value inv = g.f32(1.0 / double(K));
-      SmallVector<Value> mean, rstd;
+      SmallVector<std::pair<Value, Value>> stats;
       for (int64_t r = 0; r < n; ++r) {
-        Value ms = g.fmul(total(sums[r]), inv); // E[d^2]
+        Value mean, ms = g.fmul(total(sums[r]), inv); // E[d^2]
         if (norm == NormKind::layer) {
           Value md = g.fmul(total(sums[n + r]), inv); // E[d]
-          mean.push_back(g.fadd(shift[r], md));
+          mean = g.fadd(shift[r], md);
           ms = g.fmax(g.fsub(ms, g.fmul(md, md)), g.f32(0.0));
         }
-        rstd.push_back(g.rsqrt(g.fadd(ms, g.f32(eps))));
+        stats.push_back({mean, g.rsqrt(g.fadd(ms, g.f32(eps)))});
       }
+      return stats;
+    }
+    /// The statistics, stored by the first of each row's `lanes` lanes as
+    /// (mean, rstd) to tileStats at row `row0 + r rowStride`.
+    void store(ArrayRef<Value> sums, Value thread, int64_t lanes, Value row0,
+               int64_t rowStride, double eps) {
+      GpuBuilder &g = em.g;
+      SmallVector<std::pair<Value, Value>> stats = statistics(sums, lanes, eps);
       g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
         for (int64_t r = 0; r < n; ++r) {
           Value row = g.add(row0, r * rowStride);
-          if (!mean.empty())
-            g.store(mean[r], em.tileStats, {g.idx(0), row});
-          g.store(rstd[r], em.tileStats, {g.idx(1), row});
+          if (stats[r].first)
+            g.store(stats[r].first, em.tileStats, {g.idx(0), row});
+          g.store(stats[r].second, em.tileStats, {g.idx(1), row});
         }
       });
     }
@@ -1461,19 +1519,15 @@ private:
   /// and their combine. Decoding never runs the flash kernel: a flash
   /// block's 64 rows would be mostly idle, and it would read the cache with
   /// one block per head.
-  LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value relativeTable,
-                          ValueRange caches, Value out) {
-    if (body == cuda::Body::decodeCombine) {
-      combineDecodeSlices(a, out);
-      return success();
-    }
+  LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value k, Value v,
+                          Value relativeTable, ValueRange caches, Value out) {
     PositionBias bias(b, loc, a, gpuModule, "attention_" + std::to_string(index),
                       relativeTable);
     if (body == cuda::Body::flash)
       cuda::emitFlashAttention(g, half(), a, bias,
                                {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
     else
-      splitKvAttention(a, q, bias, caches, out,
+      splitKvAttention(a, q, k, v, bias, caches, out,
                        body == cuda::Body::decodeSlice ? cuda::decodeSplits(a.getNumHeads()) : 1);
     return success();
   }
@@ -1501,9 +1555,11 @@ private:
 
   /// Where slice `slice` of (row t, head h) keeps its partial softmax in
   /// the scratch array: max, sum, then the D unnormalised values.
+  /// (cuda::scratchFloats has the layout.)
   Value sliceBase(AttentionOp a, Value t, Value h, Value slice) {
-    int64_t H = a.getNumHeads(), slices = cuda::decodeSplits(H);
-    return g.mul(g.add(g.mul(g.add(g.mul(t, H), h), slices), slice), 2 + a.getHeadDim());
+    return g.add(g.add(g.idx(decodePartialsOffset(a)),
+                       g.mul(g.add(g.mul(t, a.getNumHeads()), h), decodePartialsStride(a))),
+                 g.mul(slice, 2 + a.getHeadDim()));
   }
 
   /// Split-KV attention, a block per (query row, head, slice of the visible
@@ -1513,9 +1569,11 @@ private:
   /// merges the S partial (max, sum, weighted values) from shared memory:
   /// max M = max m_w, sum = sum l_w e^(m_w - M), values likewise. With one
   /// slice it writes the output; with several (decoding), the merged
-  /// partial goes to the scratch array for combineDecodeSlices.
-  void splitKvAttention(AttentionOp a, Value q, const PositionBias &bias, ValueRange caches,
-                        Value out, int64_t slices) {
+  /// partial goes to the scratch array (mergeIfLast), and the
+  /// block first appends the chunk's keys and values `k`, `v` that fall in
+  /// its slice to the caches (appendSlice).
+  void splitKvAttention(AttentionOp a, Value q, Value k, Value v, const PositionBias &bias,
+                        ValueRange caches, Value out, int64_t slices) {
     constexpr int64_t S = cuda::kSplitKvWarps, P = cuda::kSplitKvPositions;
     int64_t H = a.getNumHeads(), D = a.getHeadDim(),
             group = H / a.getNumKvHeads();
@@ -1644,6 +1702,7 @@ private:
             for (int64_t i = 0; i < perLane; ++i)
               g.ifThen(valid[i],
                        [&] { g.store(acc[i], scratch, {g.add(at, g.add(dims[i], 2))}); });
+            mergeIfLast(a, t, h, lane, lo, hi, out);
             return;
           }
           Value invL = g.fdiv(g.f32(1.0), L);
@@ -1665,10 +1724,35 @@ private:
         Value per = sliceLength(lo, hi, slices);
         start = g.min(hi, g.add(lo, g.mul(slice, per)));
         end = g.min(hi, g.add(start, per));
-        g.ifThen(g.lt(start, end), [&] { attendRange(start, end); });
+        g.ifThen(g.lt(start, end), [&] {
+          appendSlice(a, k, v, caches, start, end, kvCol);
+          gpu::BarrierOp::create(b, loc);
+          attendRange(start, end);
+        });
       } else {
         attendRange(start, end);
       }
+    });
+  }
+
+  /// A decoding block's share of the append (no launch of its own, where it
+  /// was one of three a layer): the chunk's keys and values at the new
+  /// positions [past, past + T) that lie in the block's slice [start, end),
+  /// for its KV head's columns, written to the caches before the block
+  /// reads them (after a barrier, which orders the block's global memory
+  /// too). Every new position past + r lies in a slice of row r, so all
+  /// reach the caches; the blocks of a GQA group's heads and of later rows
+  /// write the same values to the same places.
+  void appendSlice(AttentionOp a, Value k, Value v, ValueRange caches, Value start, Value end,
+                   Value kvCol) {
+    int64_t D = a.getHeadDim();
+    Value first = g.max(start, past), stop = g.min(end, g.add(past, T));
+    Value thread = g.add(g.mul(g.tid(gpu::Dimension::y), 32), g.tid(gpu::Dimension::x));
+    g.loop(thread, g.mul(g.sub(stop, first), D), g.idx(32 * cuda::kSplitKvWarps), [&](Value i) {
+      Value j = g.add(first, g.div(i, D)), c = g.add(kvCol, g.rem(i, D));
+      Value t = g.sub(j, past);
+      g.store(toCache(g.load(k, {t, c})), caches[0], {j, c});
+      g.store(toCache(g.load(v, {t, c})), caches[1], {j, c});
     });
   }
 
@@ -1689,19 +1773,52 @@ private:
     constexpr int64_t sweep = cuda::kSplitKvWarps * cuda::kSplitKvPositions;
     return g.mul(g.div(g.add(g.sub(hi, lo), g.idx(slices * sweep - 1)), slices * sweep), sweep);
   }
-  /// Decoding's second launch: a warp per (row, head) merges the partial
-  /// softmaxes of the head's slices that hold positions (splitKvAttention
-  /// with several; the rest were not written), as warp 0 merges its block's
-  /// warps. Every slice read is non-empty, so every max is finite.
-  void combineDecodeSlices(AttentionOp a, Value out) {
-    int64_t D = a.getHeadDim(), slices = cuda::decodeSplits(a.getNumHeads());
-    Value lane = g.tid(gpu::Dimension::x), h = g.bid(gpu::Dimension::x);
+  /// The slices of [lo, hi) that hold positions (the first `used`).
+  Value usedSlices(AttentionOp a, Value lo, Value hi) {
+    Value per = sliceLength(lo, hi, cuda::decodeSplits(a.getNumHeads()));
+    return arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
+  }
+
+  /// Decoding's merge without a launch of its own, run by warp 0 of every
+  /// block that wrote a partial of (row t, head h):
+  /// each lane makes its stores visible to the GPU (membar.gl), the warp
+  /// meets (bar.warp.sync), and lane 0 counts the block in (an atomic add
+  /// on the (row, head)'s counter, cuda::scratchFloats). The block that
+  /// counts last sees every other's partial (each was fenced before its
+  /// count; a fence orders this block's loads after its own) and merges
+  /// them (combineSlices), then sets the counter back to 0 for the next
+  /// launch.
+  void mergeIfLast(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+    Value counter = g.add(g.mul(t, a.getNumHeads()), h);
+    Value before = g.ifElse(
+        g.eq(lane, 0), {b.getF32Type()},
+        [&] {
+          return SmallVector<Value>{memref::AtomicRMWOp::create(
+              b, loc, arith::AtomicRMWKind::addf, g.f32(1.0), scratch, ValueRange{counter})};
+        },
+        [&] { return SmallVector<Value>{g.f32(0.0)}; })[0];
+    // Lane 0's count, in every lane (the others add 0).
+    Value counted = g.warpSum(before);
+    Value others = g.toF32(arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                      g.sub(usedSlices(a, lo, hi), g.idx(1))));
+    g.ifThen(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, counted, others), [&] {
+      NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+      combineSlices(a, t, h, lane, lo, hi, out);
+      g.ifThen(g.eq(lane, 0), [&] { g.store(g.f32(0.0), scratch, {counter}); });
+    });
+  }
+
+  /// One warp merges the partial softmaxes of (row t, head h)'s slices of
+  /// [lo, hi) that hold positions (the rest were not written) into the
+  /// output row, as warp 0 merges its block's warps. Every slice read is
+  /// non-empty, so every max is finite.
+  void combineSlices(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
+    int64_t D = a.getHeadDim();
     LaneDims l = laneDims(D, lane);
-    forRowTiles(1, [&](Value t) {
-      Value p, lo, hi; // plain variables: C++17 lambdas cannot capture bindings
-      std::tie(p, lo, hi) = visibleRange(a, t);
-      Value per = sliceLength(lo, hi, slices);
-      Value used = arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
+    {
+      Value used = usedSlices(a, lo, hi);
       Value one = g.idx(1);
       auto at = [&](Value s) { return sliceBase(a, t, h, s); };
       Value M = g.loop(one, used, one, ValueRange{g.load(scratch, {at(g.idx(0))})},
@@ -1725,7 +1842,7 @@ private:
         g.ifThen(l.valid[i], [&] {
           g.store(g.fmul(sums[1 + i], invL), out, {t, g.add(qCol, l.dims[i])});
         });
-    });
+    }
   }
 
   LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out) {

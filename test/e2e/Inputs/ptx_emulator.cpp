@@ -28,7 +28,7 @@ namespace {
 enum class Op {
   Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
-  Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign,
+  Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
 };
 
 /// A PTX type: its kind (b, u, s, f, pred) and width in bits.
@@ -417,7 +417,7 @@ private:
         "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
         "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
         "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr", "m8n8", "x1", "x2",
-        "x4", "b16", "trans"};
+        "x4", "b16", "trans", "gl", "warp", "add"};
     for (size_t k = 1; k < parts.size(); ++k) {
       bool typeOk = true;
       parseType(parts[k], typeOk);
@@ -438,7 +438,7 @@ private:
         {"shf", Op::Shf},   {"madc", Op::MadcHi}};
     if (base == "madc" && !has("hi"))
       return fail("unsupported instruction: " + in.text);
-    if (auto it = simple.find(base); it != simple.end()) {
+    if (auto it = simple.find(base); it != simple.end() && !(base == "bar" && has("warp"))) {
       in.op = it->second;
       if (in.op != Op::Bra && in.op != Op::Ret && in.op != Op::Bar)
         in.type = lastType();
@@ -486,6 +486,23 @@ private:
       in.op = Op::Shfl;
       if (!has("bfly"))
         return fail("unsupported shuffle: " + in.text);
+    } else if (base == "membar") {
+      // The blocks of a launch run one after another here: every store is
+      // seen by every later access; a fence has nothing left to order.
+      in.op = Op::Membar;
+      if (!has("gl"))
+        return fail("unsupported membar: " + in.text);
+    } else if (base == "bar" && has("warp")) {
+      in.op = Op::WarpSync; // bar.warp.sync mask: the whole warp meets
+      if (!has("sync") || rest != "-1")
+        return fail("unsupported warp barrier (whole warps only): " + in.text);
+    } else if (base == "atom") {
+      // atom.global.add.f32 d, [a], b: d = the old value, [a] += b.
+      in.op = Op::AtomAdd;
+      in.space = 'g';
+      in.type = lastType();
+      if (!has("global") || !has("add") || in.type.kind != 'f' || in.type.bits != 32)
+        return fail("unsupported atom: " + in.text);
     } else if (base == "ldmatrix") {
       in.op = Op::Ldmatrix;
       if (!has("m8n8") || !has("shared") || !has("b16"))
@@ -589,7 +606,7 @@ int64_t sext(uint64_t v, int bits) {
 
 struct Thread {
   uint32_t pc = 0;
-  enum { Running, AtShfl, AtMma, AtLdmatrix, AtBar, Done } state = Running;
+  enum { Running, AtShfl, AtMma, AtLdmatrix, AtWarpSync, AtBar, Done } state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
@@ -636,14 +653,24 @@ public:
         }
       unsigned done = 0, atBar = 0;
       for (unsigned w = 0; w * 32 < threads; ++w) {
-        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0, ldm = 0;
+        unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0, ldm = 0,
+                 wsync = 0;
         for (unsigned i = lo; i < hi; ++i) {
           live += ts[i].state != Thread::Done;
           shfl += ts[i].state == Thread::AtShfl;
           mma += ts[i].state == Thread::AtMma;
           ldm += ts[i].state == Thread::AtLdmatrix;
+          wsync += ts[i].state == Thread::AtWarpSync;
         }
-        if (live && shfl == live) {
+        if (live && wsync == live) {
+          if (live != 32)
+            return fail("bar.warp.sync -1 needs a whole warp");
+          for (unsigned i = lo; i < hi; ++i) {
+            ts[i].state = Thread::Running;
+            ++ts[i].pc;
+          }
+          progress = true;
+        } else if (live && shfl == live) {
           shuffle(lo, hi);
           progress = true;
         } else if (live && mma == live) {
@@ -773,6 +800,9 @@ private:
         return true;
       case Op::Ldmatrix:
         t.state = Thread::AtLdmatrix;
+        return true;
+      case Op::WarpSync:
+        t.state = Thread::AtWarpSync;
         return true;
       default:
         if (!execute(t, in))
@@ -1020,7 +1050,10 @@ private:
       return convert(t, in);
     case Op::Ld:
     case Op::St:
+    case Op::AtomAdd:
       return memory(t, in);
+    case Op::Membar:
+      return true;
     case Op::Rcp:
       fop([&] { return 1.0f / F1; }, [&] { return 1.0 / D1; });
       return true;
@@ -1159,8 +1192,9 @@ private:
 
   bool memory(Thread &t, const Instr &in) {
     int bytes = in.type.bits / 8;
-    const Operand &addr = in.op == Op::Ld ? in.ops[1] : in.ops[0];
-    const Operand &reg = in.op == Op::Ld ? in.ops[0] : in.ops[1];
+    const bool loads = in.op != Op::St; // atom: d, [a], b
+    const Operand &addr = loads ? in.ops[1] : in.ops[0];
+    const Operand &reg = loads ? in.ops[0] : in.ops[1];
     uint8_t *p = address(t, addr);
     int n = reg.kind == Operand::Vec ? reg.count : 1;
     if (in.space == 'p' && in.op == Op::Ld && addr.symbol >= 0) {
@@ -1181,6 +1215,14 @@ private:
         return fault("misaligned ");
       if (!inBounds(t, in.space, p, total))
         return fault("out-of-bounds ");
+    }
+    if (in.op == Op::AtomAdd) {
+      float old;
+      memcpy(&old, p, 4);
+      float sum = old + asF32(value(t, in.ops[2]));
+      memcpy(p, &sum, 4);
+      t.r[reg.reg] = fromF32(old);
+      return true;
     }
     for (int k = 0; k < n; ++k) {
       const Operand &r = reg;

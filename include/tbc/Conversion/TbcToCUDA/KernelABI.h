@@ -65,6 +65,9 @@ constexpr int64_t kDecodeMaxRows = 15;
 /// kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
 constexpr int64_t kDecodeBlocks = 256, kDecodeMaxSplits = 16;
 int64_t decodeSplits(int64_t heads);
+/// The slices of a (row, head) are merged by the last of their blocks to
+/// finish, which finds itself last on a counter at the head of the scratch
+/// array (each back at 0 after its merge): no launch of its own.
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
@@ -110,7 +113,6 @@ enum class Body {
   cacheAppend, // attention: the chunk's keys and values into the caches
   splitKv,     // attention: kSplitKvWarps warps per (query row, head)
   decodeSlice, // attention: a block per (row, head, slice), partials to scratch
-  decodeCombine, // attention: a warp per (row, head) merges the slices
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
   mma,         // projection: tensor-core tiles, a warp each
