@@ -191,6 +191,22 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   return {pointwise(lastDim(op->getResult(0).getType()))};
 }
 
+/// Whether the GEMV `launch` of `op` computes a RoPE pair's two columns in
+/// two warps of one block, which swap their results through shared memory
+/// (Emitter::pairedRopeColumn): GPT-J pairs are adjacent columns already;
+/// NeoX pairs, half a head apart, are brought together where every head
+/// dim rotates and half a head is a multiple of 4 columns. Elsewhere (NeoX
+/// with partial rotary, or several rows) one warp reads both weight rows
+/// and its partner's warp idles.
+static bool pairsRopeWarps(Operation *op, const cuda::Launch &launch) {
+  auto f = dyn_cast<FusedLinearOp>(op);
+  RotaryEpilogueAttr rope = f ? f.getRopeAttr() : RotaryEpilogueAttr();
+  if (!rope || launch.body != cuda::Body::fma || launch.maxRows != 1)
+    return false;
+  return rope.getStyle() == RopeStyle::gptj ||
+         (rope.getRotaryDim() == rope.getHeadDim() && rope.getRotaryDim() % 8 == 0);
+}
+
 /// The blocks an SM must be able to hold of `launch`'s kernel for `op`
 /// (`nvvm.minctasm`, which bounds the registers ptxas may give a thread), or
 /// 0 where ptxas's own choice spills nowhere.
@@ -207,7 +223,17 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   if (launch.body == Body::splitKv || launch.body == Body::decodeSlice ||
       launch.body == Body::flash || launch.body == Body::tiledMma)
     return 1;
+  // The GEMV on 16-bit weights without a norm, GLU or RoPE (an o or down
+  // projection, a plain linear): 4 blocks, 32 warps an SM, so that a grid
+  // of a hidden size's columns (4096 warps at 8B shapes) runs in one wave
+  // of 132 SMs. At the 72 registers ptxas took unasked, 3 blocks fitted:
+  // a second wave of 928 warps, each as long a chain of loads as the first
+  // wave's, with the rest of the GPU idle (the H200's o projection read
+  // 2.3 TB/s of weights, the down projection 3 TB/s).
   auto fused = dyn_cast<FusedLinearOp>(op);
+  if (launch.body == Body::fma && launch.maxRows == 1 && halfWeights &&
+      (!fused || (!fused.getNorm() && !fused.getGlu() && !fused.getRope())))
+    return 4;
   if (!fused)
     return 0;
   bool layerNorm = fused.getNorm() == NormKind::layer, rope = bool(fused.getRope());
@@ -337,6 +363,11 @@ public:
       };
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
+      if (pairsRopeWarps(op, launch)) // a result per warp
+        workgroup = fn.addWorkgroupAttribution(
+            MemRefType::get({cuda::kWarpsPerBlock}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                            gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
+            loc);
       if (launch.body == cuda::Body::flash) {
         int64_t D = cast<AttentionOp>(op).getHeadDim();
         flashKeys = operandTile(cuda::flashKeyTileType(ctx, halfType(), D));
@@ -442,6 +473,7 @@ private:
             Value lengths = f.getLengths() ? in[next++] : Value();
             rope.emplace(b, loc, attr, gpuModule, "rope_inv_freq_" + std::to_string(index),
                          positions, lengths);
+            rope->op = f;
           }
           Value residual = f.getResidual() ? in[next++] : Value();
           return projection(launch, in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
@@ -778,6 +810,7 @@ private:
     RotaryEpilogueAttr attr;
     RopeMath math;
     Value positions, lengths;
+    Operation *op = nullptr; // the projection
     Rotary(OpBuilder &b, Location loc, RotaryEpilogueAttr attr, Operation *symbolTable,
            StringRef name, Value positions, Value lengths)
         : attr(attr), math(b, loc, attr, symbolTable, name), positions(positions),
@@ -810,6 +843,25 @@ private:
   Value boolean(bool v) { return arith::ConstantOp::create(b, loc, b.getBoolAttr(v)); }
   Value negate(Value c) { return arith::XOrIOp::create(b, loc, c, boolean(true)); }
 
+  /// The output column of this warp of a GEMV whose RoPE pairs sit in one
+  /// block (pairsRopeWarps): GPT-J's pairs are adjacent (warps w and w ^ 1);
+  /// a NeoX pair's columns half a head apart go to warps w and w ^ 4, so
+  /// block b of the rotated columns takes pairs 4b .. 4b + 3 (the first
+  /// columns in warps 0-3, their partners in 4-7). The rotated columns are
+  /// whole heads of a multiple of 8 dims, so a block is all rotated or none;
+  /// columns past them keep their plain order.
+  Value pairedRopeColumn(RotaryEpilogueAttr attr) {
+    Value bid = g.bid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
+    Value plain = g.add(g.mul(bid, cuda::kWarpsPerBlock), warp);
+    if (attr.getStyle() == RopeStyle::gptj)
+      return plain;
+    int64_t half = attr.getRotaryDim() / 2;
+    Value pair = g.add(g.mul(bid, cuda::kWarpsPerBlock / 2), g.rem(warp, 4));
+    Value paired = g.add(g.add(g.mul(g.div(pair, half), attr.getHeadDim()), g.rem(pair, half)),
+                         g.mul(g.div(warp, 4), half));
+    return g.select(g.lt(plain, attr.getColumns()), paired, plain);
+  }
+
   /// A projection: on tensor cores (Body::mma), or on the FMA units with one
   /// warp per output column o and launch.rowsPerBlock token rows:
   /// z = prologue(x W[o]^T) + b[o], then the epilogue.
@@ -839,8 +891,15 @@ private:
     int64_t A = std::min<int64_t>(V, 4);               // accumulator width
     auto vec = VectorType::get({A}, b.getF32Type());
     Value lane = g.tid(gpu::Dimension::x);
-    Value o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
-                    g.tid(gpu::Dimension::y));
+    const bool pairedRope = rope && pairsRopeWarps(rope->op, launch);
+    Value o = pairedRope ? pairedRopeColumn(rope->attr)
+                         : g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
+                                 g.tid(gpu::Dimension::y));
+    // Paired warps meet at barriers: every warp of the block runs (one past
+    // N reads row N - 1 and stores nothing).
+    Value inRange = g.lt(o, N);
+    if (pairedRope)
+      o = g.min(o, g.idx(N - 1));
     Value zero = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
     if (transposed && V == 4) {
       // View [out, in, 1] as [out, in] for the vector loads.
@@ -908,7 +967,7 @@ private:
         parts[s] = gain.apply(g, b, loc, parts[s], g.add(k, s * A), /*aligned=*/true);
       return parts;
     };
-    g.ifThen(g.lt(o, N), [&] {
+    g.ifThen(pairedRope ? g.i1(true) : inRange, [&] {
       forRowTiles(R, [&](Value t0) {
         SmallVector<Value> rows;
         Value last = g.sub(T, g.idx(1));
@@ -1007,7 +1066,7 @@ private:
         // Lane r writes row t0 + r of column `col`.
         auto store = [&](Value col, Value y) {
           Value t = g.add(t0, lane);
-          g.ifThen(g.andi(g.lt(lane, R), g.lt(t, T)),
+          g.ifThen(g.andi(g.andi(g.lt(lane, R), g.lt(t, T)), inRange),
                    [&] { storeOutput(e, y, out, t, col); });
         };
         auto plain = [&] {
@@ -1021,6 +1080,24 @@ private:
         };
         if (!rope)
           return plain();
+        if (pairedRope) {
+          // Each warp its own column; the pair's two results meet in shared
+          // memory, and each warp rotates and stores its own.
+          SmallVector<Value> acc = dot({o});
+          Value z = epilogue(e, o, mean[0], rstd[0], [&](int64_t) { return mySums(acc, 1)[0]; });
+          Value warp = g.tid(gpu::Dimension::y);
+          g.ifThen(g.eq(lane, 0), [&] { g.store(z, workgroup, {warp}); });
+          gpu::BarrierOp::create(b, loc);
+          RopeLanes l = rope->lanes(b, loc, o);
+          int64_t apart = rope->attr.getStyle() == RopeStyle::gptj ? 1 : 4;
+          Value zp = g.load(workgroup, {arith::XOrIOp::create(b, loc, warp, g.idx(apart))});
+          // The next row's results must not overwrite these before they are read.
+          gpu::BarrierOp::create(b, loc);
+          auto [first, second] = rope->rotatePair(g, b, loc, g.select(l.first, z, zp),
+                                                  g.select(l.first, zp, z), l, rows[0]);
+          store(o, g.select(l.inRot, g.select(l.first, first, second), z));
+          return;
+        }
         // RoPE: the warp of a pair's first column computes both columns and
         // writes both rotated, the second's has nothing to do, so each
         // weight row is still read once; other columns pass through.
