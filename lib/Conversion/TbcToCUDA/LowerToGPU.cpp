@@ -113,10 +113,9 @@ int64_t cuda::decodeSplits(int64_t heads) {
 /// (at t H + h: the slices that have written their partials), kDecodeMaxRows
 /// x the most heads of any attention of the module, so that no kernel's
 /// partials overwrite another's counters; then per (row, head) its slices'
-/// partials (max, sum, D values each), padded to a multiple of 128 bytes: no
-/// cache line holds two (row, head)s' partials, so the block that merges a
-/// (row, head)'s reads lines that no other block of the launch has read (an
-/// SM's L1 is not kept coherent with the other SMs' stores within a launch).
+/// partials (max, sum, D values each), padded to a multiple of 128 bytes so
+/// that no cache line holds two (row, head)s' partials (the merging block
+/// reads its (row, head)'s in L2: combineSlices).
 static int64_t decodePartialsOffset(AttentionOp a) {
   int64_t heads = a.getNumHeads();
   if (auto module = a->getParentOfType<ModuleOp>())
@@ -1283,13 +1282,13 @@ private:
     return g.select(rotated, permuted, s);
   }
 
-  /// A tiled projection's norm statistics, summed in its main loop from the
-  /// f32 activations each thread stages there (a vector of 4 a step for
-  /// each of its rows): per row the sum of d^2 and, for a LayerNorm, of d,
-  /// where d is x less the row's first value. The shift keeps the one-pass
-  /// variance E[d^2] - E[d]^2 from cancelling where a row's mean is large
-  /// against its spread (the other kernels take the mean first, then the
-  /// centred squares: they do not see the values twice for free).
+  /// A projection's norm statistics summed in its main loop from the f32
+  /// activations it loads there (the tiled kernel's staged vectors of 4 a
+  /// step for each of a thread's rows; the GEMV's x): per row the sum of d^2
+  /// and, for a LayerNorm, of d, where d is x less the row's first value.
+  /// The shift keeps the one-pass variance E[d^2] - E[d]^2 from cancelling
+  /// where a row's mean is large against its spread (the prologues of the
+  /// other kernels take the mean first, then the centred squares).
   struct TiledRowStats {
     Emitter &em;
     NormKind norm;
@@ -1862,9 +1861,9 @@ private:
   /// meets (bar.warp.sync), and lane 0 counts the block in (an atomic add
   /// on the (row, head)'s counter, cuda::scratchFloats). The block that
   /// counts last sees every other's partial (each was fenced before its
-  /// count; a fence orders this block's loads after its own) and merges
-  /// them (combineSlices), then sets the counter back to 0 for the next
-  /// launch.
+  /// count; this block fences after its own, and reads them in L2) and
+  /// merges them (combineSlices), then sets the counter back to 0 for the
+  /// next launch.
   void mergeIfLast(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
@@ -1894,32 +1893,35 @@ private:
   void combineSlices(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
     int64_t D = a.getHeadDim();
     LaneDims l = laneDims(D, lane);
-    {
-      Value used = usedSlices(a, lo, hi);
-      Value one = g.idx(1);
-      auto at = [&](Value s) { return sliceBase(a, t, h, s); };
-      Value M = g.loop(one, used, one, ValueRange{g.load(scratch, {at(g.idx(0))})},
-                       [&](Value s, ValueRange m) {
-                         return SmallVector<Value>{g.fmax(m[0], g.load(scratch, {at(s)}))};
-                       })[0];
-      SmallVector<Value> init(1 + l.perLane, g.f32(0.0));
-      SmallVector<Value> sums =
-          g.loop(g.idx(0), used, one, init, [&](Value s, ValueRange acc) {
-            Value base = at(s);
-            Value f = g.exp(g.fsub(g.load(scratch, {base}), M));
-            SmallVector<Value> next{g.fma(g.load(scratch, {g.add(base, 1)}), f, acc[0])};
-            for (int64_t i = 0; i < l.perLane; ++i)
-              next.push_back(
-                  g.fma(g.load(scratch, {g.add(base, g.add(l.dims[i], 2))}), f, acc[1 + i]));
-            return next;
-          });
-      Value invL = g.fdiv(g.f32(1.0), sums[0]);
-      Value qCol = g.mul(h, D);
+    Value used = usedSlices(a, lo, hi);
+    Value one = g.idx(1);
+    auto at = [&](Value s) { return sliceBase(a, t, h, s); };
+    // The other blocks' partials are read where their stores went, in L2,
+    // by atomic adds of 0 (an SM's L1 is not coherent with other SMs'
+    // stores within a launch; the memref loads have no volatile form).
+    auto partial = [&](Value i) -> Value {
+      return memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, g.f32(0.0), scratch,
+                                         ValueRange{i});
+    };
+    Value M = g.loop(one, used, one, ValueRange{partial(at(g.idx(0)))},
+                     [&](Value s, ValueRange m) {
+                       return SmallVector<Value>{g.fmax(m[0], partial(at(s)))};
+                     })[0];
+    SmallVector<Value> init(1 + l.perLane, g.f32(0.0));
+    SmallVector<Value> sums = g.loop(g.idx(0), used, one, init, [&](Value s, ValueRange acc) {
+      Value base = at(s);
+      Value f = g.exp(g.fsub(partial(base), M));
+      SmallVector<Value> next{g.fma(partial(g.add(base, 1)), f, acc[0])};
       for (int64_t i = 0; i < l.perLane; ++i)
-        g.ifThen(l.valid[i], [&] {
-          g.store(g.fmul(sums[1 + i], invL), out, {t, g.add(qCol, l.dims[i])});
-        });
-    }
+        next.push_back(g.fma(partial(g.add(base, g.add(l.dims[i], 2))), f, acc[1 + i]));
+      return next;
+    });
+    Value invL = g.fdiv(g.f32(1.0), sums[0]);
+    Value qCol = g.mul(h, D);
+    for (int64_t i = 0; i < l.perLane; ++i)
+      g.ifThen(l.valid[i], [&] {
+        g.store(g.fmul(sums[1 + i], invL), out, {t, g.add(qCol, l.dims[i])});
+      });
   }
 
   LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out) {
