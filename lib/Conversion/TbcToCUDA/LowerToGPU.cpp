@@ -190,16 +190,15 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   return {pointwise(lastDim(op->getResult(0).getType()))};
 }
 
-/// Whether the GEMV `launch` of `op` computes a RoPE pair's two columns in
+/// Whether the GEMV `launch` with the RoPE epilogue `rope` (null: none)
+/// computes a RoPE pair's two columns in
 /// two warps of one block, which swap their results through shared memory
 /// (Emitter::pairedRopeColumn): GPT-J pairs are adjacent columns already;
 /// NeoX pairs, half a head apart, are brought together where every head
 /// dim rotates and half a head is a multiple of 4 columns. Elsewhere (NeoX
 /// with partial rotary, or several rows) one warp reads both weight rows
 /// and its partner's warp idles.
-static bool pairsRopeWarps(Operation *op, const cuda::Launch &launch) {
-  auto f = dyn_cast<FusedLinearOp>(op);
-  RotaryEpilogueAttr rope = f ? f.getRopeAttr() : RotaryEpilogueAttr();
+static bool pairsRopeWarps(RotaryEpilogueAttr rope, const cuda::Launch &launch) {
   if (!rope || launch.body != cuda::Body::fma || launch.maxRows != 1)
     return false;
   return rope.getStyle() == RopeStyle::gptj ||
@@ -334,6 +333,8 @@ public:
       args.append({cache, cache});
     }
     int64_t scratchSize = cuda::scratchFloats(op);
+    if (auto a = dyn_cast<AttentionOp>(op))
+      partialsOffset = decodePartialsOffset(a); // a walk of the module: once a kernel
     if (scratchSize)
       args.push_back(MemRefType::get({scratchSize}, b.getF32Type()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
@@ -362,7 +363,8 @@ public:
       };
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
-      if (pairsRopeWarps(op, launch)) // a result per warp
+      if (auto f = dyn_cast<FusedLinearOp>(op); f && pairsRopeWarps(f.getRopeAttr(), launch))
+        // a result per warp
         workgroup = fn.addWorkgroupAttribution(
             MemRefType::get({cuda::kWarpsPerBlock}, b.getF32Type(), MemRefLayoutAttrInterface{},
                             gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
@@ -416,6 +418,7 @@ private:
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
+  int64_t partialsOffset = 0; // where an attention's partials start in it
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
   Value tileStats;    // and its rows' norm statistics [mean, rstd][kTiledRows]
@@ -472,7 +475,6 @@ private:
             Value lengths = f.getLengths() ? in[next++] : Value();
             rope.emplace(b, loc, attr, gpuModule, "rope_inv_freq_" + std::to_string(index),
                          positions, lengths);
-            rope->op = f;
           }
           Value residual = f.getResidual() ? in[next++] : Value();
           return projection(launch, in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
@@ -809,7 +811,6 @@ private:
     RotaryEpilogueAttr attr;
     RopeMath math;
     Value positions, lengths;
-    Operation *op = nullptr; // the projection
     Rotary(OpBuilder &b, Location loc, RotaryEpilogueAttr attr, Operation *symbolTable,
            StringRef name, Value positions, Value lengths)
         : attr(attr), math(b, loc, attr, symbolTable, name), positions(positions),
@@ -843,22 +844,24 @@ private:
   Value negate(Value c) { return arith::XOrIOp::create(b, loc, c, boolean(true)); }
 
   /// The output column of this warp of a GEMV whose RoPE pairs sit in one
-  /// block (pairsRopeWarps): GPT-J's pairs are adjacent (warps w and w ^ 1);
-  /// a NeoX pair's columns half a head apart go to warps w and w ^ 4, so
-  /// block b of the rotated columns takes pairs 4b .. 4b + 3 (the first
-  /// columns in warps 0-3, their partners in 4-7). The rotated columns are
-  /// whole heads of a multiple of 8 dims, so a block is all rotated or none;
-  /// columns past them keep their plain order.
-  Value pairedRopeColumn(RotaryEpilogueAttr attr) {
+  /// block (pairsRopeWarps), and how far apart (XOR) the warps of a pair's
+  /// two columns are:
+  /// GPT-J's pairs are adjacent (warps w and w ^ 1); a NeoX pair's columns
+  /// half a head apart go to warps w and w ^ 4, so block b of the rotated
+  /// columns takes pairs 4b .. 4b + 3 (the first columns in warps 0-3, their
+  /// partners in 4-7). The rotated columns are whole heads of a multiple of
+  /// 8 dims, so a block is all rotated or none; columns past them keep their
+  /// plain order.
+  std::pair<Value, int64_t> pairedRopeColumn(RotaryEpilogueAttr attr) {
     Value bid = g.bid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value plain = g.add(g.mul(bid, cuda::kWarpsPerBlock), warp);
     if (attr.getStyle() == RopeStyle::gptj)
-      return plain;
+      return {plain, 1};
     int64_t half = attr.getRotaryDim() / 2;
     Value pair = g.add(g.mul(bid, cuda::kWarpsPerBlock / 2), g.rem(warp, 4));
     Value paired = g.add(g.add(g.mul(g.div(pair, half), attr.getHeadDim()), g.rem(pair, half)),
                          g.mul(g.div(warp, 4), half));
-    return g.select(g.lt(plain, attr.getColumns()), paired, plain);
+    return {g.select(g.lt(plain, attr.getColumns()), paired, plain), 4};
   }
 
   /// A projection: on tensor cores (Body::mma), or on the FMA units with one
@@ -890,10 +893,13 @@ private:
     int64_t A = std::min<int64_t>(V, 4);               // accumulator width
     auto vec = VectorType::get({A}, b.getF32Type());
     Value lane = g.tid(gpu::Dimension::x);
-    const bool pairedRope = rope && pairsRopeWarps(rope->op, launch);
-    Value o = pairedRope ? pairedRopeColumn(rope->attr)
-                         : g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
-                                 g.tid(gpu::Dimension::y));
+    const bool pairedRope = rope && pairsRopeWarps(rope->attr, launch);
+    Value o;
+    int64_t pairApart = 0; // pairedRope: partner warp = warp ^ pairApart
+    if (pairedRope)
+      std::tie(o, pairApart) = pairedRopeColumn(rope->attr);
+    else
+      o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock), g.tid(gpu::Dimension::y));
     // Paired warps meet at barriers: every warp of the block runs (one past
     // N reads row N - 1 and stores nothing).
     Value inRange = g.lt(o, N);
@@ -1083,13 +1089,13 @@ private:
           // Each warp its own column; the pair's two results meet in shared
           // memory, and each warp rotates and stores its own.
           SmallVector<Value> acc = dot({o});
-          Value z = epilogue(e, o, mean[0], rstd[0], [&](int64_t) { return mySums(acc, 1)[0]; });
+          Value sum = mySums(acc, 1)[0];
+          Value z = epilogue(e, o, mean[0], rstd[0], [&](int64_t) { return sum; });
           Value warp = g.tid(gpu::Dimension::y);
           g.ifThen(g.eq(lane, 0), [&] { g.store(z, workgroup, {warp}); });
           gpu::BarrierOp::create(b, loc);
           RopeLanes l = rope->lanes(b, loc, o);
-          int64_t apart = rope->attr.getStyle() == RopeStyle::gptj ? 1 : 4;
-          Value zp = g.load(workgroup, {arith::XOrIOp::create(b, loc, warp, g.idx(apart))});
+          Value zp = g.load(workgroup, {arith::XOrIOp::create(b, loc, warp, g.idx(pairApart))});
           // The next row's results must not overwrite these before they are read.
           gpu::BarrierOp::create(b, loc);
           auto [first, second] = rope->rotatePair(g, b, loc, g.select(l.first, z, zp),
@@ -1591,8 +1597,9 @@ private:
 
   /// The attend launches: the flash kernel (FlashAttention.h) where the op
   /// and the module's weight type allow it, else the split-KV kernel, and
-  /// for decoding (a few rows) the split-KV kernel over slices of the cache
-  /// and their combine. Decoding never runs the flash kernel: a flash
+  /// for decoding (a few rows) the split-KV kernel over slices of the cache,
+  /// which append to the caches and merge themselves. Decoding never runs
+  /// the flash kernel: a flash
   /// block's 64 rows would be mostly idle, and it would read the cache with
   /// one block per head.
   LogicalResult attention(AttentionOp a, cuda::Body body, Value q, Value k, Value v,
@@ -1633,7 +1640,7 @@ private:
   /// the scratch array: max, sum, then the D unnormalised values.
   /// (cuda::scratchFloats has the layout.)
   Value sliceBase(AttentionOp a, Value t, Value h, Value slice) {
-    return g.add(g.add(g.idx(decodePartialsOffset(a)),
+    return g.add(g.add(g.idx(partialsOffset),
                        g.mul(g.add(g.mul(t, a.getNumHeads()), h), decodePartialsStride(a))),
                  g.mul(slice, 2 + a.getHeadDim()));
   }

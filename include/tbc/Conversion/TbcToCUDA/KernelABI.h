@@ -56,8 +56,9 @@ constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
 /// Decoding (chunks of at most kDecodeMaxRows rows): a (row, head)'s
 /// visible positions are split into decodeSplits(heads) slices, each read by
 /// a block of kSplitKvWarps warps (flash-decoding), whose partial softmax
-/// (max, sum, unnormalised values) goes to the scratch array; a combine
-/// launch, a warp per (row, head), merges the slices. At batch 1 a block per
+/// (max, sum, unnormalised values) goes to the scratch array; the last of a
+/// (row, head)'s blocks to finish, found by a counter at the head of the
+/// scratch array (back at 0 after), merges them. At batch 1 a block per
 /// head would leave most of the GPU idle (32 blocks on 132 SMs at
 /// Llama-3-8B's shapes), and a long cache would be read by that few warps.
 constexpr int64_t kDecodeMaxRows = 15;
@@ -65,9 +66,6 @@ constexpr int64_t kDecodeMaxRows = 15;
 /// kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
 constexpr int64_t kDecodeBlocks = 256, kDecodeMaxSplits = 16;
 int64_t decodeSplits(int64_t heads);
-/// The slices of a (row, head) are merged by the last of their blocks to
-/// finish, which finds itself last on a counter at the head of the scratch
-/// array (each back at 0 after its merge): no launch of its own.
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
