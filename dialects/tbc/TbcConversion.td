@@ -97,6 +97,11 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashAttention", "flash-attention", "bool", /*default=*/"true",
            "With 16-bit weights, run prefill attention as the tensor-core flash kernel "
            "(false: the split-KV kernel everywhere)">,
+    Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
+           "Stages of the block-tiled projection's ring of shared memory (2-8, "
+           "16 KB each): stages - 1 steps of its operands in flight by cp.async">,
+    Option<"tiledWarps", "tiled-warps", "int64_t", /*default=*/"8",
+           "Warps of the block-tiled projection: 8 (a 64x32 tile each) or 4 (64x64)">,
     Option<"kvCacheType", "kv-cache-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the device KV caches: f32, or bf16/f16 (keys and values "
            "rounded as they are appended, widened as attention reads them)">,

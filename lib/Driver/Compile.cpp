@@ -195,6 +195,19 @@ int tbc::compileMain(int argc, char **argv) {
       cl::desc("--target cuda with 16-bit weights: prefill attention as the "
                "tensor-core flash kernel (default) or the split-KV kernel that "
                "decoding and f32 modules use"));
+  static cl::opt<int64_t> cudaGemmStages(
+      "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
+      cl::desc("--target cuda with 16-bit weights: stages of the prefill "
+               "projections' ring of shared memory (16 KB each; stages - 1 "
+               "k steps of both operands in flight while the tensor cores "
+               "multiply one). For tuning on a GPU: bench/gpu_ab.py times "
+               "builds with different values against each other"));
+  static cl::opt<int64_t> cudaGemmWarps(
+      "cuda-gemm-warps", cl::cat(cat), cl::init(8), cl::value_desc("4|8"),
+      cl::desc("--target cuda with 16-bit weights: warps of a prefill "
+               "projection's block of 128 x 128 outputs: 8 (the default; 64 x "
+               "32 a warp, one block an SM) or 4 (64 x 64 a warp, two blocks "
+               "an SM)"));
   static cl::opt<std::string> cudaKvCache(
       "cuda-kv-cache", cl::cat(cat), cl::value_desc("f32|bf16|f16"),
       cl::desc("--target cuda: element type of the device KV caches (default: "
@@ -293,6 +306,8 @@ int tbc::compileMain(int argc, char **argv) {
   if (cudaAttention != "flash" && cudaAttention != "split-kv")
     return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
+  targetOptions.cudaGemmStages = cudaGemmStages;
+  targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaKvCache = cudaKvCache;
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;

@@ -176,9 +176,10 @@ bool CpuExecutor::load(const ModuleFile &file, const Module &module, std::string
   // Nor do they take scratch: a kernel that asks for it was built for
   // another executor.
   for (size_t k = 0; k < im.scratch.size(); ++k)
-    if (im.scratch[k]) {
-      error = "manifest: kernel '" + im.kernelNames[k] +
-              "' takes scratch, which the CPU executor does not pass";
+    if (im.scratch[k] || im.staging[k]) {
+      error = "manifest: kernel '" + im.kernelNames[k] + "' takes " +
+              (im.scratch[k] ? "scratch" : "a staging array") +
+              ", which the CPU executor does not pass";
       return false;
     }
   // dlopen needs a file: an anonymous in-memory one leaves nothing behind.

@@ -60,6 +60,7 @@ struct Driver {
   CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **, void **);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
@@ -145,6 +146,7 @@ private:
         !sym(cuModuleLoadDataEx, "cuModuleLoadDataEx") ||
         !sym(cuModuleUnload, "cuModuleUnload") ||
         !sym(cuModuleGetFunction, "cuModuleGetFunction") ||
+        !sym(cuFuncSetAttribute, "cuFuncSetAttribute") ||
         !sym(cuLaunchKernel, "cuLaunchKernel") || !sym(cuMemAlloc, "cuMemAlloc_v2") ||
         !sym(cuMemFree, "cuMemFree_v2") || !sym(cuMemcpyHtoD, "cuMemcpyHtoD_v2") ||
         !sym(cuMemcpyDtoH, "cuMemcpyDtoH_v2") || !sym(cuMemcpyDtoD, "cuMemcpyDtoD_v2") ||

@@ -37,6 +37,8 @@ public:
         caches_(module.impl().buffers.size()) {
     for (int64_t n : module.impl().scratch)
       scratchFloats_ = std::max(scratchFloats_, n);
+    for (int64_t k : module.impl().staging)
+      stagingWidth_ = std::max(stagingWidth_, k);
   }
 
   ~CudaSession() override {
@@ -76,6 +78,10 @@ private:
   /// allocated; steps run one after another on one stream, so they share it.
   DeviceBuffer scratch_;
   int64_t scratchFloats_ = 0;
+  /// The tiled projections' 16-bit activations ([chunk rows, width] a
+  /// step, KernelABI.h), sized for the widest and the longest chunk so far.
+  DeviceBuffer staging_;
+  int64_t stagingWidth_ = 0;
   /// The decode steps' kernels (CudaLaunchGraph.h).
   LaunchGraph graph_;
 };
@@ -135,6 +141,18 @@ public:
         if (d.cuModuleGetFunction(&fn, cuModule_, l.symbol.c_str()) != 0) {
           error = "kernel '" + l.symbol + "' is missing from the PTX";
           return false;
+        }
+        // Past 48 KB a function's dynamic shared memory must be allowed
+        // first (cuFuncSetAttribute), up to what the GPU offers a block.
+        if (l.sharedBytes > 48 * 1024) {
+          constexpr int kMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+          if (CUresult r = d.cuFuncSetAttribute(fn, kMaxDynamicShared, int(l.sharedBytes));
+              r != 0) {
+            error = "kernel '" + l.symbol + "' needs " + std::to_string(l.sharedBytes >> 10) +
+                    " KB of shared memory a block, more than this GPU allows (" + d.describe(r) +
+                    ")";
+            return false;
+          }
         }
         functions_.back().push_back(fn);
       }
@@ -288,6 +306,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
                "clearing the attention scratch"))
       return false;
   }
+  if (stagingWidth_ && !staging_.reserve(size_t(T * stagingWidth_) * 2, false, error))
+    return false;
   std::vector<int64_t> values;
   bool timing = profile && d.canTime();
   if (timing && !recordStepEvent(0, error))
@@ -348,6 +368,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
              {im.buffers[c].width, 1});
     if (int64_t n = im.scratch[step.kernel])
       memref(scratch_.ptr, 0, {n}, {1});
+    if (int64_t k = im.staging[step.kernel])
+      memref(staging_.ptr, 0, {rows, k}, {k, 1});
     values.push_back(rows);
     // Only attention reads the cached positions (KernelABI.h); the others
     // get 0, so that their parameters stay the same from one decode step to
@@ -362,7 +384,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
       KernelLaunch launch{executor_.functions_[step.kernel][l],
                           {unsigned(li.gridX), unsigned(gridY), 1},
                           {unsigned(li.blockX), unsigned(li.blockY), 1},
-                          values};
+                          values, unsigned(li.sharedBytes)};
       if (asGraph) {
         graphLaunches.push_back(std::move(launch));
       } else if (!check(launchKernel(launch), ("launching " + li.symbol).c_str())) {

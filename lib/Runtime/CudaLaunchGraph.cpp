@@ -19,6 +19,7 @@ KernelNodeParams nodeParams(const KernelLaunch &l, std::vector<void *> &params) 
   p.blockDimX = l.block[0];
   p.blockDimY = l.block[1];
   p.blockDimZ = l.block[2];
+  p.sharedMemBytes = l.sharedBytes;
   p.kernelParams = params.data();
   return p;
 }
@@ -45,7 +46,8 @@ std::vector<void *> tbc::rt::cuda::parameterPointers(const KernelLaunch &l) {
 CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
   std::vector<void *> params = parameterPointers(l);
   return Driver::get().cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                      l.block[1], l.block[2], 0, nullptr, params.data(),
+                                      l.block[1], l.block[2], l.sharedBytes, nullptr,
+                                      params.data(),
                                       nullptr);
 }
 
@@ -75,7 +77,8 @@ bool LaunchGraph::sameShape(const std::vector<KernelLaunch> &launches) const {
   for (size_t i = 0; i < launches.size(); ++i) {
     const KernelLaunch &a = launches[i], &b = launched_[i];
     if (a.fn != b.fn || a.block[0] != b.block[0] || a.block[1] != b.block[1] ||
-        a.block[2] != b.block[2] || a.values.size() != b.values.size())
+        a.block[2] != b.block[2] || a.sharedBytes != b.sharedBytes ||
+        a.values.size() != b.values.size())
       return false;
   }
   return true;

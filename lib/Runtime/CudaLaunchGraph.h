@@ -28,6 +28,7 @@ struct KernelLaunch {
   CUfunction fn = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   std::vector<int64_t> values;
+  unsigned sharedBytes = 0; // dynamic shared memory
 };
 
 /// Pointers to `l`'s values, as the driver takes kernel parameters (it

@@ -148,8 +148,9 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     std::string name = "step " + std::to_string(s) + " (" + kernelNames[step.kernel] + ")";
     const Split &split = splits[step.kernel];
     int64_t scratchFloats = scratch[step.kernel];
+    int64_t stagingWidth = staging[step.kernel];
     size_t operands = step.args.size() + step.caches.size() + (scratchFloats ? 1 : 0) +
-                      (split.units ? 1 : 0);
+                      (stagingWidth ? 1 : 0) + (split.units ? 1 : 0);
     if (operands != sig.size())
       return bad(name + " passes " + std::to_string(operands) +
                  " operands; the kernel takes " + std::to_string(sig.size()));
@@ -227,6 +228,15 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
       if (want != std::vector<int64_t>{scratchFloats})
         return bad(name + " takes " + std::to_string(scratchFloats) +
                    " values of scratch; the kernel was compiled for " + shapeString(want));
+    }
+    // Its staging array ([chunk rows, width] 16-bit values, after the
+    // scratch) likewise: the runtime sizes it from the width.
+    if (stagingWidth) {
+      const std::vector<int64_t> &want =
+          sig[step.args.size() + step.caches.size() + (scratchFloats ? 1 : 0)];
+      if (want != std::vector<int64_t>{-1, stagingWidth})
+        return bad(name + " takes a staging array " + std::to_string(stagingWidth) +
+                   " wide; the kernel was compiled for " + shapeString(want));
     }
   }
   return true;

@@ -95,6 +95,7 @@ struct Module::Impl {
   std::vector<std::vector<std::vector<int64_t>>> signatures; // by kernel
   std::vector<std::string> cacheTypes; // by kernel: the KV cache type it was compiled for
   std::vector<int64_t> scratch; // by kernel: f32 values of scratch it takes (0: none)
+  std::vector<int64_t> staging; // by kernel: its staging array's width (0: none)
   int output = -1;
   /// Session::profile()'s entries (kernel uses: a kernel and what it
   /// reads), zeroed, and the entry each step's time goes to.

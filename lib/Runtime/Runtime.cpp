@@ -115,6 +115,7 @@ bool Module::Impl::parseManifest(const std::string &text, Module &m,
     signatures.push_back(std::move(k.signature));
     cacheTypes.push_back(std::move(k.cacheType));
     scratch.push_back(k.scratch);
+    staging.push_back(k.staging);
   }
   if (!checkConsistency(m, error))
     return false;

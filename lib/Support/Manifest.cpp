@@ -69,6 +69,8 @@ std::string kernel(size_t id, const Kernel &k) {
     s += ", \"cache_dtype\": " + json::quote(k.cacheType);
   if (k.scratch)
     s += ", \"scratch\": " + std::to_string(k.scratch);
+  if (k.staging)
+    s += ", \"staging\": " + std::to_string(k.staging);
   if (k.work)
     s += ", \"work\": {\"unit\": " + json::quote(k.work->unit) +
          ", \"count\": " + std::to_string(k.work->count) +
@@ -81,7 +83,8 @@ std::string kernel(size_t id, const Kernel &k) {
            ", \"block\": " + ints(std::vector<int64_t>{l.blockX, l.blockY}) +
            ", \"grid_x\": " + std::to_string(l.gridX) +
            ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) +
-           ", \"rows\": " + ints(std::vector<int64_t>{l.minRows, l.maxRows}) + "}";
+           ", \"rows\": " + ints(std::vector<int64_t>{l.minRows, l.maxRows}) +
+           (l.sharedBytes ? ", \"shared_bytes\": " + std::to_string(l.sharedBytes) : "") + "}";
     }
     s += "]";
   }
@@ -173,6 +176,12 @@ bool readLaunch(const json::Value &l, Launch &info) {
       range.size() != 2)
     return false;
   info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt(), range[0], range[1]};
+  if (const json::Value *shared = l.get("shared_bytes")) {
+    if (!shared->isInteger() || shared->asInt() < 0 ||
+        shared->asInt() > limits::kMaxDynamicSharedBytes)
+      return false;
+    info.sharedBytes = shared->asInt();
+  }
   return true;
 }
 
@@ -338,6 +347,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         return bad("kernel '" + kernel.symbol + "': scratch must be a count of f32 values from 1 to " +
                    std::to_string(limits::kMaxScratchFloats));
       kernel.scratch = n->asInt();
+    }
+    if (const json::Value *n = k.get("staging")) {
+      if (!n->isInteger() || n->asInt() < 1 || n->asInt() > limits::kMaxStagingWidth)
+        return bad("kernel '" + kernel.symbol + "': staging must be a row width from 1 to " +
+                   std::to_string(limits::kMaxStagingWidth));
+      kernel.staging = n->asInt();
     }
     if (const json::Value *w = k.get("work")) {
       const json::Value *unit = w->get("unit"), *count = w->get("count"),

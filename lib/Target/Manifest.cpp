@@ -169,8 +169,9 @@ private:
     k.work = backend.workRange(kernel, options);
     k.launches = backend.launches(kernel, options);
     k.scratch = backend.scratchFloats(kernel);
+    k.staging = backend.stagingWidth(kernel, options);
     // The shapes the compiled code assumes (-1: dynamic), operands, results,
-    // then the key/value caches, the scratch and the work range: the runtime
+    // then the key/value caches, the scratch, the staging and the work range: the runtime
     // checks every
     // step against them so that a manifest that disagrees with its code is
     // refused, not run.
@@ -189,6 +190,8 @@ private:
     }
     if (k.scratch)
       k.signature.push_back({k.scratch});
+    if (k.staging)
+      k.signature.push_back({-1, k.staging});
     if (k.work)
       k.signature.push_back({2});
     m.kernels.push_back(std::move(k));

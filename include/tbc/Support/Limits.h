@@ -40,6 +40,12 @@ inline constexpr int kIRNesting = 256;
 inline constexpr int64_t kMaxPositions = int64_t(1) << 24;
 /// Most f32 values of scratch a kernel may ask a session for (1 GiB).
 inline constexpr int64_t kMaxScratchFloats = int64_t(1) << 28;
+/// Widest row of a kernel's staging array (real ones: a model's widest
+/// projection input, ~50k); with kMaxPositions rows, far from overflowing.
+inline constexpr int64_t kMaxStagingWidth = int64_t(1) << 20;
+/// Most dynamic shared memory a launch may ask a block for (an H100's or
+/// H200's 227 KB; a GPU with less refuses the launch at load).
+inline constexpr int64_t kMaxDynamicSharedBytes = int64_t(227) << 10;
 
 } // namespace tbc::limits
 

@@ -103,6 +103,9 @@ struct Launch {
   std::string symbol;
   int64_t blockX = 1, blockY = 1, gridX = 1, rowsPerBlock = 1;
   int64_t minRows = 1, maxRows = 0;
+  /// Bytes of dynamic shared memory a block takes (0: none; past 48 KB the
+  /// runtime raises the function's limit first).
+  int64_t sharedBytes = 0;
   bool serves(int64_t rows) const { return rows >= minRows && (maxRows == 0 || rows <= maxRows); }
 };
 
@@ -121,6 +124,9 @@ struct Kernel {
   /// f32 values of scratch memory the code takes after the caches (a
   /// session's, reused by every step that needs it; 0: none).
   int64_t scratch = 0;
+  /// The width K of a [T, K] array of 16-bit values the code takes after
+  /// its scratch (T: the chunk's rows; the session's, reused; 0: none).
+  int64_t staging = 0;
 };
 
 struct Step {

@@ -57,6 +57,11 @@ struct TargetOptions {
   /// CUDA: prefill attention of 16-bit modules as the tensor-core flash
   /// kernel (`--cuda-attention flash`, the default) or split-KV.
   bool cudaFlashAttention = true;
+  /// CUDA: stages of the prefill GEMM's shared-memory ring
+  /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
+  int64_t cudaGemmStages = 4;
+  /// CUDA: warps of the prefill GEMM's block (`--cuda-gemm-warps`, 4 or 8).
+  int64_t cudaGemmWarps = 8;
   /// CUDA: the KV caches' element type (`--cuda-kv-cache`: f32, bf16 or
   /// f16; empty: the weights' type, as a bf16 model in transformers keeps
   /// its cache in bf16).
@@ -112,6 +117,12 @@ public:
   /// f32 values of scratch memory a kernel takes after its caches (the
   /// session's, shared by every step; 0: none).
   virtual int64_t scratchFloats(mlir::func::FuncOp kernel) const { return 0; }
+  /// The width K of a [T, K] array of 16-bit values of session memory a
+  /// kernel takes after its scratch, T the chunk's rows (0: none).
+  virtual int64_t stagingWidth(mlir::func::FuncOp kernel,
+                               const TargetOptions &options) const {
+    return 0;
+  }
   /// The code symbol the runtime resolves for a kernel.
   virtual std::string symbol(mlir::func::FuncOp kernel) const = 0;
   /// The device functions the runtime launches for a kernel, with their

@@ -70,6 +70,7 @@ struct GpuBuilder {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
   }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
@@ -289,13 +290,14 @@ struct MmaHalf {
     auto c = [&](int64_t v) -> Value { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
     Value element = mlir::arith::AddIOp::create(
         b, loc, mlir::arith::MulIOp::create(b, loc, row, c(type.getDimSize(1))), col);
-    Value address = mlir::arith::AddIOp::create(
-        b, loc, mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile),
-        mlir::arith::MulIOp::create(b, loc, element, c(2)));
-    Value ptr = mlir::LLVM::IntToPtrOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*shared*/ 3),
-        mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), address),
-        mlir::LLVM::DereferenceableAttr());
+    return loadMatricesAt(tile, element, transposed);
+  }
+  /// The same with lane l naming its row's first element as an offset
+  /// `element` (in elements) from the start of `tile`, whatever its shape
+  /// (a tile whose rows are swizzled rather than padded).
+  SmallVector<Value, 4> loadMatricesAt(Value tile, Value element, bool transposed = false) {
+    auto type = llvm::cast<mlir::MemRefType>(tile.getType());
+    Value ptr = sharedPointer(tile, element);
     Type i32 = b.getI32Type();
     auto regs = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
     auto load = mlir::NVVM::LdMatrixOp::create(
@@ -311,6 +313,42 @@ struct MmaHalf {
       out.push_back(r);
     }
     return out;
+  }
+  /// The address of 16-bit element `element` (an offset from the start) of
+  /// memref `m`, as an i64.
+  Value byteAddress(Value m, Value element) {
+    Value address = mlir::arith::AddIOp::create(
+        b, loc, mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m),
+        mlir::arith::MulIOp::create(b, loc, element,
+                                    mlir::arith::ConstantIndexOp::create(b, loc, 2)));
+    return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  }
+  /// The shared-memory address of 16-bit element `element` (an offset from
+  /// the start) of the shared tile `tile`.
+  Value sharedPointer(Value tile, Value element) {
+    return mlir::LLVM::IntToPtrOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*shared*/ 3),
+        byteAddress(tile, element), mlir::LLVM::DereferenceableAttr());
+  }
+  /// cp.async.cg of 16 bytes (8 elements) from row `row`, element `col` of
+  /// the 16-bit row-major global memref `src` (identity layout) to element
+  /// `element` of the shared tile `tile`; issued now, landed once a
+  /// cp.async.wait_group covers the group it is committed with.
+  void copyAsync16(Value tile, Value element, Value src, Value row, Value col) {
+    auto type = llvm::cast<mlir::MemRefType>(src.getType());
+    Value at = mlir::arith::AddIOp::create(
+        b, loc,
+        mlir::arith::MulIOp::create(
+            b, loc, row, mlir::arith::ConstantIndexOp::create(b, loc, type.getShape().back())),
+        col);
+    Value generic = mlir::LLVM::IntToPtrOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()), byteAddress(src, at),
+        mlir::LLVM::DereferenceableAttr());
+    Value global = mlir::LLVM::AddrSpaceCastOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
+    mlir::NVVM::CpAsyncOp::create(b, loc, sharedPointer(tile, element), global,
+                                  16u, mlir::NVVM::LoadCacheModifierKind::CG,
+                                  Value());
   }
   /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
   /// f32; returns the 4 new accumulators.

@@ -133,8 +133,23 @@ int64_t cuda::scratchFloats(Operation *op) {
   return decodePartialsOffset(a) + kDecodeMaxRows * a.getNumHeads() * decodePartialsStride(a);
 }
 
+int64_t cuda::stagingWidth(Operation *op, StringRef weightType) {
+  if (!usesTiledProjection(op, weightType))
+    return 0;
+  return lastDim(cast<ProjectionOpInterface>(op).getInput().getType()) + kStagingStatsSlots;
+}
+
+std::string cuda::TiledGemm::check() const {
+  if (stages < kTiledStagesMin || stages > kTiledStagesMax)
+    return "stages must be from " + std::to_string(kTiledStagesMin) + " to " +
+           std::to_string(kTiledStagesMax) + ", not " + std::to_string(stages);
+  if (warps != 4 && warps != 8)
+    return "warps must be 4 or 8, not " + std::to_string(warps);
+  return "";
+}
+
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
-                                               bool flashAttention) {
+                                               bool flashAttention, TiledGemm gemm) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
@@ -175,9 +190,12 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
       // A GLU's GEMM columns are its gate and up columns (tiledProjection).
       auto f = dyn_cast<FusedLinearOp>(op);
       int64_t columns = p.getResultWidth() * (f && f.getGlu() ? 2 : 1);
-      variants.push_back(Launch{"_tiles", 32, kTiledWarpsM * kTiledWarpsN,
-                                ceilDiv(columns, kTiledCols), kTiledRows, Body::tiledMma,
-                                kTiledMinRows});
+      // Its activations first, normalised and rounded (KernelABI.h).
+      variants.push_back(Launch{"_tiles_stage", 32, kWarpsPerBlock, 1, kWarpsPerBlock,
+                                Body::tiledStage, kTiledMinRows});
+      variants.push_back(Launch{"_tiles", 32, gemm.warps, ceilDiv(columns, kTiledCols),
+                                kTiledRows, Body::tiledMma, kTiledMinRows, 0,
+                                gemm.sharedBytes()});
     }
     return variants;
   }
@@ -219,8 +237,12 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   // registers for the GLU variant and spilled once its activations came
   // 128 bits at a time).
   if (launch.body == Body::splitKv || launch.body == Body::decodeSlice ||
-      launch.body == Body::flash || launch.body == Body::tiledMma)
+      launch.body == Body::flash)
     return 1;
+  // The tiled projection's 4-warp shape is meant to run two blocks an SM
+  // (TiledGemm): 255 registers still fit two of 128 threads.
+  if (launch.body == Body::tiledMma)
+    return launch.blockY == 4 ? 2 : 1;
   // The GEMV on 16-bit weights without a norm, GLU or RoPE (an o or down
   // projection, a plain linear): 4 blocks, 32 warps an SM, so that a grid
   // of a hidden size's columns (4096 warps at 8B shapes) runs in one wave
@@ -298,10 +320,10 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType, bool flash, StringRef kvCacheType,
+          StringRef weightType, bool flash, cuda::TiledGemm tiled, StringRef kvCacheType,
           const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
-        weightType(weightType), flash(flash),
+        weightType(weightType), flash(flash), tiled(tiled),
         cacheType(storageElementType(b, kvCacheType)), alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
@@ -337,8 +359,11 @@ public:
       partialsOffset = decodePartialsOffset(a); // a walk of the module: once a kernel
     if (scratchSize)
       args.push_back(MemRefType::get({scratchSize}, b.getF32Type()));
+    int64_t stagingK = cuda::stagingWidth(op, weightType);
+    if (stagingK)
+      args.push_back(MemRefType::get({ShapedType::kDynamic, stagingK}, halfType()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
-    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash)) {
+    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash, tiled)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -350,7 +375,7 @@ public:
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = flashKeys = flashValues = tileA = tileB = tileStats = Value();
+      workgroup = flashKeys = flashValues = tileA = tileB = Value();
       // A tile of 16-bit mma operands, 16-byte aligned: it is read as 32-bit
       // pairs (a 16-bit array would be only 2-byte aligned) and staged with
       // stores of up to 128 bits.
@@ -374,17 +399,25 @@ public:
         flashKeys = operandTile(cuda::flashKeyTileType(ctx, halfType(), D));
         flashValues = operandTile(cuda::flashValueTileType(ctx, halfType(), D));
       }
-      if (launch.body == cuda::Body::tiledMma) {
-        using cuda::paddedSharedTile;
-        tileA = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledRows, cuda::kTiledK));
-        tileB = operandTile(paddedSharedTile(ctx, halfType(), cuda::kTiledCols, cuda::kTiledK));
-        if (auto f = dyn_cast<FusedLinearOp>(op); f && f.getNorm())
-          tileStats = fn.addWorkgroupAttribution(
-              MemRefType::get({2, cuda::kTiledRows}, b.getF32Type(), MemRefLayoutAttrInterface{},
-                              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
-              loc);
-      }
       b.setInsertionPointToStart(&fn.getBody().front());
+      if (launch.body == cuda::Body::tiledMma) {
+        // The ring of stages in dynamic shared memory (launch.sharedBytes:
+        // past the 48 KB a block may have statically), the activation
+        // tiles of every stage, then the weight tiles; rows unpadded
+        // (tiledProjection swizzles their 16-byte chunks).
+        auto workgroupSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+        Value bytes = gpu::DynamicSharedMemoryOp::create(
+            b, loc,
+            MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface{},
+                            workgroupSpace));
+        auto ring = [&](int64_t rows, int64_t offset) {
+          auto type = MemRefType::get({tiled.stages, rows, cuda::kTiledK}, halfType(),
+                                      MemRefLayoutAttrInterface{}, workgroupSpace);
+          return memref::ViewOp::create(b, loc, type, bytes, g.idx(offset), ValueRange{});
+        };
+        tileA = ring(cuda::kTiledRows, 0);
+        tileB = ring(cuda::kTiledCols, tiled.stages * cuda::kTiledRows * cuda::kTiledK * 2);
+      }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
       past = all.back();
@@ -395,6 +428,7 @@ public:
           alignedRows.insert(in[i]);
       ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
       scratch = scratchSize ? all[nIn + nOut + caches.size()] : Value();
+      staging = stagingK ? all[nIn + nOut + caches.size() + (scratchSize ? 1 : 0)] : Value();
       if (failed(emit(op, launch, in, out, caches)))
         return failure();
       // The runtime passes a cacheless kernel 0 positions (KernelABI.h).
@@ -414,14 +448,15 @@ private:
   int index;
   StringRef weightType;
   bool flash; // the pass's flash-attention option
+  cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
+  Value staging;   // the staging operand (cuda::stagingWidth), if any
   int64_t partialsOffset = 0; // where an attention's partials start in it
   Value flashKeys, flashValues; // the flash attention kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
-  Value tileStats;    // and its rows' norm statistics [mean, rstd][kTiledRows]
   const RowAlignment &alignment; // of the schedule's kernel operands
   DenseSet<Value> alignedRows;   // the inputs it finds aligned
 
@@ -880,8 +915,10 @@ private:
                                           ArrayRef<ReassociationIndices>{{0}, {1, 2}});
     if (launch.body == cuda::Body::mma)
       return mmaProjection(x, w, out, e, gain, eps, rope);
+    if (launch.body == cuda::Body::tiledStage)
+      return stageActivations(x, gain, norm, eps);
     if (launch.body == cuda::Body::tiledMma)
-      return tiledProjection(x, w, out, e, gain, eps, rope);
+      return tiledProjection(w, out, e, rope);
     const int64_t R = launch.rowsPerBlock;
     auto wType = cast<MemRefType>(w.getType());
     bool transposed = wType.getRank() == 3;
@@ -940,7 +977,7 @@ private:
     // spilled 4 bytes: rows8 on sm_90, GPT-J's LayerNorm+RoPE f32 GEMV on
     // sm_80).
     Value xAligned = halfWeights && R == 1 ? rowsAligned16(x) : Value();
-    // The GEMV sums its row's norm statistics in the k walk (TiledRowStats)
+    // The GEMV sums its row's norm statistics in the k walk (WalkRowStats)
     // from the x it loads there anyway: the warp's lanes load each of the
     // row's K values once (V at a time; K % V == 0). A prologue before the
     // walk was a chain of dependent loads (4 rounds of x from L2 at K =
@@ -1006,7 +1043,7 @@ private:
             U *= 2;
           SmallVector<Value> init(R * weightRows.size(), zero);
           const size_t accs = init.size();
-          std::optional<TiledRowStats> walkStats;
+          std::optional<WalkRowStats> walkStats;
           if (statsInWalk) {
             walkStats.emplace(*this, *norm, x, ArrayRef<Value>{rows[0]});
             init.append(walkStats->sums(), g.f32(0.0));
@@ -1289,19 +1326,20 @@ private:
   }
 
   /// A projection's norm statistics summed in its main loop from the f32
-  /// activations it loads there (the tiled kernel's staged vectors of 4 a
-  /// step for each of a thread's rows; the GEMV's x): per row the sum of d^2
+  /// activations it loads there (the GEMV's x, 4 or 8 a lane a step; the
+  /// tiled kernel did the same until its staging launch took the norm):
+  /// per row the sum of d^2
   /// and, for a LayerNorm, of d, where d is x less the row's first value.
   /// The shift keeps the one-pass variance E[d^2] - E[d]^2 from cancelling
   /// where a row's mean is large against its spread (the prologues of the
   /// other kernels take the mean first, then the centred squares).
-  struct TiledRowStats {
+  struct WalkRowStats {
     Emitter &em;
     NormKind norm;
     int64_t K, n;             // the row length; the rows a thread stages
     SmallVector<Value> shift; // LayerNorm: x[row, 0] of each staged row
 
-    TiledRowStats(Emitter &em, NormKind norm, Value x, ArrayRef<Value> rows)
+    WalkRowStats(Emitter &em, NormKind norm, Value x, ArrayRef<Value> rows)
         : em(em), norm(norm), K(em.width(x)), n(rows.size()) {
       if (norm == NormKind::layer)
         for (Value row : rows)
@@ -1351,21 +1389,6 @@ private:
       }
       return stats;
     }
-    /// The statistics, stored by the first of each row's `lanes` lanes as
-    /// (mean, rstd) to tileStats at row `row0 + r rowStride`.
-    void store(ArrayRef<Value> sums, Value thread, int64_t lanes, Value row0,
-               int64_t rowStride, double eps) {
-      GpuBuilder &g = em.g;
-      SmallVector<std::pair<Value, Value>> stats = statistics(sums, lanes, eps);
-      g.ifThen(g.eq(g.rem(thread, lanes), 0), [&] {
-        for (int64_t r = 0; r < n; ++r) {
-          Value row = g.add(row0, r * rowStride);
-          if (stats[r].first)
-            g.store(stats[r].first, em.tileStats, {g.idx(0), row});
-          g.store(stats[r].second, em.tileStats, {g.idx(1), row});
-        }
-      });
-    }
   };
 
   /// The (column block, first row tile) of this block of a tiled
@@ -1387,131 +1410,158 @@ private:
     return {g.div(inGroup, rowsInGroup), g.add(firstRow, g.rem(inGroup, rowsInGroup))};
   }
 
+  /// The tiled projection's first launch: each row of x (a warp a row) into
+  /// the staging array as the GEMM's 16-bit A operand, times the input gain
+  /// and rounded once, as the GEMM rounded it itself before; then, where the
+  /// projection fuses a norm, the row's (mean, rstd) as two f32 in its
+  /// kStagingStatsSlots slots past K (statistics in two passes over the row,
+  /// as the norm kernels take them), which the GEMM's epilogue applies.
+  /// Rows whose activations are not 16-byte aligned load a float at a time
+  /// (GpuBuilder::loadRows).
+  LogicalResult stageActivations(Value x, const InputGain &gain, std::optional<NormKind> norm,
+                                 double eps) {
+    const int64_t K = width(x);
+    auto f32x4 = VectorType::get({4}, b.getF32Type());
+    auto halfx8 = VectorType::get({8}, halfType());
+    Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
+    Value aligned = rowsAligned16(x); // K % kTiledK == 0: whole vectors of 8
+    forRowTiles(cuda::kWarpsPerBlock, [&](Value t0) {
+      Value t = g.add(t0, warp);
+      g.ifThen(g.lt(t, T), [&] {
+        if (norm) {
+          Value mean, rstd;
+          std::tie(mean, rstd) = rowStatistics(*norm, K, eps, [&](auto term) {
+            return g.warpSum(rowPartialSum(x, t, K, aligned, g.mul(lane, 4), 32, 4, term));
+          });
+          Value stats = vector::FromElementsOp::create(
+              b, loc, f32x4, ValueRange{mean ? mean : g.f32(0.0), rstd, g.f32(0.0), g.f32(0.0)});
+          g.ifThen(g.eq(lane, 0), [&] {
+            vector::StoreOp::create(b, loc, vector::BitCastOp::create(b, loc, halfx8, stats),
+                                    staging, ValueRange{t, g.idx(K)})
+                .setAlignment(16);
+          });
+        }
+        // Lane l converts columns [8 l, 8 l + 8) of every 256.
+        g.loop(g.mul(lane, 8), g.idx(K), g.idx(8 * 32), [&](Value k) {
+          SmallVector<Value> parts = g.loadRows(x, {{t, k}, {t, g.add(k, 4)}}, f32x4, aligned);
+          for (int64_t p = 0; p < 2; ++p)
+            parts[p] = gain.apply(g, b, loc, parts[p], g.add(k, 4 * p), /*aligned=*/true);
+          Value wide = vector::ShuffleOp::create(b, loc, parts[0], parts[1],
+                                                 ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+          vector::StoreOp::create(b, loc, arith::TruncFOp::create(b, loc, halfx8, wide), staging,
+                                  ValueRange{t, k})
+              .setAlignment(16); // rows of K + 8 16-bit values, K % 32 == 0
+        });
+      });
+    });
+    return success();
+  }
+
   /// A projection of a long chunk on tensor cores, a block per kTiledRows x
-  /// kTiledCols tile of the GEMM (KernelABI.h): per step of kTiledK, the
-  /// block stages the activation rows (rounded to 16 bits, times the input
-  /// gain) and the weight rows (slotRow) in shared memory, a warp's loads
-  /// covering whole rows, then each warp runs its (kTiledRows / kTiledWarpsM) x
-  /// (kTiledCols / kTiledWarpsN) tile's mma.sync from there while the next
-  /// step's loads are in flight. A norm's statistics are summed from the
-  /// staged activations on the way (TiledRowStats) and kept for the
-  /// epilogue in shared memory (tileStats).
-  LogicalResult tiledProjection(Value x, Value w, Value out, const Epilogue &e,
-                                const InputGain &gain, double eps, const Rotary *rope) {
+  /// kTiledCols tile of the GEMM (KernelABI.h). Each step of kTiledK, the
+  /// block's threads copy the step's activation rows (16-bit, from the
+  /// staging array the first launch wrote: stageActivations) and weight rows
+  /// (slotRow) into one stage of a ring in shared memory by cp.async, a
+  /// warp's copies covering 8 whole rows, tiledStages - 1 steps ahead of
+  /// the step the warps multiply: each warp runs its (kTiledRows /
+  /// kTiledWarpsM) x (kTiledCols / kTiledWarpsN) tile's mma.sync from its
+  /// ldmatrix fragments, one barrier a step. The copies take no registers
+  /// and keep stages - 1 steps in flight (the register staging before it
+  /// had one, with 32-48 registers a thread). A fused norm was applied by
+  /// the staging launch's statistics.
+  LogicalResult tiledProjection(Value w, Value out, Epilogue e, const Rotary *rope) {
     using namespace cuda;
-    const int64_t K = width(x), N = e.N, S = e.glu ? 2 * N : N;
-    const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / kTiledWarpsN;
+    Value x = staging;
+    const int64_t K = width(x) - kStagingStatsSlots, N = e.N, S = e.glu ? 2 * N : N;
+    const int64_t warpsN = tiled.warpsN(), stages = tiled.stages;
+    const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / warpsN;
     const int64_t rowTiles = warpRows / kMmaRows, colTiles = warpCols / kMmaCols;
-    // Staging is coalesced: a step's A tile is kTiledRows rows of kTiledK
-    // f32 (256 bytes), read by 16 lanes a row, 4 floats each, so that a
-    // warp's load covers 2 whole rows (a thread a row took 32 L1
-    // wavefronts); its B tile is kTiledCols rows of kTiledK 16-bit weights
-    // (128 bytes), 8 lanes a row, 8 each. A step of 64 rather than 32 has
-    // twice the bytes in flight while the warps multiply (48 KB a block; 24
-    // left one block an SM waiting on L2) and half the barriers per FLOP,
-    // for 48 registers of staging where 24 did (ptxas: 190-255 registers
-    // in the examples' kernels, no spills).
-    static_assert(2 * kTiledRows == 32 * kTiledWarpsM * kTiledWarpsN &&
-                  kTiledRows == kTiledCols && kTiledK == 64);
-    const int64_t threads = 32 * kTiledWarpsM * kTiledWarpsN;
-    const int64_t aLanes = kTiledK / 4, bLanes = kTiledK / 8;
-    const int64_t aRounds = kTiledRows * aLanes / threads, bRounds = kTiledCols * bLanes / threads;
+    // A stage's row is kTiledK 16-bit values, `chunks` 16-byte chunks; a
+    // thread copies one chunk of `rounds` rows of each operand a step.
+    static_assert(kTiledRows == kTiledCols && kTiledK == 32 && kTiledStagesMin >= 2);
+    const int64_t threads = 32 * tiled.warps;
+    const int64_t chunks = kTiledK / 8, rowsPerRound = threads / chunks;
+    const int64_t rounds = kTiledRows / rowsPerRound;
     MmaHalf mh = half();
-    Type f32 = b.getF32Type();
-    auto f32x4 = VectorType::get({4}, f32);
-    auto halfx4 = VectorType::get({4}, halfType()), halfx8 = VectorType::get({8}, halfType());
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value thread = g.add(g.mul(warp, 32), lane);
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
-    Value warpRow = g.mul(g.div(warp, kTiledWarpsN), warpRows);
-    Value warpCol = g.mul(g.rem(warp, kTiledWarpsN), warpCols);
-    Value aRow = g.div(thread, aLanes), aK = g.mul(g.rem(thread, aLanes), 4);
-    Value bRow = g.div(thread, bLanes), bK = g.mul(g.rem(thread, bLanes), 8);
-    // The row and column offsets of the matrix row this lane addresses in
-    // an ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
+    Value warpRow = g.mul(g.div(warp, warpsN), warpRows);
+    Value warpCol = g.mul(g.rem(warp, warpsN), warpCols);
+    Value copyRow = g.div(thread, chunks), copyChunk = g.rem(thread, chunks);
+    // Element (row, chunk c) of stage `stage` sits at chunk c ^ (row / 2) %
+    // 4 of its row: rows are 64 bytes, so without the swizzle an ldmatrix's
+    // 8 rows at one chunk would fall in 2 bank groups (4-way conflicts);
+    // with it they fill all 8. A warp's copies write 8 whole rows: no
+    // conflicts either way.
+    static_assert(chunks == 4, "the swizzle spreads 8 rows of 4 chunks over 128-byte lines");
+    auto swizzled = [&](Value stage, Value row, Value chunk) {
+      Value c = g.xori(chunk, g.rem(g.div(row, 2), chunks));
+      return g.add(g.mul(g.add(g.mul(stage, kTiledRows), row), kTiledK), g.mul(c, 8));
+    };
+    // The row and chunk of the matrix row this lane addresses in an
+    // ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
     // across 8 columns, B's across 8 columns then down a column tile.
-    static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && colTiles % 2 == 0);
+    static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16);
+    assert(colTiles % 2 == 0 && kTiledRows % rowsPerRound == 0);
     Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
-    Value aRowHalf = g.mul(g.rem(matrix, 2), 8), aColHalf = g.mul(g.div(matrix, 2), 8);
-    Value bRowHalf = g.mul(g.div(matrix, 2), 8), bColHalf = g.mul(g.rem(matrix, 2), 8);
+    Value aRowHalf = g.mul(g.rem(matrix, 2), 8), aChunkHalf = g.div(matrix, 2);
+    Value bRowHalf = g.mul(g.div(matrix, 2), 8), bChunkHalf = g.rem(matrix, 2);
     auto [columnBlock, firstRowTile] = tiledBlockOrder();
     Value n0 = g.mul(columnBlock, kTiledCols);
-    // The weight rows this thread stages, round by round (slots past S: the
+    // The weight rows this thread copies, round by round (slots past S: the
     // last one's, never stored).
     SmallVector<Value> wRows;
-    for (int64_t j = 0; j < bRounds; ++j)
+    for (int64_t j = 0; j < rounds; ++j)
       wRows.push_back(slotRow(
-          g.min(g.add(n0, g.add(bRow, j * threads / bLanes)), g.idx(S - 1)), e, rope));
-    const int64_t accs = rowTiles * colTiles * 4;
-    Value xAligned = rowsAligned16(x); // k below is a multiple of 4
+          g.min(g.add(n0, g.add(copyRow, j * rowsPerRound)), g.idx(S - 1)), e, rope));
+    const int64_t accs = rowTiles * colTiles * 4, steps = K / kTiledK;
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
       SmallVector<Value> xRows;
-      for (int64_t i = 0; i < aRounds; ++i)
-        xRows.push_back(g.min(g.add(t0, g.add(aRow, i * threads / aLanes)), last));
-      // A norm's statistics are summed from the activations as they are
-      // staged (its rstd, and mean, apply in the epilogue): a prologue
-      // that read the block's rows first doubled the kernel's reading of
-      // them and ran with nothing to overlap it.
-      std::optional<TiledRowStats> rowStats;
-      if (e.norm)
-        rowStats.emplace(*this, *e.norm, x, xRows);
-      // The thread's share of step k0: aRounds vectors of 4 activations
-      // (f32), then bRounds of 8 weights (16-bit, 16-byte aligned: rows of
-      // K % 32 == 0 elements from a 256-byte base).
-      auto loadStep = [&](Value k0) {
-        Value ka = g.add(k0, aK), kb = g.add(k0, bK);
-        SmallVector<std::pair<Value, Value>> at;
-        for (Value row : xRows)
-          at.push_back({row, ka});
-        SmallVector<Value> v = g.loadRows(x, at, f32x4, xAligned);
-        for (int64_t j = 0; j < bRounds; ++j) {
-          auto load = vector::LoadOp::create(b, loc, halfx8, w, ValueRange{wRows[j], kb});
-          load.setAlignment(16);
-          v.push_back(load);
+      for (int64_t j = 0; j < rounds; ++j)
+        xRows.push_back(g.min(g.add(t0, g.add(copyRow, j * rowsPerRound)), last));
+      // Step `step`'s copies into stage `stage`, as one group. Steps past
+      // the last copy the last again (into a stage nobody reads after):
+      // every thread commits a group each step, so that waiting for all
+      // but the newest stages - 2 always means the step's own.
+      auto copyStep = [&](Value step, Value stage) {
+        Value k = g.add(g.mul(g.min(step, g.idx(steps - 1)), kTiledK), g.mul(copyChunk, 8));
+        for (int64_t j = 0; j < rounds; ++j) {
+          Value row = g.add(copyRow, j * rowsPerRound);
+          mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, xRows[j], k);
+          mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, wRows[j], k);
         }
-        return v;
+        NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
-      const int64_t sums = rowStats ? rowStats->sums() : 0;
-      SmallVector<Value> init(accs + sums, g.f32(0.0));
-      llvm::append_range(init, loadStep(g.idx(0)));
+      for (int64_t s = 0; s + 1 < stages; ++s)
+        copyStep(g.idx(s), g.idx(s));
+      SmallVector<Value> init(accs, g.f32(0.0));
       SmallVector<Value> state = g.rolledLoop(
-          g.idx(0), g.idx(K), g.idx(kTiledK), init, [&](Value k0, ValueRange s) {
-            SmallVector<Value> acc(s.take_front(accs));
-            ValueRange staged = s.drop_front(accs + sums);
-            SmallVector<Value> nextSums;
-            if (rowStats)
-              nextSums = rowStats->add(s.slice(accs, sums), staged.take_front(aRounds));
-            // The previous step's readers are done: stage this one.
+          g.idx(0), g.idx(steps), g.idx(1), init, [&](Value step, ValueRange s) {
+            SmallVector<Value> acc(s);
+            // This step's copies have landed, every thread's (the
+            // barrier), and every warp is done with the previous step's
+            // stage, which the copies issued next overwrite.
+            NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
             gpu::BarrierOp::create(b, loc);
-            Value ka = g.add(k0, aK);
-            for (int64_t i = 0; i < aRounds; ++i) {
-              Value rounded = arith::TruncFOp::create(
-                  b, loc, halfx4, gain.apply(g, b, loc, staged[i], ka, /*aligned=*/true));
-              vector::StoreOp::create(b, loc, rounded, tileA,
-                                      ValueRange{g.add(aRow, i * threads / aLanes), aK})
-                  .setAlignment(8);
-            }
-            for (int64_t j = 0; j < bRounds; ++j)
-              vector::StoreOp::create(b, loc, staged[aRounds + j], tileB,
-                                      ValueRange{g.add(bRow, j * threads / bLanes), bK})
-                  .setAlignment(16);
-            gpu::BarrierOp::create(b, loc);
-            // The next step's loads (the last step reloads itself).
-            SmallVector<Value> next = loadStep(g.min(g.add(k0, kTiledK), g.idx(K - kTiledK)));
+            Value ahead = g.add(step, stages - 1);
+            copyStep(ahead, g.rem(ahead, stages));
+            Value stage = g.rem(step, stages);
             for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
               // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
               // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
               // 8-15), B's (column tile nt | nt + 1) x (k 0-7 | 8-15).
               SmallVector<SmallVector<Value, 4>> a(rowTiles), bOps(colTiles);
-              for (int64_t mt = 0; mt < rowTiles; ++mt)
-                a[mt] = mh.loadMatrices(
-                    tileA, g.add(g.add(warpRow, mt * kMmaRows), g.add(matrixRow, aRowHalf)),
-                    g.add(aColHalf, ks));
+              for (int64_t mt = 0; mt < rowTiles; ++mt) {
+                Value row = g.add(g.add(warpRow, mt * kMmaRows), g.add(matrixRow, aRowHalf));
+                a[mt] = mh.loadMatricesAt(
+                    tileA, swizzled(stage, row, g.add(aChunkHalf, ks / 8)));
+              }
               for (int64_t nt = 0; nt < colTiles; nt += 2) {
-                SmallVector<Value, 4> pair = mh.loadMatrices(
-                    tileB, g.add(g.add(warpCol, nt * kMmaCols), g.add(matrixRow, bRowHalf)),
-                    g.add(bColHalf, ks));
+                Value row = g.add(g.add(warpCol, nt * kMmaCols), g.add(matrixRow, bRowHalf));
+                SmallVector<Value, 4> pair = mh.loadMatricesAt(
+                    tileB, swizzled(stage, row, g.add(bChunkHalf, ks / 8)));
                 bOps[nt] = {pair[0], pair[1]};
                 bOps[nt + 1] = {pair[2], pair[3]};
               }
@@ -1523,18 +1573,12 @@ private:
                   std::copy(c.begin(), c.end(), acc.begin() + at);
                 }
             }
-            llvm::append_range(acc, nextSums);
-            llvm::append_range(acc, next);
             return acc;
           });
-      // The rows' sums, from their aLanes lanes, as statistics for the
-      // epilogue. Every step's barriers passed since the previous row
-      // tile's epilogue read tileStats.
-      if (rowStats) {
-        rowStats->store(ArrayRef<Value>(state).slice(accs, sums), thread, aLanes, aRow,
-                        threads / aLanes, eps);
-        gpu::BarrierOp::create(b, loc);
-      }
+      // The copies past the last step land before the ring is reused (the
+      // next row tile's first steps), and every warp is done with it.
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+      gpu::BarrierOp::create(b, loc);
 
       // Epilogue: accumulators 2r and 2r + 1 of tile (mt, nt) are row
       // group + 8 r of row tile mt, slots 2 quad and 2 quad + 1 of column
@@ -1552,9 +1596,15 @@ private:
         g.ifThen(g.lt(t, T), [&] {
           Value mean, rstd; // none without a norm
           if (e.norm) {
-            rstd = g.load(tileStats, {g.idx(1), inTile});
+            // The row's statistics from the staging launch (f32 past K).
+            auto load = vector::LoadOp::create(b, loc, VectorType::get({8}, halfType()), x,
+                                               ValueRange{t, g.idx(K)});
+            load.setAlignment(16);
+            Value stats = vector::BitCastOp::create(
+                b, loc, VectorType::get({4}, b.getF32Type()), load.getResult());
+            rstd = vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{1});
             if (*e.norm == NormKind::layer)
-              mean = g.load(tileStats, {g.idx(0), inTile});
+              mean = vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{0});
           }
           for (int64_t nt = 0; nt < colTiles; ++nt) {
             Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
@@ -1955,6 +2005,11 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
         module.emitError(option) << " must be f32, bf16 or f16, not '" << *value << "'";
         return signalPassFailure();
       }
+    cuda::TiledGemm tiled{tiledStages, tiledWarps};
+    if (std::string why = tiled.check(); !why.empty()) {
+      module.emitError("tiled-") << why;
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
@@ -1979,7 +2034,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      kvCacheType, alignment);
+                      tiled, kvCacheType, alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

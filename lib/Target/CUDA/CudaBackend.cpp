@@ -46,6 +46,11 @@ std::string nvvmPipeline(const std::vector<std::string> &archs) {
              "llvm.func(convert-vector-to-llvm,canonicalize,cse),reconcile-unrealized-casts)";
 }
 
+/// The prefill GEMM's shape the options ask for (cuda::TiledGemm).
+cuda::TiledGemm tiledGemm(const TargetOptions &options) {
+  return {options.cudaGemmStages, options.cudaGemmWarps};
+}
+
 /// Kernel groups compiled side by side (each optimised once for every
 /// architecture). Fixed, not the host's core count, so that a module's PTX
 /// is the same on every machine.
@@ -78,6 +83,8 @@ public:
              " does not exist: install the CUDA toolkit or set CUDA_HOME";
     if (options.cudaArchs.empty())
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
+    if (std::string why = tiledGemm(options).check(); !why.empty())
+      return "--cuda-gemm-" + why;
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
       return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";
@@ -97,8 +104,9 @@ public:
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
          [weightType = options.weightType, flash = options.cudaFlashAttention,
-          cache = kvCacheType(options)](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash, cache}));
+          tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
+           pm.addPass(createTbcLowerToGPU(
+               TbcLowerToGPUOptions{weightType, flash, tiled.stages, tiled.warps, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
@@ -159,14 +167,18 @@ public:
     return cuda::scratchFloats(&kernel.getBody().front().front());
   }
 
+  int64_t stagingWidth(func::FuncOp kernel, const TargetOptions &options) const override {
+    return cuda::stagingWidth(&kernel.getBody().front().front(), options.weightType);
+  }
+
   std::vector<manifest::Launch> launches(func::FuncOp kernel,
                                          const TargetOptions &options) const override {
     std::vector<manifest::Launch> out;
     for (const cuda::Launch &l :
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
-                           options.cudaFlashAttention))
+                           options.cudaFlashAttention, tiledGemm(options)))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
-                     l.rowsPerBlock, l.minRows, l.maxRows});
+                     l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes});
     return out;
   }
 

@@ -2,6 +2,10 @@
 """Drives the PTX emulator in a fake libcuda.so.1 directly (ctypes) with a
 kernel that reads 4 bytes at p + off, p a 16-byte device allocation, and
 prints what each offset does: in bounds and aligned runs, the others fail.
+Then a kernel that copies p's 16 bytes by cp.async into its dynamic shared
+memory at `off` and reads the first word back before and after waiting for
+the copy, for launches with 32 bytes of it: the copy lands at the wait, and
+one past the launch's shared memory fails.
 Usage: emulator_faults.py LIBCUDA"""
 import ctypes, sys
 
@@ -25,6 +29,33 @@ PTX = b"""
 }
 """
 
+COPY = b"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry copy(
+\t.param .u64 copy_param_0,
+\t.param .u64 copy_param_1
+)
+{
+\t.reg .b32 %r<3>;
+\t.reg .b64 %rd<5>;
+\t.shared .align 16 .b8 __dynamic_shmem__0;
+\tld.param.u64 %rd1, [copy_param_0];
+\tld.param.u64 %rd2, [copy_param_1];
+\tmov.b64 %rd3, __dynamic_shmem__0;
+\tadd.s64 %rd4, %rd3, %rd2;
+\tcp.async.cg.shared.global [%rd4], [%rd1], 16;
+\tcp.async.commit_group;
+\tld.shared.u32 %r1, [%rd4];
+\tcp.async.wait_group 0;
+\tld.shared.u32 %r2, [%rd4];
+\tst.global.u32 [%rd1], %r1;
+\tst.global.u32 [%rd1+4], %r2;
+\tret;
+}
+"""
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.ptx_emulator_load.restype = ctypes.c_void_p
 lib.ptx_emulator_function.restype = ctypes.c_void_p
@@ -39,6 +70,22 @@ one = (ctypes.c_uint * 3)(1, 1, 1)
 for off in [12, 2, 16]:
     p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
     params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
-    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one, params,
-                                 ctypes.byref(error))
+    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
+                                 ctypes.c_uint(0), params, ctypes.byref(error))
     print(f"offset {off}:", "ok" if rc == 0 else error.value.decode())
+
+module = lib.ptx_emulator_load(COPY, ctypes.byref(error))
+if not module:
+    sys.exit("load failed: " + error.value.decode())
+fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"copy")
+words = (ctypes.c_uint32 * 4)()
+for off in [16, 32]:
+    words[:] = [7, 8, 9, 10]
+    assert lib.cuMemcpyHtoD_v2(base, words, ctypes.c_size_t(16)) == 0
+    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
+    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
+    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
+                                 ctypes.c_uint(32), params, ctypes.byref(error))
+    assert lib.cuMemcpyDtoH_v2(words, base, ctypes.c_size_t(16)) == 0
+    print(f"cp.async to shared {off}:",
+          f"before the wait {words[0]}, after {words[1]}" if rc == 0 else error.value.decode())

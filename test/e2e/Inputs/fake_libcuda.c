@@ -30,7 +30,8 @@ enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, LAUNCH_FAI
 void *ptx_emulator_load(const char *text, const char **error) __attribute__((weak));
 void *ptx_emulator_function(void *module, const char *name) __attribute__((weak));
 int ptx_emulator_launch(void *module, void *fn, const unsigned grid[3], const unsigned block[3],
-                        void **params, const char **error) __attribute__((weak));
+                        unsigned dynamicShared, void **params, const char **error)
+    __attribute__((weak));
 
 static char *ptx;      // the loaded module's text
 static void *emulated; // its parsed form, when kernels are executed
@@ -125,7 +126,25 @@ static const char *entry(const char *name) {
   return NULL;
 }
 
-struct Function { char name[256]; const char *params; void *emulated; };
+struct Function {
+  char name[256];
+  const char *params;
+  void *emulated;
+  int maxDynamicShared; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, as set
+};
+
+// Dynamic shared memory past 48 KB must be allowed per function first, up to
+// what the device offers a block (an H100's 227 KB), as on a real driver.
+enum { kDefaultDynamicShared = 48 << 10, kMaxDynamicShared = 227 << 10 };
+CUresult cuFuncSetAttribute(void *fn, int attribute, int value) {
+  struct Function *f = fn;
+  if (attribute != 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */)
+    return INVALID_VALUE;
+  if (value < 0 || value > kMaxDynamicShared)
+    return INVALID_VALUE;
+  f->maxDynamicShared = value;
+  return OK;
+}
 
 CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   (void)module;
@@ -163,7 +182,13 @@ static int readParams(const struct Function *f, void **params, uint64_t *values,
 }
 
 static CUresult launch(const struct Function *f, const unsigned grid[3], const unsigned block[3],
-                       void **params) {
+                       unsigned shared, void **params) {
+  if (shared > kDefaultDynamicShared && (int)shared > f->maxDynamicShared) {
+    fprintf(stderr, "fake libcuda: %s launched with %u bytes of dynamic shared memory, %d allowed\n",
+            f->name, shared, f->maxDynamicShared > kDefaultDynamicShared ? f->maxDynamicShared
+                                                                        : kDefaultDynamicShared);
+    return INVALID_VALUE;
+  }
   if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
       (uint64_t)block[0] * block[1] * block[2] > 1024 || grid[1] > 65535) {
     fprintf(stderr, "fake libcuda: illegal launch geometry %ux%ux%u blocks of %ux%ux%u\n",
@@ -184,7 +209,7 @@ static CUresult launch(const struct Function *f, const unsigned grid[3], const u
   ++launches;
   if (f->emulated) {
     const char *error = "";
-    if (ptx_emulator_launch(emulated, f->emulated, grid, block, params, &error) != 0) {
+    if (ptx_emulator_launch(emulated, f->emulated, grid, block, shared, params, &error) != 0) {
       fprintf(stderr, "fake libcuda: %s\n", error);
       return LAUNCH_FAILED;
     }
@@ -194,9 +219,9 @@ static CUresult launch(const struct Function *f, const unsigned grid[3], const u
 
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-  (void)shared; (void)stream; (void)extra;
+  (void)stream; (void)extra;
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return launch(fn, grid, block, params);
+  return launch(fn, grid, block, shared, params);
 }
 
 // Graphs of kernel nodes (the runtime's CudaLaunchGraph.cpp): a node copies
@@ -285,7 +310,7 @@ CUresult cuGraphLaunch(struct Graph *exec, void *stream) {
     void *params[kMaxNodeParams];
     for (int j = 0; j < n->count; ++j)
       params[j] = &n->values[j];
-    CUresult r = launch(n->fn, n->grid, n->block, params);
+    CUresult r = launch(n->fn, n->grid, n->block, 0, params);
     if (r != OK)
       return r;
   }

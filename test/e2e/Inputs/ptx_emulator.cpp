@@ -6,6 +6,9 @@
 // It covers the instructions LLVM's NVPTX backend produces for tbc's kernels
 // (integer and f32 arithmetic, conversions including bf16, global / shared /
 // local / param memory, predicates and branches, libdevice's inlined math),
+// cp.async (16-byte copies, commit_group, wait_group: each copy lands when its
+// thread waits for its group, not earlier, so that reading a stage before
+// waiting for it reads stale data here as it may on a GPU),
 // and the collective ones with their semantics: shfl.sync.bfly, ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, bar.sync for every live thread of the block. An
@@ -29,6 +32,7 @@ enum class Op {
   Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
   Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
+  CpAsync, CpAsyncCommit, CpAsyncWait,
 };
 
 /// A PTX type: its kind (b, u, s, f, pred) and width in bits.
@@ -44,7 +48,8 @@ struct Operand {
   int special = 0;    // Special: 0-2 tid, 3-5 ntid, 6-8 ctaid, 9-11 nctaid, 12 laneid
   int symbol = -1;    // Symbol / Addr: symbol index or -1
   int64_t offset = 0; // Addr
-  int regs[4] = {-1, -1, -1, -1};
+  int regs[4] = {-1, -1, -1, -1}; // Vec: -1 where an element is an immediate (st only)
+  uint64_t imms[4] = {};          // Vec: those immediates
   int count = 0;      // Vec
   int label = -1;     // Label: instruction index
 };
@@ -81,6 +86,7 @@ struct Symbol {
   size_t bytes = 0;     // Global: its size
   size_t offset = 0;    // Shared: offset; Param: index
   int paramBytes = 8;
+  bool dynamic = false; // Shared: `.extern .shared`, after the function's own (16-aligned)
 };
 
 struct Function {
@@ -160,6 +166,11 @@ public:
       if (l.rfind(".global", 0) == 0 || l.rfind(".const", 0) == 0) {
         if (!global(l))
           return false;
+      } else if (l.rfind(".shared", 0) == 0 || l.rfind(".extern .shared", 0) == 0) {
+        if (!isDynamicShared(l))
+          return fail("unsupported module-level shared memory: " + l);
+        if (!dynamicShared(l))
+          return false;
       } else if (l.find(".entry ") != std::string::npos) {
         if (!function(lines, i))
           return false;
@@ -185,6 +196,28 @@ private:
     m.symbols.push_back(s);
     m.symbolIndex[name] = i;
     return i;
+  }
+
+  // MLIR's gpu.dynamic_shared_memory is a zero-sized shared global, which
+  // NVPTX prints as `.shared .align 16 .b8 __dynamic_shmem__0;` (at module
+  // level, or in its one user's body, "demoted"); CUDA's is
+  // `.extern .shared .align 16 .b8 name[];`. Either is the start of the
+  // launch's dynamic shared memory (sharedMemBytes), which the GPU places
+  // after the function's own; a function here may not mix the two (on a GPU
+  // the symbol's one byte may sit before its own variables, which what it
+  // reads past the symbol would then overlap).
+  static bool isDynamicShared(const std::string &l) {
+    size_t end = l.find_first_of("[;");
+    return end != std::string::npos && l.find(".align 16") != std::string::npos &&
+           l.find(".b8 ") != std::string::npos &&
+           (l[end] == ';' || l.compare(end, 2, "[]") == 0 || l.compare(end, 3, "[0]") == 0);
+  }
+  bool dynamicShared(const std::string &l) {
+    size_t end = l.find_first_of("[;"), ns = l.find_last_of(" \t", end);
+    Symbol s{Symbol::Shared};
+    s.dynamic = true;
+    addSymbol(l.substr(ns + 1, end - ns - 1), s);
+    return true;
   }
 
   // .global .align 4 .b8 name[N] = {b0, b1, ...};  (or no initializer)
@@ -271,6 +304,12 @@ private:
         }
         continue;
       }
+      if (l.rfind(".shared", 0) == 0 && isDynamicShared(l)) {
+        // The module's dynamic shared memory, demoted into its one user.
+        if (!dynamicShared(l))
+          return false;
+        continue;
+      }
       if (l.rfind(".shared", 0) == 0 || l.rfind(".local", 0) == 0) {
         bool shared = l[1] == 's';
         size_t lb = l.find('['), ns = l.find_last_of(" \t", lb);
@@ -303,6 +342,13 @@ private:
         if (o.kind == Operand::Label)
           o.label = it->second;
     }
+    // Its dynamic shared memory is placed after its own shared variables
+    // here, but on a GPU the module-level symbol may sit before them.
+    if (f->sharedBytes)
+      for (const Instr &in : f->code)
+        for (int k = 0; k < in.nops; ++k)
+          if (in.ops[k].symbol >= 0 && m.symbols[in.ops[k].symbol].dynamic)
+            return fail(f->name + " has both shared variables and dynamic shared memory");
     f->registers = int(regIndex.size());
     m.functions.push_back(std::move(fn));
     return true;
@@ -323,9 +369,17 @@ private:
     if (s[0] == '{') {
       o.kind = Operand::Vec;
       for (const std::string &r : split(s.substr(1, s.size() - 2), ',')) {
-        if (o.count == 4 || r.empty() || r[0] != '%')
+        if (o.count == 4 || r.empty())
           return fail("unsupported vector operand in: " + in.text);
-        o.regs[o.count++] = reg(r);
+        if (r[0] == '%') {
+          o.regs[o.count++] = reg(r);
+          continue;
+        }
+        // An immediate element: only what a store writes may have one.
+        Operand imm;
+        if (in.op != Op::St || !operand(r, imm, in) || imm.kind != Operand::Imm)
+          return fail("unsupported vector operand in: " + in.text);
+        o.imms[o.count++] = imm.imm;
       }
       return true;
     }
@@ -417,7 +471,8 @@ private:
         "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
         "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
         "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr", "m8n8", "x1", "x2",
-        "x4", "b16", "trans", "gl", "warp", "add"};
+        "x4", "b16", "trans", "gl", "warp", "add", "async", "cg", "ca", "commit_group",
+        "wait_group"};
     for (size_t k = 1; k < parts.size(); ++k) {
       bool typeOk = true;
       parseType(parts[k], typeOk);
@@ -503,6 +558,20 @@ private:
       in.type = lastType();
       if (!has("global") || !has("add") || in.type.kind != 'f' || in.type.bits != 32)
         return fail("unsupported atom: " + in.text);
+    } else if (base == "cp") {
+      // cp.async.{cg,ca}.shared.global [dst], [src], 16; cp.async.commit_group;
+      // cp.async.wait_group n.
+      if (!has("async"))
+        return fail("unsupported instruction: " + in.text);
+      if (has("commit_group")) {
+        in.op = Op::CpAsyncCommit;
+      } else if (has("wait_group")) {
+        in.op = Op::CpAsyncWait;
+      } else {
+        in.op = Op::CpAsync;
+        if (!has("shared") || !has("global") || !(has("cg") || has("ca")))
+          return fail("unsupported cp.async: " + in.text);
+      }
     } else if (base == "ldmatrix") {
       in.op = Op::Ldmatrix;
       if (!has("m8n8") || !has("shared") || !has("b16"))
@@ -604,8 +673,17 @@ int64_t sext(uint64_t v, int bits) {
   return int64_t((v ^ m) - m);
 }
 
+/// A cp.async in flight: `bytes` from src (global) to dst (shared).
+struct AsyncCopy {
+  uint8_t *dst;
+  const uint8_t *src;
+  size_t bytes;
+};
+
 struct Thread {
   uint32_t pc = 0;
+  std::vector<AsyncCopy> openGroup;               // cp.async since the last commit
+  std::vector<std::vector<AsyncCopy>> committed; // oldest first
   enum { Running, AtShfl, AtMma, AtLdmatrix, AtWarpSync, AtBar, Done } state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
@@ -616,8 +694,10 @@ struct Thread {
 class Block {
 public:
   Block(const Module &m, const Function &f, void **params, const unsigned grid[3],
-        const unsigned block[3], std::string &error)
-      : m(m), f(f), params(params), error(error) {
+        const unsigned block[3], size_t dynamicShared, std::string &error)
+      : m(m), f(f), params(params), error(error),
+        dynamicOffset((f.sharedBytes + 15) / 16 * 16),
+        sharedBytes(dynamicOffset + dynamicShared) {
     for (int k = 0; k < 3; ++k) {
       nctaid[k] = grid[k];
       ntid[k] = block[k];
@@ -625,7 +705,7 @@ public:
     threads = block[0] * block[1] * block[2];
     regs.resize(size_t(threads) * f.registers);
     locals.resize(size_t(threads) * (f.localBytes + 16));
-    shared.resize(f.sharedBytes + 16);
+    shared.resize(sharedBytes + 16);
     ts.resize(threads);
   }
 
@@ -710,6 +790,7 @@ private:
   void **params;
   std::string &error;
   unsigned nctaid[3], ntid[3], ctaid[3], threads;
+  size_t dynamicOffset, sharedBytes; // the function's own shared memory, then the launch's
   std::vector<uint64_t> regs;
   std::vector<uint8_t> locals, shared;
   // The allocations the last global accesses hit (base, size), most recent first: a kernel
@@ -728,7 +809,7 @@ private:
     case Symbol::Global:
       return sym.address;
     case Symbol::Shared:
-      return uint64_t(uintptr_t(shared.data() + sym.offset));
+      return uint64_t(uintptr_t(shared.data() + (sym.dynamic ? dynamicOffset : sym.offset)));
     case Symbol::Local:
       return uint64_t(uintptr_t(t.local + sym.offset));
     case Symbol::Param:
@@ -1054,6 +1135,20 @@ private:
       return memory(t, in);
     case Op::Membar:
       return true;
+    case Op::CpAsync:
+      return asyncCopy(t, in);
+    case Op::CpAsyncCommit:
+      t.committed.push_back(std::move(t.openGroup));
+      t.openGroup.clear();
+      return true;
+    case Op::CpAsyncWait:
+      // All but the newest n committed groups land, in order.
+      while (t.committed.size() > v(0)) {
+        for (const AsyncCopy &c : t.committed.front())
+          memcpy(c.dst, c.src, c.bytes);
+        t.committed.erase(t.committed.begin());
+      }
+      return true;
     case Op::Rcp:
       fop([&] { return 1.0f / F1; }, [&] { return 1.0 / D1; });
       return true;
@@ -1167,7 +1262,7 @@ private:
     auto within = [&](uint64_t base, uint64_t size) { return a >= base && a + n <= base + size; };
     switch (space) {
     case 's':
-      return within(uint64_t(uintptr_t(shared.data())), f.sharedBytes);
+      return within(uint64_t(uintptr_t(shared.data())), sharedBytes);
     case 'l':
       return within(uint64_t(uintptr_t(t.local)), f.localBytes);
     case 'g':
@@ -1232,10 +1327,34 @@ private:
         memcpy(&x, at, bytes);
         t.r[r.kind == Operand::Vec ? r.regs[k] : r.reg] = x;
       } else {
-        uint64_t x = r.kind == Operand::Vec ? t.r[r.regs[k]] : value(t, r);
+        uint64_t x = r.kind != Operand::Vec ? value(t, r)
+                     : r.regs[k] >= 0        ? t.r[r.regs[k]]
+                                             : r.imms[k];
         memcpy(at, &x, bytes);
       }
     }
+    return true;
+  }
+
+  // cp.async.*.shared.global [dst], [src], n (n of 4, 8, 16 bytes): checked
+  // as a load and a store of n bytes now, copied when its group is waited for.
+  bool asyncCopy(Thread &t, const Instr &in) {
+    uint64_t n = value(t, in.ops[2]);
+    if (in.nops != 3 || (n != 4 && n != 8 && n != 16))
+      return fail("unsupported cp.async: " + in.text);
+    uint8_t *dst = address(t, in.ops[0]);
+    const uint8_t *src = address(t, in.ops[1]);
+    auto fault = [&](const char *what) {
+      char where[64];
+      snprintf(where, sizeof(where), " (thread %u,%u,%u of block %u,%u,%u)", t.tid[0], t.tid[1],
+               t.tid[2], ctaid[0], ctaid[1], ctaid[2]);
+      return fail(std::string(what) + where + ": " + in.text);
+    };
+    if (uintptr_t(dst) % n || uintptr_t(src) % n)
+      return fault("misaligned cp.async");
+    if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
+      return fault("out-of-bounds cp.async");
+    t.openGroup.push_back({dst, src, size_t(n)});
     return true;
   }
 
@@ -1389,13 +1508,14 @@ void *ptx_emulator_function(void *module, const char *name) {
   return nullptr;
 }
 
-/// Runs `fn` over the grid, block by block; 0 on success, else -1 with
+/// Runs `fn` over the grid, block by block, with `dynamicShared` bytes of
+/// dynamic shared memory (`.extern .shared`); 0 on success, else -1 with
 /// `error` set.
 int ptx_emulator_launch(void *module, void *fn, const unsigned grid[3], const unsigned block[3],
-                        void **params, const char **error) {
+                        unsigned dynamicShared, void **params, const char **error) {
   static std::string message;
   const Module &m = static_cast<PtxModule *>(module)->m;
-  Block b(m, *static_cast<Function *>(fn), params, grid, block, message);
+  Block b(m, *static_cast<Function *>(fn), params, grid, block, dynamicShared, message);
   for (unsigned z = 0; z < grid[2]; ++z)
     for (unsigned y = 0; y < grid[1]; ++y)
       for (unsigned x = 0; x < grid[0]; ++x)

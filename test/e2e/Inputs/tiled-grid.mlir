@@ -1,7 +1,7 @@
 // A model whose prefill of 1100 tokens gives the block-tiled projection a
 // grid of several column blocks and more row tiles than one group of
 // kTiledRowGroup (tiledBlockOrder): an RMS-normed 64 -> 320 projection (3
-// column blocks of 128) and a 320 -> 96 head (5 k steps). cuda-tiled-grid.test.
+// column blocks of 128) and a 320 -> 96 head (10 k steps of 32). cuda-tiled-grid.test.
 module attributes {tbc.architecture = "TiledGridTest", tbc.max_positions = 2048 : i64, tbc.vocab_size = 96 : i64} {
   func.func @forward(%ids: tensor<?x?xi32> {tbc.name = "token_ids"}, %pos: tensor<?x?xi32> {tbc.name = "positions"}) -> tensor<?x?x96xf32> {
     %e = tbc.param "embed.weight" : tensor<96x64xf32>

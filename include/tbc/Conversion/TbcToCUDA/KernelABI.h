@@ -11,7 +11,8 @@
 // * Each takes the kernel's operands, its results, the key/value caches
 //   (attention), a scratch array where the kernel has one (attention:
 //   memref<N x f32>, N = scratchFloats, the session's, reused by every
-//   step), then two i64 scalars: T (rows of the chunk) and the number of
+//   step), a staging array where the kernel has one (the tiled projection:
+//   memref<? x width x bf16|f16>, the chunk's rows; stagingWidth), then two i64 scalars: T (rows of the chunk) and the number of
 //   positions cached before it. Only attention (the kernels with caches)
 //   reads the latter; the runtime passes 0 to the others, so that their
 //   parameters are the same in every decode step (a CUDA graph's nodes for
@@ -74,16 +75,50 @@ int64_t decodeSplits(int64_t heads);
 /// weights with 128-bit loads.
 constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// Tensor-core projections of long chunks (prefill: kTiledMinRows rows and
-/// up, inputs of a multiple of kTiledK): a block of kTiledWarpsM x
-/// kTiledWarpsN warps computes kTiledRows token rows x kTiledCols GEMM
-/// columns, walking k in steps of kTiledK that all its threads stage in
-/// shared memory as 16-bit values (the activations rounded once per block),
-/// each warp a tile of (kTiledRows / kTiledWarpsM) x (kTiledCols /
-/// kTiledWarpsN) from there. The per-warp kernel above reads its 16 rows of
+/// up, inputs of a multiple of kTiledK): a block of kTiledWarpsM x warpsN
+/// warps computes kTiledRows token rows x kTiledCols GEMM columns, walking
+/// k in steps of kTiledK whose 16-bit activation and weight tiles
+/// `cp.async` copies into a ring of stages in dynamic shared memory
+/// (kTiledStageBytes each; stages - 1 steps in flight while the warps
+/// multiply one), each warp a tile of (kTiledRows / kTiledWarpsM) x
+/// (kTiledCols / warpsN) from there (TiledGemm: `--tbc-lower-to-gpu`'s
+/// tiled-stages and tiled-warps, tbc compile --cuda-gemm-stages and
+/// --cuda-gemm-warps). The per-warp kernel above reads its 16 rows of
 /// activations from global memory for every 8 columns; this one reads a
 /// block's rows once for 128 columns and its weights once for 128 rows.
-constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 64, kTiledWarpsM = 2,
-                  kTiledWarpsN = 4, kTiledMinRows = 64;
+constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 32, kTiledWarpsM = 2,
+                  kTiledMinRows = 64;
+constexpr int64_t kTiledStageBytes = (kTiledRows + kTiledCols) * kTiledK * 2;
+/// Stages of the tiled projection's ring: the default, and the range the
+/// option takes (2: one step in flight; 8: 128 KB, past which an SM could
+/// not hold even one block beside the L1 it keeps).
+constexpr int64_t kTiledStagesDefault = 4, kTiledStagesMin = 2, kTiledStagesMax = 8;
+/// The tiled projection's shape where a build may choose: its ring's
+/// stages, and its warps, 8 (2 x 4, a 64 x 32 tile a warp: one block an SM
+/// at the registers they take) or 4 (2 x 2, 64 x 64 a warp, 128
+/// accumulators: two blocks an SM, whose barriers then overlap, and 32
+/// mma.sync per 8 ldmatrix.x4 where 8 warps have 16 per 6).
+struct TiledGemm {
+  int64_t stages = kTiledStagesDefault;
+  int64_t warps = 8;
+  int64_t warpsN() const { return warps / kTiledWarpsM; }
+  int64_t sharedBytes() const { return stages * kTiledStageBytes; }
+  /// Why a choice is not one the kernel takes ("" if it is).
+  std::string check() const;
+};
+/// The tiled projection reads its activations as 16-bit values from a
+/// staging array of the session ([T, K + kStagingStatsSlots],
+/// stagingWidth): a first launch (`_tiles_stage`, a warp per row,
+/// kWarpsPerBlock rows a block) writes each row there times the input gain,
+/// rounded once (the bits the GEMM rounded itself before), and after it,
+/// where the projection fuses a norm, the row's mean and rstd as two f32 in
+/// the slots past K, which the GEMM's epilogue applies as before. The GEMM
+/// then reads 2 bytes an activation where it read 4 (f32) once per column
+/// block, and copies them into shared memory as they are: no conversion,
+/// no norm statistics in its k walk. The staging launch reads each row two
+/// or three times (statistics, then values): at 8B shapes ~1 % of the
+/// GEMM's bytes.
+constexpr int64_t kStagingStatsSlots = 8; // 16 bytes: rows stay 16-byte aligned
 /// The tiled projection's blocks are numbered down groups of this many row
 /// tiles, then across the column blocks (tiledBlockOrder), so that the
 /// blocks an H100/H200 runs at once read weights that fit its L2.
@@ -114,6 +149,7 @@ enum class Body {
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
   mma,         // projection: tensor-core tiles, a warp each
+  tiledStage,  // projection: the chunk's activations, normalised, as 16-bit rows
   tiledMma,    // projection: tensor-core tiles, a block staging shared memory
 };
 
@@ -124,6 +160,7 @@ struct Launch {
   int64_t rowsPerBlock = 1;
   Body body = Body::op;
   int64_t minRows = 1, maxRows = 0; // the chunks it serves (0: no bound)
+  int64_t sharedBytes = 0;          // dynamic shared memory a block takes
 };
 
 /// Whether the projection `op` runs on tensor cores when weights are stored
@@ -146,13 +183,20 @@ bool usesTiledProjection(mlir::Operation *op, llvm::StringRef weightType);
 bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool allowed = true);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
+/// `gemm`: the tiled projection's shape (TiledGemm above).
 llvm::SmallVector<Launch, 4> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
-                                         bool flashAttention = true);
+                                         bool flashAttention = true, TiledGemm gemm = {});
 
 /// f32 values of scratch the kernels of `op` take (0: no scratch operand):
 /// attention's decode slices, [kDecodeMaxRows][heads][splits][2 + head dim]
 /// (max, sum, values).
 int64_t scratchFloats(mlir::Operation *op);
+
+/// The width of the 16-bit [T, width] staging array the kernels of `op` take
+/// (0: none): the tiled projection's activations, K of them, then its
+/// statistics' kStagingStatsSlots (kTiledRows above). The element type is
+/// the module's 16-bit weight type.
+int64_t stagingWidth(mlir::Operation *op, llvm::StringRef weightType);
 
 /// Whether `op` reads its weight operand transposed to [out, in] (GPT-2's
 /// [in, out] Conv1D weights: the runtime transposes them at bind time as a
