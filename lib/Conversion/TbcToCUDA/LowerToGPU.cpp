@@ -190,7 +190,8 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
       // A GLU's GEMM columns are its gate and up columns (tiledProjection).
       auto f = dyn_cast<FusedLinearOp>(op);
       int64_t columns = p.getResultWidth() * (f && f.getGlu() ? 2 : 1);
-      // Its activations first, normalised and rounded (KernelABI.h).
+      // Its activations first, rounded to 16 bits with their norm
+      // statistics beside them (KernelABI.h).
       variants.push_back(Launch{"_tiles_stage", 32, kWarpsPerBlock, 1, kWarpsPerBlock,
                                 Body::tiledStage, kTiledMinRows});
       variants.push_back(Launch{"_tiles", 32, gemm.warps, ceilDiv(columns, kTiledCols),
@@ -233,14 +234,14 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   // minimum of one block per SM, ptxas caps registers for two or four
   // blocks and spills (4 bytes at MPT-7B's ALiBi head dim 128, and in a
   // local/global soft-capped flash kernel on sm_90).
-  // The block-tiled projection likewise (8 warps; ptxas took 128
-  // registers for the GLU variant and spilled once its activations came
-  // 128 bits at a time).
   if (launch.body == Body::splitKv || launch.body == Body::decodeSlice ||
       launch.body == Body::flash)
     return 1;
-  // The tiled projection's 4-warp shape is meant to run two blocks an SM
-  // (TiledGemm): 255 registers still fit two of 128 threads.
+  // The block-tiled projection likewise with 8 warps (ptxas took 128
+  // registers for the GLU variant and spilled once its activations came
+  // 128 bits at a time; capped at 128 for two blocks, the ring's kernels
+  // spilled 32-140 bytes). Its 4-warp shape is meant to run two blocks an
+  // SM (TiledGemm): 255 registers still fit two of 128 threads.
   if (launch.body == Body::tiledMma)
     return launch.blockY == 4 ? 2 : 1;
   // The GEMV on 16-bit weights without a norm, GLU or RoPE (an o or down
@@ -1462,10 +1463,10 @@ private:
   /// block's threads copy the step's activation rows (16-bit, from the
   /// staging array the first launch wrote: stageActivations) and weight rows
   /// (slotRow) into one stage of a ring in shared memory by cp.async, a
-  /// warp's copies covering 8 whole rows, tiledStages - 1 steps ahead of
-  /// the step the warps multiply: each warp runs its (kTiledRows /
-  /// kTiledWarpsM) x (kTiledCols / kTiledWarpsN) tile's mma.sync from its
-  /// ldmatrix fragments, one barrier a step. The copies take no registers
+  /// warp's copies covering 8 whole rows, stages - 1 steps ahead of the
+  /// step the warps multiply: each warp runs its (kTiledRows /
+  /// kTiledWarpsM) x (kTiledCols / warpsN) tile's mma.sync from its
+  /// ldmatrix fragments, one barrier a step (TiledGemm: stages, warps). The copies take no registers
   /// and keep stages - 1 steps in flight (the register staging before it
   /// had one, with 32-48 registers a thread). A fused norm was applied by
   /// the staging launch's statistics.
