@@ -9,40 +9,34 @@ one past the launch's shared memory fails.
 Usage: emulator_faults.py LIBCUDA"""
 import ctypes, sys
 
-PTX = b"""
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry peek(
-\t.param .u64 peek_param_0,
-\t.param .u64 peek_param_1
-)
-{
-\t.reg .b32 %r<2>;
-\t.reg .b64 %rd<4>;
-\tld.param.u64 %rd1, [peek_param_0];
-\tld.param.u64 %rd2, [peek_param_1];
-\tadd.s64 %rd3, %rd1, %rd2;
-\tld.global.u32 %r1, [%rd3];
-\tst.global.u32 [%rd1], %r1;
-\tret;
-}
-"""
 
-COPY = b"""
+def kernel(name, body):
+    """A PTX module of one kernel `name` taking two u64 parameters (the
+    device pointer p, the offset) and loading them to %rd1 and %rd2."""
+    return f"""
 .version 8.0
 .target sm_90
 .address_size 64
-.visible .entry copy(
-\t.param .u64 copy_param_0,
-\t.param .u64 copy_param_1
+.visible .entry {name}(
+\t.param .u64 {name}_param_0,
+\t.param .u64 {name}_param_1
 )
-{
+{{
 \t.reg .b32 %r<3>;
 \t.reg .b64 %rd<5>;
-\t.shared .align 16 .b8 __dynamic_shmem__0;
-\tld.param.u64 %rd1, [copy_param_0];
-\tld.param.u64 %rd2, [copy_param_1];
+\tld.param.u64 %rd1, [{name}_param_0];
+\tld.param.u64 %rd2, [{name}_param_1];
+{body}
+\tret;
+}}
+""".encode()
+
+
+PTX = kernel("peek", """\tadd.s64 %rd3, %rd1, %rd2;
+\tld.global.u32 %r1, [%rd3];
+\tst.global.u32 [%rd1], %r1;""")
+
+COPY = kernel("copy", """\t.shared .align 16 .b8 __dynamic_shmem__0;
 \tmov.b64 %rd3, __dynamic_shmem__0;
 \tadd.s64 %rd4, %rd3, %rd2;
 \tcp.async.cg.shared.global [%rd4], [%rd1], 16;
@@ -51,10 +45,7 @@ COPY = b"""
 \tcp.async.wait_group 0;
 \tld.shared.u32 %r2, [%rd4];
 \tst.global.u32 [%rd1], %r1;
-\tst.global.u32 [%rd1+4], %r2;
-\tret;
-}
-"""
+\tst.global.u32 [%rd1+4], %r2;""")
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.ptx_emulator_load.restype = ctypes.c_void_p
