@@ -177,10 +177,9 @@ bool readLaunch(const json::Value &l, Launch &info) {
     return false;
   info = {s->asString(), b[0], b[1], gx->asInt(), rows->asInt(), range[0], range[1]};
   if (const json::Value *shared = l.get("shared_bytes")) {
-    if (!shared->isInteger() || shared->asInt() < 0 ||
-        shared->asInt() > limits::kMaxDynamicSharedBytes)
+    if (!shared->isInteger())
       return false;
-    info.sharedBytes = shared->asInt();
+    info.sharedBytes = shared->asInt(); // bounded by the caller
   }
   return true;
 }
@@ -376,6 +375,11 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         if (info.minRows < 1 || info.maxRows < 0 || info.maxRows > (int64_t(1) << 40) ||
             (info.maxRows && info.maxRows < info.minRows))
           return bad("kernel '" + kernel.symbol + "' has a launch with a malformed row range");
+        if (info.sharedBytes < 0 || info.sharedBytes > limits::kMaxDynamicSharedBytes)
+          return bad("kernel '" + kernel.symbol + "': launch '" + info.symbol +
+                     "' asks for " + std::to_string(info.sharedBytes) +
+                     " bytes of shared memory, outside 0 to " +
+                     std::to_string(limits::kMaxDynamicSharedBytes));
         kernel.launches.push_back(std::move(info));
       }
       if (!kernel.launches.empty() && !coversEveryChunk(kernel.launches))
