@@ -5,9 +5,10 @@
 // * a block of 4 warps owns 64 query rows of one head, a warp 16 of them;
 //   each lane holds its two rows' (group, group + 8) query fragments, scaled
 //   and rounded to 16 bits, for the whole walk;
-// * the block walks the positions its rows can see in tiles of 32: all 128
-//   threads copy the tile's keys and values ([position][dim]) from the caches
-//   into shared memory as 16-bit values, then each warp computes its 16 x 32
+// * the block walks the positions its rows can see in tiles of 32, whose
+//   keys and values ([position][dim]) all 128 threads copy from the caches
+//   into a ring of kFlashStages stages of shared memory by cp.async, two
+//   tiles ahead of the one the warps work on; each warp computes its 16 x 32
 //   scores S = Q K^T, applies the soft-cap, position bias and (on tiles
 //   some row of the warp sees only in part) the causal / window / length
 //   masks, and folds them into a running (max, sum, output) per row: the
@@ -39,12 +40,19 @@ using namespace mlir;
 
 namespace tbc::cuda {
 
+/// A ring of `stages` [kFlashKeys, cols + 8] tiles (paddedSharedTile).
+static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t stages, int64_t cols) {
+  MemRefType tile = paddedSharedTile(ctx, half, kFlashKeys, cols);
+  return MemRefType::get({stages, kFlashKeys, tile.getDimSize(1)}, half,
+                         MemRefLayoutAttrInterface{}, tile.getMemorySpace());
+}
+
 MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return paddedSharedTile(ctx, half, kFlashKeys, headDim);
+  return flashRing(ctx, half, flashStages(headDim), headDim);
 }
 
 MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return paddedSharedTile(ctx, half, kFlashKeys, flashPassDims(headDim));
+  return flashRing(ctx, half, flashStages(headDim), flashPassDims(headDim));
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -119,73 +127,133 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     Value tileLo = g.mul(g.div(lowest(r0), Bc), Bc);
     Value warpLo = lowest(w0), warpHi = highest(g.add(w0, kMmaRows));
 
+    // Without the ring (head dims past 128, or caches of another type than
+    // the weights'): the tile's keys [Bc, D] and the pass's values [Bc,
+    // passDims] into the first stage, as runs of 8 dims, one 128-bit load
+    // each (a 16-bit cache; two for an f32 one), all of a thread's loads
+    // issued before any is stored: one wait on memory per tile. (A loop of
+    // 4-byte loads, each stored before the next was asked for, left the
+    // block waiting on 16 of them in turn at D = 128.) Positions past the
+    // cache are zeros: its rows beyond may hold anything, and a NaN there
+    // times a zero weight would still be NaN.
+    auto stageThroughRegisters = [&](Value j0, Value dimBase) {
+      struct Run {
+        Value j, d, v, active;
+      };
+      auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
+        const int64_t perRow = width / 8, runs = Bc * perRow;
+        SmallVector<Run> loaded;
+        for (int64_t e0 = 0; e0 < runs; e0 += threads) {
+          Value e = g.add(thread, e0), active;
+          if (e0 + threads > runs) { // the last round's threads past the tile
+            active = g.lt(e, g.idx(runs));
+            e = g.min(e, g.idx(runs - 1));
+          }
+          Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+          Value pos = g.add(j0, j);
+          auto v = vector::LoadOp::create(b, loc, cacheRun, cache,
+                                          ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
+          v.setAlignment(16); // runs of 8 from a row of a multiple of 16
+          Value x = g.select(g.lt(pos, kvLen), v, cacheZero);
+          if (cacheType != half.type()) {
+            if (!cacheType.isF32())
+              x = arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), x);
+            x = arith::TruncFOp::create(b, loc, VectorType::get({8}, half.type()), x);
+          }
+          loaded.push_back({j, d, x, active});
+        }
+        return loaded;
+      };
+      SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D);
+      SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims);
+      // The previous tile's readers are done (the loads above were asked
+      // for before the wait): stage this one.
+      gpu::BarrierOp::create(b, loc);
+      // Both tiles as the caches hold them, [position][dim], a 128-bit
+      // store a run (a warp's stores run along whole rows: no bank
+      // conflicts); P V reads the values' B fragments transposed by
+      // ldmatrix .trans. (Stored transposed, a 16-bit store each, they
+      // were 32 stores a thread a tile, and 16-way bank conflicts while a
+      // warp's lanes went along a row.)
+      Value first = g.idx(0);
+      for (auto [runs, tile] : {std::pair{&keys, o.keyTile}, std::pair{&values, o.valueTile}})
+        for (const Run &r : *runs) {
+          auto store = [&, tile = tile] {
+            vector::StoreOp::create(b, loc, r.v, tile, ValueRange{first, r.j, r.d})
+                .setAlignment(16);
+          };
+          if (r.active)
+            g.ifThen(r.active, store);
+          else
+            store();
+        }
+      gpu::BarrierOp::create(b, loc);
+    };
+
+    // The last tile the block walks: copies of tiles past it copy it again
+    // (into a stage nobody reads after), so that every thread commits one
+    // group a tile and waiting for all but the newest stages - 2 is always
+    // the tile's own.
+    Value lastTile = g.add(tileLo, g.mul(g.div(g.sub(g.max(blockHi, g.add(tileLo, 1)),
+                                                        g.add(tileLo, 1)),
+                                                  Bc),
+                                            Bc));
+    const int64_t stages = flashStages(D);
+    const bool ring = stages > 1 && cacheType == half.type();
+
     // Output dims [dimBase, dimBase + passDims) of this lane's rows.
     auto walk = [&](Value dimBase) {
+      // The ring: the keys [Bc, D] and the pass's values [Bc, passDims] of
+      // the tile at position j0 into stage `stage`, as the caches hold them
+      // ([position][dim]), in runs of 8 dims copied by cp.async as one
+      // group. Positions past the cache copy its last row: the rows beyond
+      // may hold anything (a NaN there times the mask's zero weight would
+      // still be NaN), the last is a real key and value.
+      auto copyTile = [&](Value j0, Value stage) {
+        for (auto [cache, tile, colBase, width] :
+             {std::tuple{o.keyCache, o.keyTile, kvCol, D},
+              std::tuple{o.valueCache, o.valueTile, g.add(kvCol, dimBase), passDims}}) {
+          const int64_t perRow = width / 8, runs = Bc * perRow;
+          const int64_t rowElements = cast<MemRefType>(tile.getType()).getDimSize(2);
+          for (int64_t e0 = 0; e0 < runs; e0 += threads) {
+            Value e = g.add(thread, e0);
+            auto copy = [&, cache = cache, tile = tile, colBase = colBase] {
+              Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+              Value element = g.add(g.mul(g.add(g.mul(stage, Bc), j), rowElements), d);
+              half.copyAsync16(tile, element, cache, g.min(g.add(j0, j), lastPosition),
+                               g.add(colBase, d));
+            };
+            if (e0 + threads > runs) // the last round's threads past the tile
+              g.ifThen(g.lt(e, g.idx(runs)), copy);
+            else
+              copy();
+          }
+        }
+        NVVM::CpAsyncCommitGroupOp::create(b, loc);
+      };
+      if (ring)
+        for (int64_t s = 0; s + 1 < stages; ++s)
+          copyTile(g.min(g.add(tileLo, s * Bc), lastTile), g.idx(s));
       // State per lane: max and partial sum of its two rows, its 16 x passDims
       // output accumulators (dimTiles x 4).
       SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
       init.append(dimTiles * 4, g.f32(0.0));
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
                                                                               ValueRange s) {
-        // The tile's keys [Bc, D] and the pass's values [Bc, passDims] as
-        // runs of 8 dims, one 128-bit load each (a 16-bit cache; two for
-        // an f32 one), all of a thread's loads issued before any is
-        // stored: one wait on memory per tile. (A loop of 4-byte loads,
-        // each stored before the next was asked for, left the block
-        // waiting on 16 of them in turn at D = 128.) Positions past the
-        // cache are zeros: its rows beyond may hold anything, and a NaN
-        // there times a zero weight would still be NaN.
-        struct Run {
-          Value j, d, v, active;
-        };
-        auto loadRuns = [&](Value cache, Value colBase, int64_t width) {
-          const int64_t perRow = width / 8, runs = Bc * perRow;
-          SmallVector<Run> loaded;
-          for (int64_t e0 = 0; e0 < runs; e0 += threads) {
-            Value e = g.add(thread, e0), active;
-            if (e0 + threads > runs) { // the last round's threads past the tile
-              active = g.lt(e, g.idx(runs));
-              e = g.min(e, g.idx(runs - 1));
-            }
-            Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
-            Value pos = g.add(j0, j);
-            auto v = vector::LoadOp::create(b, loc, cacheRun, cache,
-                                            ValueRange{g.min(pos, lastPosition), g.add(colBase, d)});
-            v.setAlignment(16); // runs of 8 from a row of a multiple of 16
-            Value x = g.select(g.lt(pos, kvLen), v, cacheZero);
-            if (cacheType != half.type()) {
-              if (!cacheType.isF32())
-                x = arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), x);
-              x = arith::TruncFOp::create(b, loc, VectorType::get({8}, half.type()), x);
-            }
-            loaded.push_back({j, d, x, active});
-          }
-          return loaded;
-        };
-        auto storeRuns = [&](ArrayRef<Run> runs, llvm::function_ref<void(const Run &)> store) {
-          for (const Run &r : runs) {
-            if (r.active)
-              g.ifThen(r.active, [&] { store(r); });
-            else
-              store(r);
-          }
-        };
-        SmallVector<Run> keys = loadRuns(o.keyCache, kvCol, D);
-        SmallVector<Run> values = loadRuns(o.valueCache, g.add(kvCol, dimBase), passDims);
-        // The previous tile's readers are done (the loads above were asked
-        // for before the wait): stage this one.
-        gpu::BarrierOp::create(b, loc);
-        // Both tiles as the caches hold them, [position][dim], a 128-bit
-        // store a run (a warp's stores run along whole rows: no bank
-        // conflicts); P V reads the values' B fragments transposed by
-        // ldmatrix .trans. (Stored transposed, a 16-bit store each, they
-        // were 32 stores a thread a tile, and 16-way bank conflicts while
-        // a warp's lanes went along a row.)
-        for (auto [runs, tile] : {std::pair{&keys, o.keyTile}, std::pair{&values, o.valueTile}})
-          storeRuns(*runs, [&, tile = tile](const Run &r) {
-            vector::StoreOp::create(b, loc, r.v, tile, ValueRange{r.j, r.d}).setAlignment(16);
-          });
-        gpu::BarrierOp::create(b, loc);
+        Value stage = g.idx(0);
+        if (ring) {
+          // This tile's copies have landed, every thread's (the barrier),
+          // and every warp is done with the previous tile's stage, which the
+          // copies issued next overwrite.
+          Value tile = g.div(g.sub(j0, tileLo), Bc);
+          stage = g.rem(tile, stages);
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+          gpu::BarrierOp::create(b, loc);
+          copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile),
+                   g.rem(g.add(tile, stages - 1), stages));
+        } else {
+          stageThroughRegisters(j0, dimBase);
+        }
 
         Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
         auto step = scf::IfOp::create(b, loc, s.getTypes(), seen, /*withElse=*/true);
@@ -208,8 +276,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             for (int64_t ks = 0; ks < kSteps; ++ks) {
               Value k = g.add(quadCol, ks * kMmaK);
               acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),
-                             {half.loadPair(o.keyTile, {kr, k}),
-                              half.loadPair(o.keyTile, {kr, g.add(k, 8)})},
+                             {half.loadPair(o.keyTile, {stage, kr, k}),
+                              half.loadPair(o.keyTile, {stage, kr, g.add(k, 8)})},
                              acc);
             }
             for (int64_t i = 0; i < 4; ++i) {
@@ -289,10 +357,13 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             // The values' B fragments by ldmatrix.x4.trans from the
             // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
             // | dt + 1).
+            const int64_t valueRow = cast<MemRefType>(o.valueTile.getType()).getDimSize(2);
             for (int64_t dt = 0; dt < dimTiles; dt += 2) {
-              SmallVector<Value, 4> vf = half.loadMatrices(
-                  o.valueTile, g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK),
-                  g.add(valueColHalf, dt * kMmaCols), /*transposed=*/true);
+              Value row = g.add(g.mul(stage, Bc), g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK));
+              SmallVector<Value, 4> vf = half.loadMatricesAt(
+                  o.valueTile,
+                  g.add(g.mul(row, valueRow), g.add(valueColHalf, dt * kMmaCols)),
+                  /*transposed=*/true);
               for (int64_t h = 0; h < 2; ++h) {
                 SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},
                                                   ArrayRef<Value>(out).slice(4 * (dt + h), 4));
@@ -305,6 +376,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         }
         return SmallVector<Value>(step.getResults());
       });
+      // The copies past the last tile land before the ring is reused (the
+      // next row block's first tiles), and every warp is done with it.
+      if (ring) {
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+        gpu::BarrierOp::create(b, loc);
+      }
 
       // out = O / (the row's sum over its 4 lanes).
       Value inv[2];

@@ -15,11 +15,11 @@
 
 namespace tbc::cuda {
 
-/// Shared memory of the flash kernel: the key tile [kFlashKeys, D] and the
-/// value tile transposed [D, kFlashKeys] (so that PV's B operand, a pair of
-/// consecutive positions, is one 32-bit word), each row padded by 8
-/// elements so that the 8 rows a warp's fragment load touches fall in 8
-/// different banks.
+/// Shared memory of the flash kernel: rings of kFlashStages key tiles
+/// [kFlashKeys, D] and value tiles [kFlashKeys, pass dims] (a pass's value
+/// dims: flashPassDims), each row padded by 8 elements so that the 8 rows a
+/// warp's fragment load touches fall in 8 different banks; together
+/// flashSharedBytes (KernelABI.h) of the launch's dynamic shared memory.
 mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
 mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
 

@@ -347,8 +347,7 @@ struct MmaHalf {
     Value global = mlir::LLVM::AddrSpaceCastOp::create(
         b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
     mlir::NVVM::CpAsyncOp::create(b, loc, sharedPointer(tile, element), global,
-                                  16u, mlir::NVVM::LoadCacheModifierKind::CG,
-                                  Value());
+                                  16u, mlir::NVVM::LoadCacheModifierKind::CG, Value());
   }
   /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
   /// f32; returns the 4 new accumulators.

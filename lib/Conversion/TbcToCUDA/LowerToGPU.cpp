@@ -167,7 +167,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     if (usesFlashAttention(a, weightType, flashAttention))
       return {append, slices,
               Launch{"_attend_flash", 32, kFlashWarps, H, kFlashRows, Body::flash,
-                     kFlashMinRows}};
+                     kFlashMinRows, 0, flashSharedBytes(a.getHeadDim())}};
     return {append, slices,
             Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
   }
@@ -395,26 +395,38 @@ public:
             MemRefType::get({cuda::kWarpsPerBlock}, b.getF32Type(), MemRefLayoutAttrInterface{},
                             gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)),
             loc);
-      if (launch.body == cuda::Body::flash) {
-        int64_t D = cast<AttentionOp>(op).getHeadDim();
-        flashKeys = operandTile(cuda::flashKeyTileType(ctx, halfType(), D));
-        flashValues = operandTile(cuda::flashValueTileType(ctx, halfType(), D));
-      }
       b.setInsertionPointToStart(&fn.getBody().front());
+      auto workgroupSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+      // Views of the launch's dynamic shared memory (launch.sharedBytes).
+      auto dynamicShared = [&] {
+        return gpu::DynamicSharedMemoryOp::create(
+            b, loc,
+            MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface{},
+                            workgroupSpace));
+      };
+      auto view = [&](Value bytes, MemRefType type, int64_t offset) {
+        return memref::ViewOp::create(b, loc, type, bytes, g.idx(offset), ValueRange{});
+      };
+      if (launch.body == cuda::Body::flash) {
+        // The ring of key tiles, then the ring of value tiles.
+        int64_t D = cast<AttentionOp>(op).getHeadDim();
+        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D);
+        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D);
+        Value bytes = dynamicShared();
+        flashKeys = view(bytes, keys, 0);
+        flashValues = view(bytes, values, keys.getNumElements() * 2);
+      }
       if (launch.body == cuda::Body::tiledMma) {
         // The ring of stages in dynamic shared memory (launch.sharedBytes:
         // past the 48 KB a block may have statically), the activation
         // tiles of every stage, then the weight tiles; rows unpadded
         // (tiledProjection swizzles their 16-byte chunks).
-        auto workgroupSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-        Value bytes = gpu::DynamicSharedMemoryOp::create(
-            b, loc,
-            MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface{},
-                            workgroupSpace));
+        Value bytes = dynamicShared();
         auto ring = [&](int64_t rows, int64_t offset) {
-          auto type = MemRefType::get({tiled.stages, rows, cuda::kTiledK}, halfType(),
-                                      MemRefLayoutAttrInterface{}, workgroupSpace);
-          return memref::ViewOp::create(b, loc, type, bytes, g.idx(offset), ValueRange{});
+          return view(bytes,
+                      MemRefType::get({tiled.stages, rows, cuda::kTiledK}, halfType(),
+                                      MemRefLayoutAttrInterface{}, workgroupSpace),
+                      offset);
         };
         tileA = ring(cuda::kTiledRows, 0);
         tileB = ring(cuda::kTiledCols, tiled.stages * cuda::kTiledRows * cuda::kTiledK * 2);

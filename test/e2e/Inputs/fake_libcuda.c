@@ -329,11 +329,18 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
   char *base = malloc(bytes);
   if (!base)
     return INVALID_VALUE;
-  // A pattern by offset, so that a copy from the wrong place shows.
-  for (size_t i = 0; i + 4 <= bytes; i += 4) {
-    float v = (float)((uint32_t)(i / 4 * 2654435761u) % 65521u);
-    memcpy(base + i, &v, 4);
-  }
+  // A pattern by offset, so that a copy from the wrong place shows; with
+  // FAKE_CUDA_FILL=nan, all NaN bits (as f32 and as bf16/f16 pairs), so
+  // that a kernel reading memory nothing wrote, even to multiply it by a
+  // zero weight, shows too.
+  const char *fill = getenv("FAKE_CUDA_FILL");
+  if (fill && strcmp(fill, "nan") == 0)
+    memset(base, 0xff, bytes);
+  else
+    for (size_t i = 0; i + 4 <= bytes; i += 4) {
+      float v = (float)((uint32_t)(i / 4 * 2654435761u) % 65521u);
+      memcpy(base + i, &v, 4);
+    }
   allocations[allocationCount++] = (struct Allocation){base, bytes};
   *p = (uint64_t)(uintptr_t)base;
   return OK;

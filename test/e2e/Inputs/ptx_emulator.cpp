@@ -935,8 +935,14 @@ private:
         set(bits(v(1) * v(2), ty));
       return true;
     case Op::MulHi: {
-      if (ty.bits == 64)
-        return fail("mul.hi.64 unsupported");
+      if (ty.bits == 64) { // the upper half of the 128-bit product
+        using u128 = unsigned __int128;
+        using s128 = __int128;
+        u128 p = ty.kind == 's' ? u128(s128(int64_t(v(1))) * s128(int64_t(v(2))))
+                                : u128(v(1)) * u128(v(2));
+        set(uint64_t(p >> 64));
+        return true;
+      }
       uint64_t p = ty.kind == 's' ? uint64_t(sext(v(1), ty.bits) * sext(v(2), ty.bits))
                                   : bits(v(1), ty) * bits(v(2), ty);
       set(bits(p >> ty.bits, ty));

@@ -139,6 +139,19 @@ constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKe
 constexpr int64_t flashPassDims(int64_t headDim) {
   return headDim > 128 ? headDim / 2 : headDim;
 }
+/// The flash kernel's tiles of keys and values sit in a ring of
+/// flashStages stages of dynamic shared memory, each row padded by 8
+/// elements (flashSharedBytes). Up to head dim 128, 3 stages, which
+/// cp.async fills 2 tiles ahead of the one the warps work on (16-bit caches
+/// of the weights' type; others are staged through registers into the first
+/// stage); past it one, staged through registers (Gemma-2's two-pass kernel
+/// at head dim 256 had 252 registers, and copies ahead spilled 44-84 bytes).
+constexpr int64_t flashStages(int64_t headDim) {
+  return flashPassDims(headDim) == headDim ? 3 : 1;
+}
+constexpr int64_t flashSharedBytes(int64_t headDim) {
+  return flashStages(headDim) * kFlashKeys * (headDim + 8 + flashPassDims(headDim) + 8) * 2;
+}
 
 /// What a gpu.func of an op computes, where the op has more than one.
 enum class Body {
