@@ -47,8 +47,7 @@ CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
   std::vector<void *> params = parameterPointers(l);
   return Driver::get().cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0],
                                       l.block[1], l.block[2], l.sharedBytes, nullptr,
-                                      params.data(),
-                                      nullptr);
+                                      params.data(), nullptr);
 }
 
 bool LaunchGraph::enabled() {
