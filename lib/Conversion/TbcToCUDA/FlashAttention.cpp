@@ -7,8 +7,10 @@
 //   and rounded to 16 bits, for the whole walk;
 // * the block walks the positions its rows can see in tiles of 32, whose
 //   keys and values ([position][dim]) all 128 threads copy from the caches
-//   into a ring of kFlashStages stages of shared memory by cp.async, two
-//   tiles ahead of the one the warps work on; each warp computes its 16 x 32
+//   into a ring of 3 stages of shared memory by cp.async, two tiles ahead
+//   of the one the warps work on (flashStages: past head dim 128, and for
+//   caches of another type than the weights', one stage staged through
+//   registers instead); each warp computes its 16 x 32
 //   scores S = Q K^T, applies the soft-cap, position bias and (on tiles
 //   some row of the warp sees only in part) the causal / window / length
 //   masks, and folds them into a running (max, sum, output) per row: the
