@@ -145,8 +145,9 @@ public:
         // Past 48 KB a function's dynamic shared memory must be allowed
         // first (cuFuncSetAttribute), up to what the GPU offers a block.
         if (l.sharedBytes > 48 * 1024) {
-          constexpr int kMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-          if (CUresult r = d.cuFuncSetAttribute(fn, kMaxDynamicShared, int(l.sharedBytes));
+          constexpr int kMaxDynamicSharedAttribute = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+          if (CUresult r =
+                  d.cuFuncSetAttribute(fn, kMaxDynamicSharedAttribute, int(l.sharedBytes));
               r != 0) {
             error = "kernel '" + l.symbol + "' needs " + std::to_string(l.sharedBytes >> 10) +
                     " KB of shared memory a block, more than this GPU allows (" + d.describe(r) +

@@ -216,14 +216,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
              {std::tuple{o.keyCache, o.keyTile, kvCol, D},
               std::tuple{o.valueCache, o.valueTile, g.add(kvCol, dimBase), passDims}}) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
-          const int64_t rowElements = cast<MemRefType>(tile.getType()).getDimSize(2);
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
             Value e = g.add(thread, e0);
             auto copy = [&, cache = cache, tile = tile, colBase = colBase] {
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
-              Value element = g.add(g.mul(g.add(g.mul(stage, Bc), j), rowElements), d);
-              half.copyAsync16(tile, element, cache, g.min(g.add(j0, j), lastPosition),
-                               g.add(colBase, d));
+              half.copyAsync16(tile, {stage, j, d}, cache,
+                               {g.min(g.add(j0, j), lastPosition), g.add(colBase, d)});
             };
             if (e0 + threads > runs) // the last round's threads past the tile
               g.ifThen(g.lt(e, g.idx(runs)), copy);
@@ -359,12 +357,11 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             // The values' B fragments by ldmatrix.x4.trans from the
             // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
             // | dt + 1).
-            const int64_t valueRow = cast<MemRefType>(o.valueTile.getType()).getDimSize(2);
             for (int64_t dt = 0; dt < dimTiles; dt += 2) {
-              Value row = g.add(g.mul(stage, Bc), g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK));
-              SmallVector<Value, 4> vf = half.loadMatricesAt(
+              SmallVector<Value, 4> vf = half.loadMatrices(
                   o.valueTile,
-                  g.add(g.mul(row, valueRow), g.add(valueColHalf, dt * kMmaCols)),
+                  {stage, g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK),
+                   g.add(valueColHalf, dt * kMmaCols)},
                   /*transposed=*/true);
               for (int64_t h = 0; h < 2; ++h) {
                 SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},

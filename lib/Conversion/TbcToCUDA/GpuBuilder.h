@@ -274,30 +274,34 @@ struct MmaHalf {
     pair.setAlignment(4);
     return operand(pair);
   }
-  /// ldmatrix.x4 (8x8 matrices of 16-bit elements, not transposed) from a
-  /// row-major shared tile: lane l names, as `row` and `col` of `tile`, the
-  /// first element of row l % 8 of matrix l / 8 (16-byte aligned); register
-  /// i of lane l then holds row l / 4 of matrix i, elements 2 (l % 4) and
-  /// 2 (l % 4) + 1, as an operand register. Matrices (rows 0-7 | 8-15) x
-  /// (k 0-7 | 8-15) in that order are an A fragment; (n 0-7) x (k 0-7 |
-  /// 8-15) of two column tiles are two B fragments. One instruction where
-  /// loadPair takes four. `transposed` (ldmatrix .trans): register i of lane
-  /// l holds column l / 4 of matrix i, rows 2 (l % 4) and 2 (l % 4) + 1: from
-  /// a [k][n] tile, matrices (k 0-7 | 8-15) x (n 0-7) of two column tiles
-  /// are two B fragments.
-  SmallVector<Value, 4> loadMatrices(Value tile, Value row, Value col, bool transposed = false) {
-    auto type = llvm::cast<mlir::MemRefType>(tile.getType());
-    auto c = [&](int64_t v) -> Value { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
-    Value element = mlir::arith::AddIOp::create(
-        b, loc, mlir::arith::MulIOp::create(b, loc, row, c(type.getDimSize(1))), col);
-    return loadMatricesAt(tile, element, transposed);
+  /// The row-major offset, in elements from its first, of `indices` in the
+  /// identity-layout memref `m` (a shared ring of tiles [stage][row][col],
+  /// a global [rows][cols] array; the leading extent may be dynamic).
+  Value elementOf(Value m, ValueRange indices) {
+    auto type = llvm::cast<mlir::MemRefType>(m.getType());
+    Value at = indices[0];
+    for (size_t d = 1; d < indices.size(); ++d)
+      at = mlir::arith::AddIOp::create(
+          b, loc,
+          mlir::arith::MulIOp::create(
+              b, loc, at, mlir::arith::ConstantIndexOp::create(b, loc, type.getDimSize(d))),
+          indices[d]);
+    return at;
   }
-  /// The same with lane l naming its row's first element as an offset
-  /// `element` (in elements) from the start of `tile`, whatever its shape
-  /// (a tile whose rows are swizzled rather than padded).
-  SmallVector<Value, 4> loadMatricesAt(Value tile, Value element, bool transposed = false) {
+  /// ldmatrix.x4 (8x8 matrices of 16-bit elements, not transposed) from a
+  /// row-major shared tile: lane l names, as the indices `at` of `tile` (a
+  /// ring's [stage, row, col]), the first element of row l % 8 of matrix
+  /// l / 8 (16-byte aligned); register i of lane l then holds row l / 4 of
+  /// matrix i, elements 2 (l % 4) and 2 (l % 4) + 1, as an operand register.
+  /// Matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) in that order are an A
+  /// fragment; (n 0-7) x (k 0-7 | 8-15) of two column tiles are two B
+  /// fragments. One instruction where loadPair takes four. `transposed`
+  /// (ldmatrix .trans): register i of lane l holds column l / 4 of matrix i,
+  /// rows 2 (l % 4) and 2 (l % 4) + 1: from a [k][n] tile, matrices (k 0-7 |
+  /// 8-15) x (n 0-7) of two column tiles are two B fragments.
+  SmallVector<Value, 4> loadMatrices(Value tile, ValueRange at, bool transposed = false) {
     auto type = llvm::cast<mlir::MemRefType>(tile.getType());
-    Value ptr = sharedPointer(tile, element);
+    Value ptr = sharedPointer(tile, elementOf(tile, at));
     Type i32 = b.getI32Type();
     auto regs = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
     auto load = mlir::NVVM::LdMatrixOp::create(
@@ -330,24 +334,19 @@ struct MmaHalf {
         b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*shared*/ 3),
         byteAddress(tile, element), mlir::LLVM::DereferenceableAttr());
   }
-  /// cp.async.cg of 16 bytes (8 elements) from row `row`, element `col` of
-  /// the 16-bit row-major global memref `src` (identity layout) to element
-  /// `element` of the shared tile `tile`; issued now, landed once a
+  /// cp.async.cg of 16 bytes (8 elements) from indices `srcAt` of the
+  /// 16-bit global memref `src` to indices `at` of the shared tile `tile`
+  /// (both identity layouts: elementOf); issued now, landed once a
   /// cp.async.wait_group covers the group it is committed with.
-  void copyAsync16(Value tile, Value element, Value src, Value row, Value col) {
-    auto type = llvm::cast<mlir::MemRefType>(src.getType());
-    Value at = mlir::arith::AddIOp::create(
-        b, loc,
-        mlir::arith::MulIOp::create(
-            b, loc, row, mlir::arith::ConstantIndexOp::create(b, loc, type.getShape().back())),
-        col);
+  void copyAsync16(Value tile, ValueRange at, Value src, ValueRange srcAt) {
+    Value element = elementOf(tile, at);
     Value generic = mlir::LLVM::IntToPtrOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()), byteAddress(src, at),
-        mlir::LLVM::DereferenceableAttr());
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
+        byteAddress(src, elementOf(src, srcAt)), mlir::LLVM::DereferenceableAttr());
     Value global = mlir::LLVM::AddrSpaceCastOp::create(
         b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
-    mlir::NVVM::CpAsyncOp::create(b, loc, sharedPointer(tile, element), global,
-                                  16u, mlir::NVVM::LoadCacheModifierKind::CG, Value());
+    mlir::NVVM::CpAsyncOp::create(b, loc, sharedPointer(tile, element), global, 16u,
+                                  mlir::NVVM::LoadCacheModifierKind::CG, Value());
   }
   /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
   /// f32; returns the 4 new accumulators.

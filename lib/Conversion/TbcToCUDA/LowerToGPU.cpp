@@ -429,7 +429,7 @@ public:
                       offset);
         };
         tileA = ring(cuda::kTiledRows, 0);
-        tileB = ring(cuda::kTiledCols, tiled.stages * cuda::kTiledRows * cuda::kTiledK * 2);
+        tileB = ring(cuda::kTiledCols, cast<MemRefType>(tileA.getType()).getNumElements() * 2);
       }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
@@ -736,6 +736,22 @@ private:
     return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
   }
 
+  /// Row `row`'s norm statistics over all of x's width, summed by the warp:
+  /// two passes for LayerNorm, 128-bit loads with 4 in flight where
+  /// `aligned` is given (rowPartialSum: the value, or the run-time test, of
+  /// x's rows starting 16-byte aligned; x's width a multiple of 4), else a
+  /// float at a time.
+  std::pair<Value, Value> warpRowStatistics(NormKind norm, Value x, Value row, double eps,
+                                            Value aligned) {
+    const int64_t K = width(x);
+    Value lane = g.tid(gpu::Dimension::x);
+    return rowStatistics(norm, K, eps, [&](auto term) {
+      if (aligned)
+        return g.warpSum(rowPartialSum(x, row, K, aligned, g.mul(lane, 4), 32, 4, term));
+      return warpReduce(lane, K, [&](Value k) { return term(g.load(x, {row, k})); });
+    });
+  }
+
   /// One warp per row (per group): RMSNorm, LayerNorm, or with `lhs` the
   /// residual add first (`sum` receives it).
   LogicalResult rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
@@ -1003,7 +1019,6 @@ private:
     Value statsAligned = !norm || statsInWalk || K % 4 ? Value()
                          : xAligned                     ? xAligned
                                                         : rowsAligned16(x);
-    const int64_t statsLoads = 4;
     // x's parts as loaded go to `raw` as well, if asked for.
     auto loadX = [&](Value t, Value k, int64_t n,
                      SmallVector<Value> *raw = nullptr) -> SmallVector<Value> {
@@ -1028,18 +1043,12 @@ private:
         Value last = g.sub(T, g.idx(1));
         for (int64_t r = 0; r < R; ++r)
           rows.push_back(g.min(g.add(t0, r), last)); // reads stay in bounds
-        // Prologue: each row's statistics, two passes for LayerNorm, in
-        // 128-bit loads, statsLoads in flight (rowPartialSum; the scalar
+        // Prologue: each row's statistics (warpRowStatistics; the scalar
         // loop where K % 4 != 0). Llama-3-8B's GEMVs on an H200, scalar ->
         // vector: norm+QKV 0.055 -> 0.025 ms, norm+gate/up 0.12 -> 0.064 ms.
         SmallVector<Value> mean(R), rstd(R);
         for (int64_t r = 0; r < R && norm && !statsInWalk; ++r)
-          std::tie(mean[r], rstd[r]) = rowStatistics(*norm, K, eps, [&](auto term) {
-            if (statsAligned)
-              return g.warpSum(rowPartialSum(x, rows[r], K, statsAligned, g.mul(lane, 4), 32,
-                                             statsLoads, term));
-            return warpReduce(lane, K, [&](Value k) { return term(g.load(x, {rows[r], k})); });
-          });
+          std::tie(mean[r], rstd[r]) = warpRowStatistics(*norm, x, rows[r], eps, statsAligned);
         // Main loop: R dot products per weight row read (a GLU's gate and
         // up rows, a RoPE pair's two rows).
         // Decoding reads each weight once per token: the GEMV (R == 1)
@@ -1442,10 +1451,7 @@ private:
       Value t = g.add(t0, warp);
       g.ifThen(g.lt(t, T), [&] {
         if (norm) {
-          Value mean, rstd;
-          std::tie(mean, rstd) = rowStatistics(*norm, K, eps, [&](auto term) {
-            return g.warpSum(rowPartialSum(x, t, K, aligned, g.mul(lane, 4), 32, 4, term));
-          });
+          auto [mean, rstd] = warpRowStatistics(*norm, x, t, eps, aligned);
           Value stats = vector::FromElementsOp::create(
               b, loc, f32x4, ValueRange{mean ? mean : g.f32(0.0), rstd, g.f32(0.0), g.f32(0.0)});
           g.ifThen(g.eq(lane, 0), [&] {
@@ -1502,15 +1508,14 @@ private:
     Value warpRow = g.mul(g.div(warp, warpsN), warpRows);
     Value warpCol = g.mul(g.rem(warp, warpsN), warpCols);
     Value copyRow = g.div(thread, chunks), copyChunk = g.rem(thread, chunks);
-    // Element (row, chunk c) of stage `stage` sits at chunk c ^ (row / 2) %
-    // 4 of its row: rows are 64 bytes, so without the swizzle an ldmatrix's
-    // 8 rows at one chunk would fall in 2 bank groups (4-way conflicts);
-    // with it they fill all 8. A warp's copies write 8 whole rows: no
-    // conflicts either way.
+    // Chunk c of a row of a stage sits at chunk c ^ (row / 2) % 4 of it:
+    // rows are 64 bytes, so without the swizzle an ldmatrix's 8 rows at one
+    // chunk would fall in 2 bank groups (4-way conflicts); with it they
+    // fill all 8. A warp's copies write 8 whole rows: no conflicts either
+    // way. The ring's [stage, row, column] of chunk c of `row`:
     static_assert(chunks == 4, "the swizzle spreads 8 rows of 4 chunks over 128-byte lines");
-    auto swizzled = [&](Value stage, Value row, Value chunk) {
-      Value c = g.xori(chunk, g.rem(g.div(row, 2), chunks));
-      return g.add(g.mul(g.add(g.mul(stage, kTiledRows), row), kTiledK), g.mul(c, 8));
+    auto swizzled = [&](Value stage, Value row, Value chunk) -> SmallVector<Value, 3> {
+      return {stage, row, g.mul(g.xori(chunk, g.rem(g.div(row, 2), chunks)), 8)};
     };
     // The row and chunk of the matrix row this lane addresses in an
     // ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
@@ -1542,8 +1547,8 @@ private:
         Value k = g.add(g.mul(g.min(step, g.idx(steps - 1)), kTiledK), g.mul(copyChunk, 8));
         for (int64_t j = 0; j < rounds; ++j) {
           Value row = g.add(copyRow, j * rowsPerRound);
-          mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, xRows[j], k);
-          mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, wRows[j], k);
+          mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, {xRows[j], k});
+          mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, {wRows[j], k});
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
@@ -1568,13 +1573,12 @@ private:
               SmallVector<SmallVector<Value, 4>> a(rowTiles), bOps(colTiles);
               for (int64_t mt = 0; mt < rowTiles; ++mt) {
                 Value row = g.add(g.add(warpRow, mt * kMmaRows), g.add(matrixRow, aRowHalf));
-                a[mt] = mh.loadMatricesAt(
-                    tileA, swizzled(stage, row, g.add(aChunkHalf, ks / 8)));
+                a[mt] = mh.loadMatrices(tileA, swizzled(stage, row, g.add(aChunkHalf, ks / 8)));
               }
               for (int64_t nt = 0; nt < colTiles; nt += 2) {
                 Value row = g.add(g.add(warpCol, nt * kMmaCols), g.add(matrixRow, bRowHalf));
-                SmallVector<Value, 4> pair = mh.loadMatricesAt(
-                    tileB, swizzled(stage, row, g.add(bChunkHalf, ks / 8)));
+                SmallVector<Value, 4> pair =
+                    mh.loadMatrices(tileB, swizzled(stage, row, g.add(bChunkHalf, ks / 8)));
                 bOps[nt] = {pair[0], pair[1]};
                 bOps[nt + 1] = {pair[2], pair[3]};
               }

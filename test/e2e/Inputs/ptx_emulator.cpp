@@ -86,7 +86,7 @@ struct Symbol {
   size_t bytes = 0;     // Global: its size
   size_t offset = 0;    // Shared: offset; Param: index
   int paramBytes = 8;
-  bool dynamic = false; // Shared: `.extern .shared`, after the function's own (16-aligned)
+  bool dynamic = false; // Shared: the launch's dynamic shared memory, after the function's own
 };
 
 struct Function {
@@ -169,8 +169,7 @@ public:
       } else if (l.rfind(".shared", 0) == 0 || l.rfind(".extern .shared", 0) == 0) {
         if (!isDynamicShared(l))
           return fail("unsupported module-level shared memory: " + l);
-        if (!dynamicShared(l))
-          return false;
+        dynamicShared(l);
       } else if (l.find(".entry ") != std::string::npos) {
         if (!function(lines, i))
           return false;
@@ -212,12 +211,11 @@ private:
            l.find(".b8 ") != std::string::npos &&
            (l[end] == ';' || l.compare(end, 2, "[]") == 0 || l.compare(end, 3, "[0]") == 0);
   }
-  bool dynamicShared(const std::string &l) {
+  void dynamicShared(const std::string &l) {
     size_t end = l.find_first_of("[;"), ns = l.find_last_of(" \t", end);
     Symbol s{Symbol::Shared};
     s.dynamic = true;
     addSymbol(l.substr(ns + 1, end - ns - 1), s);
-    return true;
   }
 
   // .global .align 4 .b8 name[N] = {b0, b1, ...};  (or no initializer)
@@ -306,8 +304,7 @@ private:
       }
       if (l.rfind(".shared", 0) == 0 && isDynamicShared(l)) {
         // The module's dynamic shared memory, demoted into its one user.
-        if (!dynamicShared(l))
-          return false;
+        dynamicShared(l);
         continue;
       }
       if (l.rfind(".shared", 0) == 0 || l.rfind(".local", 0) == 0) {
@@ -1291,6 +1288,14 @@ private:
     return true;
   }
 
+  /// " (thread x,y,z of block x,y,z)": where a fault happened.
+  std::string where(const Thread &t) const {
+    char at[64];
+    snprintf(at, sizeof(at), " (thread %u,%u,%u of block %u,%u,%u)", t.tid[0], t.tid[1], t.tid[2],
+             ctaid[0], ctaid[1], ctaid[2]);
+    return at;
+  }
+
   bool memory(Thread &t, const Instr &in) {
     int bytes = in.type.bits / 8;
     const bool loads = in.op != Op::St; // atom: d, [a], b
@@ -1307,10 +1312,7 @@ private:
       // PTX asks every access, vectors whole, to be naturally aligned.
       size_t total = size_t(bytes) * n;
       auto fault = [&](const char *what) {
-        char where[64];
-        snprintf(where, sizeof(where), " (thread %u,%u,%u of block %u,%u,%u)", t.tid[0], t.tid[1],
-                 t.tid[2], ctaid[0], ctaid[1], ctaid[2]);
-        return fail(what + std::to_string(total) + "-byte access" + where + ": " + in.text);
+        return fail(what + std::to_string(total) + "-byte access" + where(t) + ": " + in.text);
       };
       if (uintptr_t(p) % total)
         return fault("misaligned ");
@@ -1350,12 +1352,7 @@ private:
       return fail("unsupported cp.async: " + in.text);
     uint8_t *dst = address(t, in.ops[0]);
     const uint8_t *src = address(t, in.ops[1]);
-    auto fault = [&](const char *what) {
-      char where[64];
-      snprintf(where, sizeof(where), " (thread %u,%u,%u of block %u,%u,%u)", t.tid[0], t.tid[1],
-               t.tid[2], ctaid[0], ctaid[1], ctaid[2]);
-      return fail(std::string(what) + where + ": " + in.text);
-    };
+    auto fault = [&](const char *what) { return fail(what + where(t) + ": " + in.text); };
     if (uintptr_t(dst) % n || uintptr_t(src) % n)
       return fault("misaligned cp.async");
     if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
