@@ -102,6 +102,10 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
            "16 KB each): stages - 1 steps of its operands in flight by cp.async">,
     Option<"tiledWarps", "tiled-warps", "int64_t", /*default=*/"8",
            "Warps of the block-tiled projection: 8 (a 64x32 tile each) or 4 (64x64)">,
+    Option<"tiledWgmma", "tiled-wgmma", "bool", /*default=*/"false",
+           "The block-tiled projection on sm_90a's wgmma.mma_async (8 warps: two "
+           "warpgroups of 64x128), its operands read from the ring by descriptor; "
+           "the module then runs on sm_90a (H100/H200) alone">,
     Option<"kvCacheType", "kv-cache-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the device KV caches: f32, or bf16/f16 (keys and values "
            "rounded as they are appended, widened as attention reads them)">,

@@ -102,15 +102,22 @@ public:
     }
     d.cuCtxSetCurrent(d.context);
     // The newest PTX not newer than the device (the driver JITs PTX for any
-    // later architecture).
+    // later architecture); at the device's own architecture, PTX for it
+    // alone (sm_90a: wgmma) before the portable one. Architecture-specific
+    // PTX runs on that architecture only.
     const CodeBlob *best = nullptr;
-    int bestArch = 0;
+    int bestRank = 0;
     for (const CodeBlob &b : file.blobs) {
-      int arch = 0;
-      if (std::sscanf(b.name.c_str(), "cuda.sm_%d.ptx", &arch) == 1 && arch <= d.arch &&
-          arch > bestArch) {
+      int arch = 0, end = 0;
+      if (std::sscanf(b.name.c_str(), "cuda.sm_%d%n", &arch, &end) != 1)
+        continue;
+      std::string suffix = b.name.substr(size_t(end));
+      bool specific = suffix == "a.ptx";
+      if (!(specific || suffix == ".ptx") || arch > d.arch || (specific && arch != d.arch))
+        continue;
+      if (int rank = 2 * arch + specific; rank > bestRank) {
         best = &b;
-        bestArch = arch;
+        bestRank = rank;
       }
     }
     if (!best) {

@@ -364,6 +364,46 @@ struct MmaHalf {
       out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, op, i));
     return out;
   }
+  /// The wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") of a
+  /// K-major operand in the 64-byte swizzle, its first row at shared address
+  /// `address` (an i64): rows of 64 bytes whose 16-byte chunk c sits at c ^
+  /// (row / 2) % 4, groups of 8 rows 512 bytes apart (the stride byte
+  /// offset; the leading one is unused in a swizzled K-major layout). The
+  /// hardware XORs the bits of the absolute address: the rows' 512-byte
+  /// pattern must start at a multiple of 512.
+  Value swizzle64Descriptor(Value address) {
+    auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64); };
+    Value start = mlir::arith::AndIOp::create(
+        b, loc, mlir::arith::ShRUIOp::create(b, loc, address, i64(4)), i64(0x3fff));
+    constexpr uint64_t fields = uint64_t(1) << 16        // leading byte offset: 16 (unused)
+                                | uint64_t(512 >> 4) << 32 // stride byte offset: 512
+                                | uint64_t(2) << 62;       // layout: 64-byte swizzle
+    return mlir::arith::OrIOp::create(b, loc, start, i64(int64_t(fields)));
+  }
+  /// acc + A * B for one wgmma.mma_async m64nNk16 of the warpgroup, A (64 x
+  /// 16) and B (N x 16) K-major in shared memory (descriptors `descA`,
+  /// `descB`); `acc` is the N / 2 f32 of this thread: for column tile j
+  /// (8 columns), rows 16 (warp % 4) + l / 4 and that + 8, columns 8 j + 2
+  /// (l % 4) and + 1 (lane l), in mma's order. Returns the new ones, which
+  /// hold the result only after a wgmma.wait_group covers its commit.
+  SmallVector<Value> warpgroupMma(Value descA, Value descB, ValueRange acc) {
+    int64_t n = int64_t(acc.size()) * 2;
+    auto type =
+        mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
+    Value in = mlir::LLVM::UndefOp::create(b, loc, type);
+    for (auto [i, v] : llvm::enumerate(acc))
+      in = mlir::LLVM::InsertValueOp::create(b, loc, in, v, int64_t(i));
+    namespace nvvm = mlir::NVVM;
+    nvvm::WGMMATypes t = f16 ? nvvm::WGMMATypes::f16 : nvvm::WGMMATypes::bf16;
+    Value d = nvvm::WgmmaMmaAsyncOp::create(
+        b, loc, type, in, descA, descB, nvvm::MMAShapeAttr::get(b.getContext(), 64, n, 16), t, t,
+        nvvm::WGMMATypes::f32, nvvm::WGMMAScaleOut::one, nvvm::WGMMAScaleIn::one,
+        nvvm::WGMMAScaleIn::one, nvvm::MMALayout::row, nvvm::MMALayout::col, nullptr);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < int64_t(acc.size()); ++i)
+      out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, d, i));
+    return out;
+  }
 };
 
 } // namespace tbc::cuda

@@ -145,6 +145,9 @@ std::string cuda::TiledGemm::check() const {
            std::to_string(kTiledStagesMax) + ", not " + std::to_string(stages);
   if (warps != 4 && warps != 8)
     return "warps must be 4 or 8, not " + std::to_string(warps);
+  if (wgmma && warps != 8)
+    return "warps must be 8 for sm_90a's wgmma GEMM (two warpgroups), not " +
+           std::to_string(warps);
   return "";
 }
 
@@ -404,8 +407,8 @@ public:
             MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface{},
                             workgroupSpace));
       };
-      auto view = [&](Value bytes, MemRefType type, int64_t offset) {
-        return memref::ViewOp::create(b, loc, type, bytes, g.idx(offset), ValueRange{});
+      auto view = [&](Value bytes, MemRefType type, Value offset) {
+        return memref::ViewOp::create(b, loc, type, bytes, offset, ValueRange{});
       };
       if (launch.body == cuda::Body::flash) {
         // The ring of key tiles, then the ring of value tiles.
@@ -413,23 +416,32 @@ public:
         MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D);
         MemRefType values = cuda::flashValueTileType(ctx, halfType(), D);
         Value bytes = dynamicShared();
-        flashKeys = view(bytes, keys, 0);
-        flashValues = view(bytes, values, keys.getNumElements() * 2);
+        flashKeys = view(bytes, keys, g.idx(0));
+        flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
       }
       if (launch.body == cuda::Body::tiledMma) {
         // The ring of stages in dynamic shared memory (launch.sharedBytes:
         // past the 48 KB a block may have statically), the activation
         // tiles of every stage, then the weight tiles; rows unpadded
         // (tiledProjection swizzles their 16-byte chunks).
+        // wgmma reads it by swizzled absolute addresses: from the next
+        // multiple of kWgmmaRingAlign (TiledGemm::sharedBytes has room).
         Value bytes = dynamicShared();
-        auto ring = [&](int64_t rows, int64_t offset) {
+        Value start = g.idx(0);
+        if (tiled.wgmma) {
+          Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
+          start = g.rem(g.sub(g.idx(cuda::kWgmmaRingAlign), g.rem(base, cuda::kWgmmaRingAlign)),
+                        cuda::kWgmmaRingAlign);
+        }
+        auto ring = [&](int64_t rows, Value offset) {
           return view(bytes,
                       MemRefType::get({tiled.stages, rows, cuda::kTiledK}, halfType(),
                                       MemRefLayoutAttrInterface{}, workgroupSpace),
                       offset);
         };
-        tileA = ring(cuda::kTiledRows, 0);
-        tileB = ring(cuda::kTiledCols, cast<MemRefType>(tileA.getType()).getNumElements() * 2);
+        tileA = ring(cuda::kTiledRows, start);
+        tileB = ring(cuda::kTiledCols,
+                     g.add(start, cast<MemRefType>(tileA.getType()).getNumElements() * 2));
       }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
@@ -1493,8 +1505,13 @@ private:
     Value x = staging;
     const int64_t K = width(x) - kStagingStatsSlots, N = e.N, S = e.glu ? 2 * N : N;
     const int64_t warpsN = tiled.warpsN(), stages = tiled.stages;
-    const int64_t warpRows = kTiledRows / kTiledWarpsM, warpCols = kTiledCols / warpsN;
+    // A warp's accumulators: with mma.sync a warpRows x warpCols tile of
+    // the block's; with wgmma its 16 rows of its warpgroup's 64 x 128 (the
+    // same fragment layout, column tile after column tile).
+    const int64_t warpRows = tiled.wgmma ? kMmaRows : kTiledRows / kTiledWarpsM;
+    const int64_t warpCols = tiled.wgmma ? kTiledCols : kTiledCols / warpsN;
     const int64_t rowTiles = warpRows / kMmaRows, colTiles = warpCols / kMmaCols;
+    static_assert(kTiledRows == 2 * kWarpgroupRows, "two warpgroups of 64 rows");
     // A stage's row is kTiledK 16-bit values, `chunks` 16-byte chunks; a
     // thread copies one chunk of `rounds` rows of each operand a step.
     static_assert(kTiledRows == kTiledCols && kTiledK == 32 && kTiledStagesMin >= 2);
@@ -1505,8 +1522,10 @@ private:
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value thread = g.add(g.mul(warp, 32), lane);
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
-    Value warpRow = g.mul(g.div(warp, warpsN), warpRows);
-    Value warpCol = g.mul(g.rem(warp, warpsN), warpCols);
+    Value warpgroup = g.div(warp, 4);
+    Value warpRow = tiled.wgmma ? g.add(g.mul(warpgroup, kWarpgroupRows), g.mul(g.rem(warp, 4), kMmaRows))
+                                : g.mul(g.div(warp, warpsN), warpRows);
+    Value warpCol = tiled.wgmma ? g.idx(0) : g.mul(g.rem(warp, warpsN), warpCols);
     Value copyRow = g.div(thread, chunks), copyChunk = g.rem(thread, chunks);
     // Chunk c of a row of a stage sits at chunk c ^ (row / 2) % 4 of it:
     // rows are 64 bytes, so without the swizzle an ldmatrix's 8 rows at one
@@ -1562,10 +1581,30 @@ private:
             // barrier), and every warp is done with the previous step's
             // stage, which the copies issued next overwrite.
             NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+            if (tiled.wgmma) // wgmma reads through the async proxy
+              NVVM::FenceProxyOp::create(
+                  b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+                  NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
             gpu::BarrierOp::create(b, loc);
             Value ahead = g.add(step, stages - 1);
             copyStep(ahead, g.rem(ahead, stages));
             Value stage = g.rem(step, stages);
+            if (tiled.wgmma) {
+              // The warpgroup's 64 rows x 128 columns, k 16 at a time; done
+              // (wait 0) before the next barrier, past which the copies
+              // overwrite this stage.
+              NVVM::WgmmaFenceAlignedOp::create(b, loc);
+              for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
+                Value a = mh.swizzle64Descriptor(mh.byteAddress(
+                    tileA, mh.elementOf(tileA, {stage, g.mul(warpgroup, kWarpgroupRows), g.idx(ks)})));
+                Value bDesc = mh.swizzle64Descriptor(
+                    mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})));
+                acc = mh.warpgroupMma(a, bDesc, acc);
+              }
+              NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+              NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+              return acc;
+            }
             for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
               // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
               // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
@@ -2022,7 +2061,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
         module.emitError(option) << " must be f32, bf16 or f16, not '" << *value << "'";
         return signalPassFailure();
       }
-    cuda::TiledGemm tiled{tiledStages, tiledWarps};
+    cuda::TiledGemm tiled{tiledStages, tiledWarps, tiledWgmma};
     if (std::string why = tiled.check(); !why.empty()) {
       module.emitError("tiled-") << why;
       return signalPassFailure();

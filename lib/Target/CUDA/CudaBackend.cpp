@@ -41,14 +41,20 @@ std::string nvvmPipeline(const std::vector<std::string> &archs) {
   // and libdevice's __nv_sincosf reduces it once for both, where
   // __nv_cosf and __nv_sinf each inline their own reduction (~240
   // instructions with its slow path) for LLVM to optimise and generate.
+  // convert-nvvm-to-llvm: NVVM ops without an intrinsic (wgmma.mma_async)
+  // become their inline PTX.
   return p + "gpu.module(gpu.func(math-sincos-fusion,convert-vector-to-scf,convert-scf-to-cf,"
-             "expand-strided-metadata,lower-affine),convert-gpu-to-nvvm,"
+             "expand-strided-metadata,lower-affine),convert-gpu-to-nvvm,convert-nvvm-to-llvm,"
              "llvm.func(convert-vector-to-llvm,canonicalize,cse),reconcile-unrealized-casts)";
 }
 
-/// The prefill GEMM's shape the options ask for (cuda::TiledGemm).
+/// The prefill GEMM's shape the options ask for (cuda::TiledGemm): on
+/// wgmma where every architecture is sm_90a, the one that has it (PTX for
+/// sm_90a runs on sm_90 GPUs alone, so a portable module keeps mma.sync).
 cuda::TiledGemm tiledGemm(const TargetOptions &options) {
-  return {options.cudaGemmStages, options.cudaGemmWarps};
+  bool wgmma = !options.cudaArchs.empty() &&
+               llvm::all_of(options.cudaArchs, [](const std::string &a) { return a == "sm_90a"; });
+  return {options.cudaGemmStages, options.cudaGemmWarps, wgmma};
 }
 
 /// Kernel groups compiled side by side (each optimised once for every
@@ -91,10 +97,10 @@ public:
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
       unsigned n = 0;
-      if (!a.consume_front("sm_") || a.consume_back("a") || a.getAsInteger(10, n) ||
-          n < 75)
+      bool specific = a.consume_back("a"); // sm_90a: that architecture's own instructions
+      if (!a.consume_front("sm_") || a.getAsInteger(10, n) || n < (specific ? 90 : 75))
         return "unknown --cuda-arch '" + arch +
-               "' (expected sm_NN with NN >= 75, e.g. sm_80 or sm_90)";
+               "' (expected sm_NN with NN >= 75, e.g. sm_80 or sm_90, or sm_90a)";
     }
     return "";
   }
@@ -105,8 +111,8 @@ public:
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(
-               TbcLowerToGPUOptions{weightType, flash, tiled.stages, tiled.warps, cache}));
+           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{
+               weightType, flash, tiled.stages, tiled.warps, tiled.wgmma, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();

@@ -7,8 +7,9 @@ _tiles, the block-tiled one for 64 and up; the decoding variants, _row1 and
 _rows8, are FMA GEMVs) and attention kernels
 (k<N>_attention_attend, the split-KV kernel, _attend_decode and
 _attend_combine, decoding's slices and their merge, and _attend_flash) hold
-tensor-core instructions (HMMA) and names the projections that do not, how
-many of the block-tiled ones load their fragments with ldmatrix (LDSM). Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
+tensor-core instructions (HMMA; HGMMA, sm_90a's wgmma) and names the
+projections that do not, how many of the block-tiled ones load their
+fragments with ldmatrix (LDSM) and how many run wgmma (HGMMA). Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
 
@@ -29,19 +30,21 @@ for chip, ptx in objects:
     marker = r"\n\.text\.([\w.]+):" if nvdisasm else r"\n\s*Function : ([\w.]+)"
     parts = re.split(marker, sass)
     functions = list(zip(parts[1::2], parts[2::2]))
-    projections, without, attention, flash, tiled, ldsm = 0, [], 0, 0, 0, 0
+    projections, without, attention, flash, tiled, ldsm, hgmma = 0, [], 0, 0, 0, 0, 0
     for name, f in functions:
         if re.fullmatch(r"k\d+_(fused_)?linear(_tiles)?", name):
             projections += 1
-            if "HMMA" not in f:
+            if "HMMA" not in f and "HGMMA" not in f:
                 without.append(name)
             if name.endswith("_tiles"):
                 tiled += 1
                 ldsm += "LDSM" in f
+                hgmma += "HGMMA" in f
         elif re.fullmatch(r"k\d+_attention_attend(_flash|_decode|_combine)?", name):
             attention += 1
             flash += "HMMA" in f
-    print(f"{chip}: {projections - len(without)}/{projections} projection kernels use HMMA"
+    print(f"{chip}: {projections - len(without)}/{projections} projection kernels use tensor cores"
           + (f" (not: {', '.join(without)})" if without else "")
           + f"; {ldsm}/{tiled} block-tiled ones read fragments with LDSM"
-          + f"; {flash}/{attention} attention kernels")
+          + f"; {flash}/{attention} attention kernels"
+          + f"; {hgmma}/{tiled} block-tiled ones on wgmma (HGMMA)")

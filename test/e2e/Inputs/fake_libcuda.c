@@ -77,7 +77,10 @@ CUresult cuInit(unsigned flags) { (void)flags; atexit(report); return OK; }
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return OK; }
 CUresult cuDeviceGetAttribute(int *v, int attribute, int d) {
   (void)d;
-  *v = attribute == 75 ? 9 : 0; // compute capability 9.0
+  // Compute capability 9.0, or FAKE_CUDA_CC's (e.g. 80, 100).
+  const char *cc = getenv("FAKE_CUDA_CC");
+  int n = cc ? atoi(cc) : 90;
+  *v = attribute == 75 ? n / 10 : attribute == 76 ? n % 10 : 0;
   return OK;
 }
 CUresult cuDeviceGetName(char *name, int len, int d) {

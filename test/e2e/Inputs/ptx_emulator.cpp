@@ -11,7 +11,11 @@
 // waiting for it reads stale data here as it may on a GPU),
 // and the collective ones with their semantics: shfl.sync.bfly, ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
-// accumulation) wait for every live lane of the warp, bar.sync for every live thread of the block. An
+// accumulation) wait for every live lane of the warp, wgmma.mma_async
+// (sm_90a: m64nNk16, both operands in shared memory by matrix descriptor,
+// any swizzle; results reach the registers at wgmma.wait_group, and a
+// shared byte whose writer has not run fence.proxy.async since may not be
+// read) for every thread of the warpgroup, bar.sync for every live thread of the block. An
 // instruction it does not know fails the module load with its text, so a
 // gap shows as an error, never as a wrong number. It is a test double: the
 // arithmetic is the CPU's (approximate instructions are computed exactly,
@@ -32,7 +36,7 @@ enum class Op {
   Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
   Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
-  CpAsync, CpAsyncCommit, CpAsyncWait,
+  CpAsync, CpAsyncCommit, CpAsyncWait, Wgmma, WgmmaFence, WgmmaCommit, WgmmaWait, FenceProxyAsync,
 };
 
 /// A PTX type: its kind (b, u, s, f, pred) and width in bits.
@@ -63,6 +67,8 @@ struct Instr {
   int round = FE_TONEAREST;
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
   bool trans = false;                          // ldmatrix .trans
+  std::vector<int> accumulators; // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d, imm-scale-a/b
+  int wgmmaN = 0;                // wgmma: N of m64nNk16
   char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
   int pred = -1;
   bool predNeg = false;
@@ -94,6 +100,7 @@ struct Function {
   std::vector<Instr> code;
   int registers = 0;
   size_t sharedBytes = 0, localBytes = 0;
+  bool wgmma = false; // has wgmma.mma_async: shared stores are tracked for the proxy fence
 };
 
 struct Module {
@@ -289,8 +296,8 @@ private:
         continue;
       }
       if (l.rfind(".reg", 0) == 0) {
-        // .reg .b32 %r<393>;  or  .reg .b64 %SP;
-        std::string decl = trim(l.substr(l.find('%')));
+        // .reg .b32 %r<393>;  or  .reg .b64 %SP;  or (inline asm) .reg .pred p;
+        std::string decl = trim(l.substr(l.find_last_of(" \t") + 1));
         decl.pop_back(); // ';'
         size_t lt = decl.find('<');
         if (lt == std::string::npos) {
@@ -428,12 +435,76 @@ private:
       o.imm = uint64_t(strtoll(s.c_str(), nullptr, 0));
       return true;
     }
+    if (regIndex.count(s)) { // declared in an inline asm block: `.reg .pred p;`
+      o.kind = Operand::Reg;
+      o.reg = regIndex[s];
+      return true;
+    }
     auto it = m.symbolIndex.find(s);
     if (it == m.symbolIndex.end())
       return fail("unknown operand " + s + " in: " + in.text);
     o.kind = Operand::Symbol;
     o.symbol = it->second;
     return true;
+  }
+
+  // wgmma.fence.sync.aligned; wgmma.commit_group.sync.aligned;
+  // wgmma.wait_group.sync.aligned n; fence.proxy.async.shared::cta;
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (or .f16.f16) {d0, .., d(N/2-1)},
+  // a-desc, b-desc, scale-d, 1, 1, 0, 0 (both operands from shared memory,
+  // K-major: the transposes 0; other forms are refused).
+  bool asyncProxyInstruction(Instr &in, const std::vector<std::string> &parts,
+                             const std::string &rest) {
+    auto is = [&](std::initializer_list<const char *> want) {
+      if (parts.size() != want.size() + 1)
+        return false;
+      size_t k = 1;
+      for (const char *w : want)
+        if (parts[k++] != w)
+          return false;
+      return true;
+    };
+    std::vector<std::string> ops = split(rest, ',');
+    auto done = [&](Op op, size_t nops) {
+      if (ops.size() != nops)
+        return fail("unsupported operands: " + in.text);
+      in.op = op;
+      for (const std::string &s : ops)
+        if (!operand(s, in.ops[in.nops++], in))
+          return false;
+      f->code.push_back(std::move(in));
+      return true;
+    };
+    if (parts[0] == "fence")
+      return is({"proxy", "async", "shared::cta"}) ? done(Op::FenceProxyAsync, 0)
+                                                    : fail("unsupported fence: " + in.text);
+    if (is({"fence", "sync", "aligned"}))
+      return done(Op::WgmmaFence, 0);
+    if (is({"commit_group", "sync", "aligned"}))
+      return done(Op::WgmmaCommit, 0);
+    if (is({"wait_group", "sync", "aligned"}))
+      return done(Op::WgmmaWait, 1);
+    int n = 0;
+    if (parts.size() != 8 || parts[1] != "mma_async" || parts[2] != "sync" ||
+        parts[3] != "aligned" || sscanf(parts[4].c_str(), "m64n%dk16", &n) != 1 ||
+        parts[4] != "m64n" + std::to_string(n) + "k16" || n % 8 || n < 8 || n > 256 ||
+        parts[5] != "f32" || parts[6] != parts[7] || (parts[6] != "bf16" && parts[6] != "f16"))
+      return fail("unsupported wgmma: " + in.text);
+    in.half = parts[6] == "f16";
+    if (ops.size() != 8 || ops[0].empty() || ops[0][0] != '{' || ops[6] != "0" || ops[7] != "0")
+      return fail("unsupported wgmma operands (K-major shared operands only): " + in.text);
+    for (const std::string &r : split(ops[0].substr(1, ops[0].size() - 2), ',')) {
+      if (r.empty() || r[0] != '%')
+        return fail("unsupported wgmma accumulator: " + in.text);
+      in.accumulators.push_back(reg(r));
+    }
+    if (int(in.accumulators.size()) != n / 2)
+      return fail("wgmma accumulator count: " + in.text);
+    in.wgmmaN = n;
+    f->wgmma = true;
+    ops.erase(ops.begin());
+    ops.resize(5);
+    return done(Op::Wgmma, 5);
   }
 
   bool instruction(std::string l) {
@@ -458,6 +529,8 @@ private:
           return true;
       return false;
     };
+    if (base == "wgmma" || base == "fence")
+      return asyncProxyInstruction(in, parts, rest);
     bool ok = true;
     // Every modifier must be one whose meaning is implemented below (or one
     // that cannot change a result here): an unknown one is an error, not a
@@ -677,11 +750,25 @@ struct AsyncCopy {
   size_t bytes;
 };
 
+/// A wgmma's result for one accumulator register, written when its group is
+/// waited for; `before` is what the register must hold then (its value at
+/// the issue, or an earlier wgmma's result for it): PTX lets nothing else
+/// write it while the wgmma is in flight.
+struct PendingWrite {
+  int reg;
+  uint64_t value, before;
+};
+
 struct Thread {
   uint32_t pc = 0;
   std::vector<AsyncCopy> openGroup;               // cp.async since the last commit
   std::vector<std::vector<AsyncCopy>> committed; // oldest first
-  enum { Running, AtShfl, AtMma, AtLdmatrix, AtWarpSync, AtBar, Done } state = Running;
+  std::vector<PendingWrite> wgmmaOpen;           // wgmma since the last commit_group
+  std::vector<std::vector<PendingWrite>> wgmmaCommitted; // oldest first
+  // Shared memory this thread wrote (stores, landed cp.async) since its last
+  // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
+  std::vector<std::pair<size_t, size_t>> unfenced;
+  enum { Running, AtShfl, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done } state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
@@ -693,8 +780,12 @@ public:
   Block(const Module &m, const Function &f, void **params, const unsigned grid[3],
         const unsigned block[3], size_t dynamicShared, std::string &error)
       : m(m), f(f), params(params), error(error),
-        dynamicOffset((f.sharedBytes + 15) / 16 * 16),
-        sharedBytes(dynamicOffset + dynamicShared) {
+        dynamicOffset((f.sharedBytes + 1023) / 1024 * 1024 + 16),
+        sharedBytes(dynamicOffset + dynamicShared),
+        shared(static_cast<uint8_t *>(
+                   std::aligned_alloc(kSharedWindow, (sharedBytes + 16 + kSharedWindow - 1) /
+                                                         kSharedWindow * kSharedWindow)),
+               std::free) {
     for (int k = 0; k < 3; ++k) {
       nctaid[k] = grid[k];
       ntid[k] = block[k];
@@ -702,7 +793,6 @@ public:
     threads = block[0] * block[1] * block[2];
     regs.resize(size_t(threads) * f.registers);
     locals.resize(size_t(threads) * (f.localBytes + 16));
-    shared.resize(sharedBytes + 16);
     ts.resize(threads);
   }
 
@@ -711,6 +801,7 @@ public:
     ctaid[1] = by;
     ctaid[2] = bz;
     std::fill(regs.begin(), regs.end(), 0);
+    unfenced.assign(f.wgmma ? sharedBytes : 0, -1);
     for (unsigned i = 0; i < threads; ++i) {
       Thread &t = ts[i];
       t = Thread{};
@@ -762,6 +853,21 @@ public:
           progress = true;
         }
       }
+      // wgmma: every live thread of a warpgroup (4 whole warps) meets.
+      for (unsigned lo = 0; lo < threads; lo += 128) {
+        unsigned hi = std::min(threads, lo + 128), live = 0, at = 0;
+        for (unsigned i = lo; i < hi; ++i) {
+          live += ts[i].state != Thread::Done;
+          at += ts[i].state == Thread::AtWgmma;
+        }
+        if (live && at == live) {
+          if (live != 128)
+            return fail("wgmma needs a whole warpgroup (128 threads)");
+          if (!warpgroupMultiply(lo))
+            return false;
+          progress = true;
+        }
+      }
       for (Thread &t : ts) {
         done += t.state == Thread::Done;
         atBar += t.state == Thread::AtBar;
@@ -789,7 +895,18 @@ private:
   unsigned nctaid[3], ntid[3], ctaid[3], threads;
   size_t dynamicOffset, sharedBytes; // the function's own shared memory, then the launch's
   std::vector<uint64_t> regs;
-  std::vector<uint8_t> locals, shared;
+  std::vector<uint8_t> locals;
+  // The block's shared memory, at a 256 KB boundary of the host's memory, so
+  // that the low 18 bits of a shared address are its offset in the block's
+  // shared window as on a GPU (wgmma's descriptors hold those, and its
+  // swizzles XOR their bits). Dynamic shared memory starts 16 bytes past a
+  // 1 KB boundary: aligned as `.align 16` promises, no more, so that a
+  // kernel whose swizzles need more must align its tiles itself.
+  static constexpr size_t kSharedWindow = size_t(1) << 18;
+  std::unique_ptr<uint8_t, void (*)(void *)> shared;
+  // Per byte of shared memory (functions with wgmma): the thread whose write
+  // it holds while that thread has not run fence.proxy.async since, else -1.
+  std::vector<int32_t> unfenced;
   // The allocations the last global accesses hit (base, size), most recent first: a kernel
   // touches a few buffers in turn (input, weight, bias, output), so four save most lookups.
   uint64_t recentAllocations[4][2] = {};
@@ -806,7 +923,7 @@ private:
     case Symbol::Global:
       return sym.address;
     case Symbol::Shared:
-      return uint64_t(uintptr_t(shared.data() + (sym.dynamic ? dynamicOffset : sym.offset)));
+      return uint64_t(uintptr_t(shared.get() + (sym.dynamic ? dynamicOffset : sym.offset)));
     case Symbol::Local:
       return uint64_t(uintptr_t(t.local + sym.offset));
     case Symbol::Param:
@@ -881,6 +998,9 @@ private:
         return true;
       case Op::WarpSync:
         t.state = Thread::AtWarpSync;
+        return true;
+      case Op::Wgmma:
+        t.state = Thread::AtWgmma;
         return true;
       default:
         if (!execute(t, in))
@@ -1147,9 +1267,38 @@ private:
     case Op::CpAsyncWait:
       // All but the newest n committed groups land, in order.
       while (t.committed.size() > v(0)) {
-        for (const AsyncCopy &c : t.committed.front())
+        for (const AsyncCopy &c : t.committed.front()) {
           memcpy(c.dst, c.src, c.bytes);
+          wroteShared(t, c.dst, c.bytes);
+        }
         t.committed.erase(t.committed.begin());
+      }
+      return true;
+    case Op::WgmmaFence:
+      return true;
+    case Op::FenceProxyAsync:
+      // This thread's generic writes to shared memory are now seen by the
+      // async proxy (wgmma's operand reads).
+      for (auto [at, n] : t.unfenced)
+        for (size_t k = at; k < at + n; ++k)
+          if (unfenced[k] == int32_t(&t - ts.data()))
+            unfenced[k] = -1;
+      t.unfenced.clear();
+      return true;
+    case Op::WgmmaCommit:
+      t.wgmmaCommitted.push_back(std::move(t.wgmmaOpen));
+      t.wgmmaOpen.clear();
+      return true;
+    case Op::WgmmaWait:
+      // All but the newest n committed groups write their accumulators.
+      while (t.wgmmaCommitted.size() > v(0)) {
+        for (const PendingWrite &w : t.wgmmaCommitted.front()) {
+          if (t.r[w.reg] != w.before)
+            return fail("a wgmma accumulator register was written while the wgmma was in "
+                        "flight" + where(t) + ": " + in.text);
+          t.r[w.reg] = w.value;
+        }
+        t.wgmmaCommitted.erase(t.wgmmaCommitted.begin());
       }
       return true;
     case Op::Rcp:
@@ -1265,7 +1414,7 @@ private:
     auto within = [&](uint64_t base, uint64_t size) { return a >= base && a + n <= base + size; };
     switch (space) {
     case 's':
-      return within(uint64_t(uintptr_t(shared.data())), sharedBytes);
+      return within(uint64_t(uintptr_t(shared.get())), sharedBytes);
     case 'l':
       return within(uint64_t(uintptr_t(t.local)), f.localBytes);
     case 'g':
@@ -1339,6 +1488,8 @@ private:
                      : r.regs[k] >= 0        ? t.r[r.regs[k]]
                                              : r.imms[k];
         memcpy(at, &x, bytes);
+        if (in.space == 's')
+          wroteShared(t, at, bytes);
       }
     }
     return true;
@@ -1359,6 +1510,17 @@ private:
       return fault("out-of-bounds cp.async");
     t.openGroup.push_back({dst, src, size_t(n)});
     return true;
+  }
+
+  /// Notes a generic-proxy write of shared memory (functions with wgmma), which
+  /// wgmma may read only after the writer's fence.proxy.async.
+  void wroteShared(Thread &t, const uint8_t *p, size_t n) {
+    if (!f.wgmma)
+      return;
+    size_t at = size_t(p - shared.get());
+    t.unfenced.push_back({at, n});
+    for (size_t k = at; k < at + n; ++k)
+      unfenced[k] = int32_t(&t - ts.data());
   }
 
   // shfl.sync.bfly.b32 d, a, b, c, membermask: lane i gets lane (i ^ b)'s a.
@@ -1480,6 +1642,116 @@ private:
       ++t.pc;
     }
     return true;
+  }
+
+  /// The shared-memory element (row r, k) of a K-major wgmma operand whose
+  /// matrix descriptor is `desc` (PTX ISA, "Matrix Descriptor Format"): start
+  /// address, leading and stride byte offsets in 16-byte units, the layout in
+  /// bits 62-63 (0 no swizzle: 8 x 16-byte core matrices, LBO apart along k
+  /// and SBO along r; 1/2/3: 128/64/32-byte swizzle, rows that wide, 8-row
+  /// groups SBO apart, 16-byte chunks XOR the row bits of the absolute
+  /// address). Null (with the error set) where it falls outside the block's
+  /// shared memory.
+  const uint8_t *operandElement(uint64_t desc, unsigned r, unsigned k, const char *which) {
+    size_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+           sbo = ((desc >> 32) & 0x3fff) << 4;
+    unsigned layout = unsigned(desc >> 62);
+    size_t at;
+    if (layout == 0) {
+      at = start + r / 8 * sbo + k / 8 * lbo + r % 8 * 16 + k % 8 * 2;
+    } else {
+      unsigned width = 256 >> layout, bits = 4 - layout; // 128 B: 3 bits of chunk
+      at = start + r / 8 * sbo + r % 8 * width + k * 2;
+      at ^= ((at >> 7) & ((1u << bits) - 1)) << 4;
+    }
+    if (at + 2 > sharedBytes) {
+      fail(std::string("wgmma ") + which + " operand outside shared memory (row " +
+           std::to_string(r) + ", k " + std::to_string(k) + ")");
+      return nullptr;
+    }
+    if (unfenced[at] >= 0 || unfenced[at + 1] >= 0) {
+      fail(std::string("wgmma reads its ") + which + " operand (row " + std::to_string(r) +
+           ", k " + std::to_string(k) +
+           ") where a thread wrote without fence.proxy.async since");
+      return nullptr;
+    }
+    return shared.get() + at;
+  }
+
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (.f16.f16) of the warpgroup
+  // from thread `lo`: D (64 x N) = A (64 x 16, descriptor a) B (16 x N,
+  // descriptor b, K-major: column n's 16 k contiguous) + (scale-d ? C : 0),
+  // f32 accumulation in k order. Thread i of the warpgroup (warp w = i / 32,
+  // g = i % 32 / 4, q = i % 4) holds in accumulators 4j .. 4j + 3 the
+  // elements (16w + g, 8j + 2q), (16w + g, 8j + 2q + 1), (16w + g + 8, 8j +
+  // 2q), (16w + g + 8, 8j + 2q + 1). Computed now from shared memory as it
+  // is, the result reaches the registers at wgmma.wait_group; a later wgmma
+  // of the same registers reads this one's result (they chain in order).
+  bool warpgroupMultiply(unsigned lo) {
+    const Instr &in = f.code[ts[lo].pc];
+    const Thread &first = ts[lo];
+    uint64_t da = value(first, in.ops[0]), db = value(first, in.ops[1]);
+    for (unsigned i = lo; i < lo + 128; ++i) {
+      const Thread &t = ts[i];
+      const Instr &ti = f.code[t.pc];
+      if (&ti != &in || value(t, ti.ops[0]) != da || value(t, ti.ops[1]) != db)
+        return fail("the threads of a warpgroup run different wgmma" + where(t) + ": " + in.text);
+    }
+    for (uint64_t d : {da, db})
+      if ((d >> 49) & 7)
+        return fail("wgmma descriptor with a base offset: " + in.text);
+    const int N = in.wgmmaN;
+    float A[64][16], B[256][16];
+    for (unsigned r = 0; r < 64; ++r)
+      for (unsigned k = 0; k < 16; ++k) {
+        const uint8_t *p = operandElement(da, r, k, "A");
+        if (!p)
+          return false;
+        uint16_t h;
+        memcpy(&h, p, 2);
+        A[r][k] = in.half ? f16ToF32(h) : bf16ToF32(h);
+      }
+    for (int n = 0; n < N; ++n)
+      for (unsigned k = 0; k < 16; ++k) {
+        const uint8_t *p = operandElement(db, unsigned(n), k, "B");
+        if (!p)
+          return false;
+        uint16_t h;
+        memcpy(&h, p, 2);
+        B[n][k] = in.half ? f16ToF32(h) : bf16ToF32(h);
+      }
+    float scale = float(int64_t(value(first, in.ops[3]))) * float(int64_t(value(first, in.ops[4])));
+    bool accumulate = value(first, in.ops[2]) != 0;
+    for (unsigned i = 0; i < 128; ++i) {
+      Thread &t = ts[lo + i];
+      unsigned w = i / 32, g = i % 32 / 4, q = i % 4;
+      for (int j = 0; j < N / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+          unsigned row = 16 * w + g + (e >= 2 ? 8 : 0), col = 8 * j + 2 * q + e % 2;
+          int reg = in.accumulators[4 * j + e];
+          uint64_t before = accumulatorIn(t, reg); // what the register holds when this lands
+          float c = accumulate ? asF32(before) : 0.0f;
+          for (int k = 0; k < 16; ++k)
+            c = std::fma(scale * A[row][k], B[col][k], c);
+          t.wgmmaOpen.push_back({reg, fromF32(c), before});
+        }
+      t.state = Thread::Running;
+      ++t.pc;
+    }
+    return true;
+  }
+
+  /// The newest value of accumulator `reg` for a wgmma: an earlier wgmma's
+  /// result still in flight, else the register.
+  static uint64_t accumulatorIn(const Thread &t, int reg) {
+    for (auto w = t.wgmmaOpen.rbegin(); w != t.wgmmaOpen.rend(); ++w)
+      if (w->reg == reg)
+        return w->value;
+    for (auto g = t.wgmmaCommitted.rbegin(); g != t.wgmmaCommitted.rend(); ++g)
+      for (auto w = g->rbegin(); w != g->rend(); ++w)
+        if (w->reg == reg)
+          return w->value;
+    return t.r[reg];
   }
 };
 

@@ -98,11 +98,24 @@ constexpr int64_t kTiledStagesDefault = 4, kTiledStagesMin = 2, kTiledStagesMax 
 /// at the registers they take) or 4 (2 x 2, 64 x 64 a warp, 128
 /// accumulators: two blocks an SM, whose barriers then overlap, and 32
 /// mma.sync per 8 ldmatrix.x4 where 8 warps have 16 per 6).
+///
+/// `wgmma` (modules for sm_90a alone, where it exists): each warpgroup of
+/// the 8 warps multiplies 64 rows x all 128 columns with wgmma.mma_async
+/// straight from the ring (its swizzle is wgmma's 64-byte one), where
+/// mma.sync needs every fragment loaded by ldmatrix first. The hardware
+/// swizzles absolute addresses, so the ring is placed at a multiple of
+/// kWgmmaRingAlign, up to that many bytes past the dynamic shared memory's
+/// start (aligned to 16 bytes only).
+constexpr int64_t kWgmmaRingAlign = 512;
+constexpr int64_t kWarpgroupRows = 64; // wgmma's M
 struct TiledGemm {
   int64_t stages = kTiledStagesDefault;
   int64_t warps = 8;
+  bool wgmma = false;
   int64_t warpsN() const { return warps / kTiledWarpsM; }
-  int64_t sharedBytes() const { return stages * kTiledStageBytes; }
+  int64_t sharedBytes() const {
+    return stages * kTiledStageBytes + (wgmma ? kWgmmaRingAlign : 0);
+  }
   /// Why a choice is not one the kernel takes ("" if it is).
   std::string check() const;
 };
