@@ -230,7 +230,8 @@ static bool pairsRopeWarps(RotaryEpilogueAttr rope, const cuda::Launch &launch) 
 /// The blocks an SM must be able to hold of `launch`'s kernel for `op`
 /// (`nvvm.minctasm`, which bounds the registers ptxas may give a thread), or
 /// 0 where ptxas's own choice spills nowhere.
-static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool halfWeights) {
+static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool halfWeights,
+                              bool wgmma) {
   using cuda::Body;
   // Attention's blocks are sized to fill an SM's warps on their own
   // (16 warps a split-KV block; the flash kernel's registers). Without a
@@ -244,9 +245,14 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   // registers for the GLU variant and spilled once its activations came
   // 128 bits at a time; capped at 128 for two blocks, the ring's kernels
   // spilled 32-140 bytes). Its 4-warp shape is meant to run two blocks an
-  // SM (TiledGemm): 255 registers still fit two of 128 threads.
+  // SM (TiledGemm): 255 registers still fit two of 128 threads. On wgmma
+  // two blocks too, so that one block's barrier and wait overlap the
+  // other's multiplies (ptxas took 126-254 registers unasked: one block).
+  // At the 128 that leaves, the k walk holds no fragments (wgmma reads the
+  // ring) and spills nothing; the row tile's setup and the epilogue spill
+  // 20-540 bytes (Llama-3-8B, Gemma-2-9B; the most with RoPE), once a tile.
   if (launch.body == Body::tiledMma)
-    return launch.blockY == 4 ? 2 : 1;
+    return launch.blockY == 4 || wgmma ? 2 : 1;
   // The GEMV on 16-bit weights without a norm, GLU or RoPE (an o or down
   // projection, a plain linear): 4 blocks, 32 warps an SM, so that a grid
   // of a hidden size's columns (4096 warps at 8B shapes) runs in one wave
@@ -375,7 +381,8 @@ public:
       fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
-      if (int64_t blocks = minBlocksPerSM(op, launch, cuda::usesTensorCores(op, weightType)))
+      if (int64_t blocks =
+              minBlocksPerSM(op, launch, cuda::usesTensorCores(op, weightType), tiled.wgmma))
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.

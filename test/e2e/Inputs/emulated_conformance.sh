@@ -15,8 +15,9 @@
 #   match within 1e-4; with the default bf16 caches (keys and values rounded,
 #   as a bf16 model's are) within 2e-2; the long-prompt fixtures
 #   (80 tokens: tensor-core projections and flash attention, which round
-#   activations and P to bf16; once more with split-KV attention) within the
-#   2e-2 that scripts/gpu-check.sh asks of bf16 on a GPU;
+#   activations and P to bf16; once more with split-KV attention, and once
+#   for sm_90a alone, whose projections run on wgmma) within the 2e-2 that
+#   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
 #   sanitizer suite: the executor's bf16 uploads and the [in, out]
@@ -66,6 +67,9 @@ case $set in
         check "$f bf16 $attention" "$bf16/$f" --dtype bf16 --cuda-attention $attention \
           -- --tolerance 2e-2 --batch-tolerance 2e-2
       done
+      # For sm_90a alone: the block-tiled projections on wgmma.
+      check "$f bf16 sm_90a" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
+        -- --tolerance 2e-2 --batch-tolerance 2e-2
     done ;;
   bf16-sample)
     check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32
