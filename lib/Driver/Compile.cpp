@@ -189,7 +189,8 @@ int tbc::compileMain(int argc, char **argv) {
   static cl::list<std::string> cudaArch(
       "cuda-arch", cl::cat(cat), cl::CommaSeparated, cl::value_desc("sm_80,sm_90"),
       cl::desc("GPU architectures of --target cuda (default sm_80,sm_90): one "
-               "PTX per architecture in the module"));
+               "PTX per architecture in the module. sm_90a alone: H100/H200 only, "
+               "the prefill GEMM on wgmma"));
   static cl::opt<std::string> cudaAttention(
       "cuda-attention", cl::cat(cat), cl::init("flash"), cl::value_desc("flash|split-kv"),
       cl::desc("--target cuda with 16-bit weights: prefill attention as the "

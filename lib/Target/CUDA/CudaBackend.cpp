@@ -97,8 +97,10 @@ public:
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
       unsigned n = 0;
-      bool specific = a.consume_back("a"); // sm_90a: that architecture's own instructions
-      if (!a.consume_front("sm_") || a.getAsInteger(10, n) || n < (specific ? 90 : 75))
+      // sm_90a: that architecture's own instructions (wgmma), the only
+      // architecture-specific target the kernels know.
+      bool specific = a.consume_back("a");
+      if (!a.consume_front("sm_") || a.getAsInteger(10, n) || n < 75 || (specific && n != 90))
         return "unknown --cuda-arch '" + arch +
                "' (expected sm_NN with NN >= 75, e.g. sm_80 or sm_90, or sm_90a)";
     }
