@@ -1578,28 +1578,35 @@ private:
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
-      for (int64_t s = 0; s + 1 < stages; ++s)
+      // On wgmma with 3 stages or more, a step's multiplies stay in flight
+      // through the next step's barrier and copies (wgmma.wait_group 1):
+      // the copies then run stages - 2 steps ahead, into the stage read two
+      // steps ago, whose wgmma every warpgroup has waited for before the
+      // barrier. Otherwise stages - 1 ahead, into the stage read last step.
+      const int64_t inFlight = tiled.wgmma && stages >= 3 ? 1 : 0;
+      const int64_t ahead = stages - 1 - inFlight;
+      for (int64_t s = 0; s < ahead; ++s)
         copyStep(g.idx(s), g.idx(s));
       SmallVector<Value> init(accs, g.f32(0.0));
       SmallVector<Value> state = g.rolledLoop(
           g.idx(0), g.idx(steps), g.idx(1), init, [&](Value step, ValueRange s) {
             SmallVector<Value> acc(s);
             // This step's copies have landed, every thread's (the
-            // barrier), and every warp is done with the previous step's
-            // stage, which the copies issued next overwrite.
-            NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+            // barrier), and every warp is done with the stage the copies
+            // issued next overwrite.
+            NVVM::CpAsyncWaitGroupOp::create(b, loc, ahead - 1);
             if (tiled.wgmma) // wgmma reads through the async proxy
               NVVM::FenceProxyOp::create(
                   b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
                   NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
             gpu::BarrierOp::create(b, loc);
-            Value ahead = g.add(step, stages - 1);
-            copyStep(ahead, g.rem(ahead, stages));
+            Value next = g.add(step, ahead);
+            copyStep(next, g.rem(next, stages));
             Value stage = g.rem(step, stages);
             if (tiled.wgmma) {
-              // The warpgroup's 64 rows x 128 columns, k 16 at a time; done
-              // (wait 0) before the next barrier, past which the copies
-              // overwrite this stage.
+              // The warpgroup's 64 rows x 128 columns, k 16 at a time,
+              // done before the barrier past which copies overwrite this
+              // stage: by the next step's end (inFlight), else now.
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
               for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
                 Value a = mh.swizzle64Descriptor(mh.byteAddress(
@@ -1609,7 +1616,7 @@ private:
                 acc = mh.warpgroupMma(a, bDesc, acc);
               }
               NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-              NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+              NVVM::WgmmaWaitGroupSyncOp::create(b, loc, inFlight);
               return acc;
             }
             for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
@@ -1638,8 +1645,11 @@ private:
             }
             return acc;
           });
-      // The copies past the last step land before the ring is reused (the
-      // next row tile's first steps), and every warp is done with it.
+      // The last multiplies are done, the copies past the last step land
+      // before the ring is reused (the next row tile's first steps), and
+      // every warp is done with it.
+      if (inFlight)
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
       NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
       gpu::BarrierOp::create(b, loc);
 

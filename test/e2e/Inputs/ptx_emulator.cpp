@@ -13,9 +13,10 @@
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, wgmma.mma_async
 // (sm_90a: m64nNk16, both operands in shared memory by matrix descriptor,
-// any swizzle; results reach the registers at wgmma.wait_group, and a
-// shared byte whose writer has not run fence.proxy.async since may not be
-// read) for every thread of the warpgroup, bar.sync for every live thread of the block. An
+// any swizzle; results reach the registers at wgmma.wait_group; a shared
+// byte whose writer has not run fence.proxy.async since may not be read,
+// nor one a cp.async in flight writes, from the issue to the wait) for
+// every thread of the warpgroup, bar.sync for every live thread of the block. An
 // instruction it does not know fails the module load with its text, so a
 // gap shows as an error, never as a wrong number. It is a test double: the
 // arithmetic is the CPU's (approximate instructions are computed exactly,
@@ -763,8 +764,15 @@ struct Thread {
   uint32_t pc = 0;
   std::vector<AsyncCopy> openGroup;               // cp.async since the last commit
   std::vector<std::vector<AsyncCopy>> committed; // oldest first
-  std::vector<PendingWrite> wgmmaOpen;           // wgmma since the last commit_group
-  std::vector<std::vector<PendingWrite>> wgmmaCommitted; // oldest first
+  // wgmma since the last commit_group, then the committed groups (oldest
+  // first): their results for this thread, and the wgmma they come from
+  // (indices of Block::wgmmaReads).
+  struct WgmmaGroup {
+    std::vector<PendingWrite> writes;
+    std::vector<size_t> reads;
+  };
+  WgmmaGroup wgmmaOpen;
+  std::vector<WgmmaGroup> wgmmaCommitted;
   // Shared memory this thread wrote (stores, landed cp.async) since its last
   // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
   std::vector<std::pair<size_t, size_t>> unfenced;
@@ -802,6 +810,8 @@ public:
     ctaid[2] = bz;
     std::fill(regs.begin(), regs.end(), 0);
     unfenced.assign(f.wgmma ? sharedBytes : 0, -1);
+    copiesInFlight.assign(f.wgmma ? sharedBytes : 0, 0);
+    wgmmaReads.clear();
     for (unsigned i = 0; i < threads; ++i) {
       Thread &t = ts[i];
       t = Thread{};
@@ -907,6 +917,17 @@ private:
   // Per byte of shared memory (functions with wgmma): the thread whose write
   // it holds while that thread has not run fence.proxy.async since, else -1.
   std::vector<int32_t> unfenced;
+  // Per byte of shared memory (functions with wgmma): cp.async copies issued
+  // into it and not yet landed.
+  std::vector<uint16_t> copiesInFlight;
+  // The block's wgmma, in issue order: the operands each reads (by the time
+  // of its last thread's wait_group the hardware may read them).
+  struct WgmmaRead {
+    uint64_t da, db;
+    int n;
+    bool checked = false;
+  };
+  std::vector<WgmmaRead> wgmmaReads;
   // The allocations the last global accesses hit (base, size), most recent first: a kernel
   // touches a few buffers in turn (input, weight, bias, output), so four save most lookups.
   uint64_t recentAllocations[4][2] = {};
@@ -1270,6 +1291,9 @@ private:
         for (const AsyncCopy &c : t.committed.front()) {
           memcpy(c.dst, c.src, c.bytes);
           wroteShared(t, c.dst, c.bytes);
+          if (f.wgmma)
+            for (size_t k = size_t(c.dst - shared.get()); k < size_t(c.dst - shared.get()) + c.bytes; ++k)
+              --copiesInFlight[k];
         }
         t.committed.erase(t.committed.begin());
       }
@@ -1287,12 +1311,20 @@ private:
       return true;
     case Op::WgmmaCommit:
       t.wgmmaCommitted.push_back(std::move(t.wgmmaOpen));
-      t.wgmmaOpen.clear();
+      t.wgmmaOpen = {};
       return true;
     case Op::WgmmaWait:
       // All but the newest n committed groups write their accumulators.
       while (t.wgmmaCommitted.size() > v(0)) {
-        for (const PendingWrite &w : t.wgmmaCommitted.front()) {
+        // Until now the hardware may still have been reading the operands:
+        // no copy may have been on its way into them since the issue.
+        for (size_t r : t.wgmmaCommitted.front().reads)
+          if (!wgmmaReads[r].checked) {
+            wgmmaReads[r].checked = true;
+            if (!operandsQuiet(wgmmaReads[r], " at its wait_group" + where(t)))
+              return false;
+          }
+        for (const PendingWrite &w : t.wgmmaCommitted.front().writes) {
           if (t.r[w.reg] != w.before)
             return fail("a wgmma accumulator register was written while the wgmma was in "
                         "flight" + where(t) + ": " + in.text);
@@ -1509,6 +1541,9 @@ private:
     if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
       return fault("out-of-bounds cp.async");
     t.openGroup.push_back({dst, src, size_t(n)});
+    if (f.wgmma)
+      for (size_t k = size_t(dst - shared.get()); k < size_t(dst - shared.get()) + n; ++k)
+        ++copiesInFlight[k];
     return true;
   }
 
@@ -1701,6 +1736,9 @@ private:
       if ((d >> 49) & 7)
         return fail("wgmma descriptor with a base offset: " + in.text);
     const int N = in.wgmmaN;
+    WgmmaRead read{da, db, N};
+    if (!operandsQuiet(read, " at its issue" + where(first)))
+      return false;
     float A[64][16], B[256][16];
     for (unsigned r = 0; r < 64; ++r)
       for (unsigned k = 0; k < 16; ++k) {
@@ -1733,22 +1771,43 @@ private:
           float c = accumulate ? asF32(before) : 0.0f;
           for (int k = 0; k < 16; ++k)
             c = std::fma(scale * A[row][k], B[col][k], c);
-          t.wgmmaOpen.push_back({reg, fromF32(c), before});
+          t.wgmmaOpen.writes.push_back({reg, fromF32(c), before});
         }
+      t.wgmmaOpen.reads.push_back(wgmmaReads.size());
       t.state = Thread::Running;
       ++t.pc;
     }
+    wgmmaReads.push_back(read);
+    return true;
+  }
+
+  /// Whether no cp.async is on its way into the operands of wgmma `r`
+  /// (`when`: the issue, or its wait_group); a copy landing while the
+  /// hardware reads them would race it.
+  bool operandsQuiet(const WgmmaRead &r, const std::string &when) {
+    for (int which = 0; which < 2; ++which)
+      for (unsigned row = 0; row < (which ? unsigned(r.n) : 64u); ++row)
+        for (unsigned k = 0; k < 16; ++k) {
+          const uint8_t *p = operandElement(which ? r.db : r.da, row, k, which ? "B" : "A");
+          if (!p)
+            return false;
+          size_t at = size_t(p - shared.get());
+          if (copiesInFlight[at] || copiesInFlight[at + 1])
+            return fail(std::string("a cp.async in flight writes the ") + (which ? "B" : "A") +
+                        " operand of a wgmma (row " + std::to_string(row) + ", k " +
+                        std::to_string(k) + ")" + when);
+        }
     return true;
   }
 
   /// The newest value of accumulator `reg` for a wgmma: an earlier wgmma's
   /// result still in flight, else the register.
   static uint64_t accumulatorIn(const Thread &t, int reg) {
-    for (auto w = t.wgmmaOpen.rbegin(); w != t.wgmmaOpen.rend(); ++w)
+    for (auto w = t.wgmmaOpen.writes.rbegin(); w != t.wgmmaOpen.writes.rend(); ++w)
       if (w->reg == reg)
         return w->value;
     for (auto g = t.wgmmaCommitted.rbegin(); g != t.wgmmaCommitted.rend(); ++g)
-      for (auto w = g->rbegin(); w != g->rend(); ++w)
+      for (auto w = g->writes.rbegin(); w != g->writes.rend(); ++w)
         if (w->reg == reg)
           return w->value;
     return t.r[reg];
