@@ -760,19 +760,38 @@ struct PendingWrite {
   uint64_t value, before;
 };
 
+/// A thread's asynchronous operations in PTX's groups (commit_group,
+/// wait_group): the group since the last commit, then the committed ones,
+/// oldest first.
+template <typename Group> struct AsyncGroups {
+  Group open{};
+  std::vector<Group> committed;
+  void commit() {
+    committed.push_back(std::move(open));
+    open = Group{};
+  }
+  /// Retires all but the newest `keep` committed groups, oldest first,
+  /// through `retire` (false: a fault, which stops it).
+  template <typename F> bool wait(uint64_t keep, F retire) {
+    while (committed.size() > keep) {
+      if (!retire(committed.front()))
+        return false;
+      committed.erase(committed.begin());
+    }
+    return true;
+  }
+};
+
 struct Thread {
   uint32_t pc = 0;
-  std::vector<AsyncCopy> openGroup;               // cp.async since the last commit
-  std::vector<std::vector<AsyncCopy>> committed; // oldest first
-  // wgmma since the last commit_group, then the committed groups (oldest
-  // first): their results for this thread, and the wgmma they come from
+  AsyncGroups<std::vector<AsyncCopy>> copies; // cp.async
+  // wgmma: their results for this thread, and the wgmma they come from
   // (indices of Block::wgmmaReads).
   struct WgmmaGroup {
     std::vector<PendingWrite> writes;
     std::vector<size_t> reads;
   };
-  WgmmaGroup wgmmaOpen;
-  std::vector<WgmmaGroup> wgmmaCommitted;
+  AsyncGroups<WgmmaGroup> wgmma;
   // Shared memory this thread wrote (stores, landed cp.async) since its last
   // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
   std::vector<std::pair<size_t, size_t>> unfenced;
@@ -1282,22 +1301,18 @@ private:
     case Op::CpAsync:
       return asyncCopy(t, in);
     case Op::CpAsyncCommit:
-      t.committed.push_back(std::move(t.openGroup));
-      t.openGroup.clear();
+      t.copies.commit();
       return true;
     case Op::CpAsyncWait:
       // All but the newest n committed groups land, in order.
-      while (t.committed.size() > v(0)) {
-        for (const AsyncCopy &c : t.committed.front()) {
+      return t.copies.wait(v(0), [&](const std::vector<AsyncCopy> &group) {
+        for (const AsyncCopy &c : group) {
           memcpy(c.dst, c.src, c.bytes);
           wroteShared(t, c.dst, c.bytes);
-          if (f.wgmma)
-            for (size_t k = size_t(c.dst - shared.get()); k < size_t(c.dst - shared.get()) + c.bytes; ++k)
-              --copiesInFlight[k];
+          copyInFlight(c.dst, c.bytes, -1);
         }
-        t.committed.erase(t.committed.begin());
-      }
-      return true;
+        return true;
+      });
     case Op::WgmmaFence:
       return true;
     case Op::FenceProxyAsync:
@@ -1310,29 +1325,27 @@ private:
       t.unfenced.clear();
       return true;
     case Op::WgmmaCommit:
-      t.wgmmaCommitted.push_back(std::move(t.wgmmaOpen));
-      t.wgmmaOpen = {};
+      t.wgmma.commit();
       return true;
     case Op::WgmmaWait:
       // All but the newest n committed groups write their accumulators.
-      while (t.wgmmaCommitted.size() > v(0)) {
+      return t.wgmma.wait(v(0), [&](const Thread::WgmmaGroup &group) {
         // Until now the hardware may still have been reading the operands:
         // no copy may have been on its way into them since the issue.
-        for (size_t r : t.wgmmaCommitted.front().reads)
+        for (size_t r : group.reads)
           if (!wgmmaReads[r].checked) {
             wgmmaReads[r].checked = true;
             if (!operandsQuiet(wgmmaReads[r], " at its wait_group" + where(t)))
               return false;
           }
-        for (const PendingWrite &w : t.wgmmaCommitted.front().writes) {
+        for (const PendingWrite &w : group.writes) {
           if (t.r[w.reg] != w.before)
             return fail("a wgmma accumulator register was written while the wgmma was in "
                         "flight" + where(t) + ": " + in.text);
           t.r[w.reg] = w.value;
         }
-        t.wgmmaCommitted.erase(t.wgmmaCommitted.begin());
-      }
-      return true;
+        return true;
+      });
     case Op::Rcp:
       fop([&] { return 1.0f / F1; }, [&] { return 1.0 / D1; });
       return true;
@@ -1540,11 +1553,19 @@ private:
       return fault("misaligned cp.async");
     if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
       return fault("out-of-bounds cp.async");
-    t.openGroup.push_back({dst, src, size_t(n)});
-    if (f.wgmma)
-      for (size_t k = size_t(dst - shared.get()); k < size_t(dst - shared.get()) + n; ++k)
-        ++copiesInFlight[k];
+    t.copies.open.push_back({dst, src, size_t(n)});
+    copyInFlight(dst, n, 1);
     return true;
+  }
+
+  /// Counts a cp.async into shared memory as issued (+1) or landed (-1), in
+  /// functions with wgmma (whose operands no copy may land in while it runs).
+  void copyInFlight(const uint8_t *dst, size_t n, int delta) {
+    if (!f.wgmma)
+      return;
+    size_t at = size_t(dst - shared.get());
+    for (size_t k = at; k < at + n; ++k)
+      copiesInFlight[k] = uint16_t(copiesInFlight[k] + delta);
   }
 
   /// Notes a generic-proxy write of shared memory (functions with wgmma), which
@@ -1771,9 +1792,9 @@ private:
           float c = accumulate ? asF32(before) : 0.0f;
           for (int k = 0; k < 16; ++k)
             c = std::fma(scale * A[row][k], B[col][k], c);
-          t.wgmmaOpen.writes.push_back({reg, fromF32(c), before});
+          t.wgmma.open.writes.push_back({reg, fromF32(c), before});
         }
-      t.wgmmaOpen.reads.push_back(wgmmaReads.size());
+      t.wgmma.open.reads.push_back(wgmmaReads.size());
       t.state = Thread::Running;
       ++t.pc;
     }
@@ -1803,10 +1824,10 @@ private:
   /// The newest value of accumulator `reg` for a wgmma: an earlier wgmma's
   /// result still in flight, else the register.
   static uint64_t accumulatorIn(const Thread &t, int reg) {
-    for (auto w = t.wgmmaOpen.writes.rbegin(); w != t.wgmmaOpen.writes.rend(); ++w)
+    for (auto w = t.wgmma.open.writes.rbegin(); w != t.wgmma.open.writes.rend(); ++w)
       if (w->reg == reg)
         return w->value;
-    for (auto g = t.wgmmaCommitted.rbegin(); g != t.wgmmaCommitted.rend(); ++g)
+    for (auto g = t.wgmma.committed.rbegin(); g != t.wgmma.committed.rend(); ++g)
       for (auto w = g->writes.rbegin(); w != g->writes.rend(); ++w)
         if (w->reg == reg)
           return w->value;

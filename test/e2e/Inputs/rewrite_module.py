@@ -9,7 +9,12 @@ validates what the container holds (not just the container):
                                              first OLD in the manifest -> NEW
   rewrite_module.py IN OUT json STATEMENT    runs STATEMENT on the manifest
                                              parsed as `m` (m['steps'] = [])
-  rewrite_module.py IN OUT drop NAME         removes the blob NAME"""
+  rewrite_module.py IN OUT drop NAME         removes the blob NAME
+  rewrite_module.py IN OUT clobber-wgmma NAME
+                                             after the blob NAME's first
+                                             wgmma commit_group, writes 7 to
+                                             the first accumulator of the
+                                             wgmma before it (still in flight)"""
 import json, struct, sys
 
 src, dst, mode = sys.argv[1:4]
@@ -47,6 +52,14 @@ elif mode == "json":
     manifest = json.dumps(m, indent=1)
 elif mode == "drop":
     blobs = [b for b in blobs if b[0] != sys.argv[4]]
+elif mode == "clobber-wgmma":
+    import re
+    for b in blobs:
+        if b[0] == sys.argv[4]:
+            commit = b[1].index(b"wgmma.commit_group.sync.aligned;")
+            acc = re.findall(rb"wgmma\.mma_async[^{]*\{\s*(%r\d+)", b[1][:commit])[-1]
+            end = commit + len(b"wgmma.commit_group.sync.aligned;")
+            b[1] = b[1][:end] + b"\n\tmov.b32 \t" + acc + b", 7;" + b[1][end:]
 else:
     sys.exit("unknown mode " + mode)
 
