@@ -20,7 +20,11 @@ There (the GPU machine, after scripts/gpu-check.sh has built build-gpu/):
   prints, per model, prompt and kernel, each variant's ms per round and its
   ratio to the first variant (medians over rounds), and writes them as CSV.
 Each measurement is `tbc-run bench --profile` (gpu_bench.tbc_bench): kernel
-times per forward call, prefill (and decode with --decode N)."""
+times per forward call, prefill (and decode with --decode N). Before timing,
+each variant's logits for a prompt of --check tokens (random weights, the same
+for every build) are compared with the first variant's (max|d|/max|ref|,
+within 2e-2: bf16 variants round differently): a kernel change is timed only
+where it still computes the same layer at the model's real widths."""
 import argparse, csv, json, os, re, shlex, shutil, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -73,6 +77,8 @@ def run(a):
     variants, models = ab["variants"], a.models or ab["models"]
     for v in variants:
         print(f"  variant {v}: {ab.get('commands', {}).get(v, '?')}", flush=True)
+    if a.check:
+        agree(a, variants, models)
     pick = re.compile(a.kernels)
     # times[(model, prompt, section, kernel)][variant] = [ms per round]
     times = {}
@@ -117,6 +123,33 @@ def run(a):
         sys.exit("gpu_ab run: no kernel matched --kernels, or every run failed")
 
 
+def agree(a, variants, models):
+    """Each variant's logits for the same prompt against the first variant's."""
+    import numpy as np  # the GPU machine has it (PyTorch); the LLVM machine need not
+    tokens = os.path.join(a.modules, "check-tokens.txt")
+    with open(tokens, "w") as f:
+        f.write(",".join(str((7 * i + 3) % gpu_bench.HEAD_VOCAB) for i in range(a.check)))
+    for model in models:
+        logits = {}
+        for v in variants:
+            module = os.path.join(a.modules, f"{model}.{v}.tbcm")
+            out = os.path.join(a.modules, f"{model}.{v}.check.npy")
+            r = subprocess.run([a.tbc_run, module, "--random-weights", "--tokens-file", tokens,
+                                "--output", out], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"  check {model} {v}: FAILED: {(r.stderr or r.stdout).strip()[-300:]}",
+                      flush=True)
+                continue
+            logits[v] = np.load(out)
+        ref = logits.get(variants[0])
+        for v in variants[1:]:
+            if ref is None or v not in logits:
+                continue
+            d = float(np.abs(logits[v] - ref).max() / max(float(np.abs(ref).max()), 1e-30))
+            print(f"  check {model} {v}: {a.check} tokens, max|d|/max|ref| = {d:.3g} against "
+                  f"{variants[0]} ({'ok' if d <= 2e-2 else 'DIFFERENT'}, within 2e-2)", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -139,6 +172,8 @@ def main():
     pr.add_argument("--kernels", default="attention|linear",
                     help="regex over kernel names (default: attention|linear)")
     pr.add_argument("--out", help="CSV of every time")
+    pr.add_argument("--check", type=int, default=256,
+                    help="tokens of the logits check before timing (0: none; default 256)")
     a = p.parse_args()
     prepare(a) if a.command == "prepare" else run(a)
 
