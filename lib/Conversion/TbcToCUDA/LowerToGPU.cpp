@@ -14,9 +14,9 @@
 //   weight row is read once per 8 tokens with 128-bit loads; with 16-bit
 //   weights, chunks of 16 rows and up on tensor cores instead (a warp per
 //   16 x 8 tile; from 64 rows, a block per 128 x 128 tile staged in shared
-//   memory). The norm
-//   statistic is the prologue (summed in the k walk of the 128 x 128
-//   tiles), bias / GLU / activation / soft-cap the epilogue, exactly as
+//   memory, on wgmma in sm_90a modules). The norm
+//   statistic is the prologue (for the 128 x 128 tiles, a staging launch's
+//   before them), bias / GLU / activation / soft-cap the epilogue, exactly as
 //   `tbc.fused_linear` says;
 // * attention: in 16-bit modules, a flash kernel on tensor cores for
 //   chunks of 16 rows or more (FlashAttention.cpp); otherwise (decoding, f32
@@ -1503,9 +1503,12 @@ private:
   /// warp's copies covering 8 whole rows, stages - 1 steps ahead of the
   /// step the warps multiply: each warp runs its (kTiledRows /
   /// kTiledWarpsM) x (kTiledCols / warpsN) tile's mma.sync from its
-  /// ldmatrix fragments, one barrier a step (TiledGemm: stages, warps). The copies take no registers
-  /// and keep stages - 1 steps in flight (the register staging before it
-  /// had one, with 32-48 registers a thread). A fused norm was applied by
+  /// ldmatrix fragments, one barrier a step (TiledGemm: stages, warps). The
+  /// copies take no registers and keep stages - 1 steps in flight (the
+  /// register staging before it had one, with 32-48 registers a thread).
+  /// On sm_90a (TiledGemm::wgmma) each warpgroup runs wgmma.mma_async on its
+  /// 64 rows x the block's columns straight from the ring, one batch in
+  /// flight through the next step's barrier. A fused norm was applied by
   /// the staging launch's statistics.
   LogicalResult tiledProjection(Value w, Value out, Epilogue e, const Rotary *rope) {
     using namespace cuda;
