@@ -388,8 +388,8 @@ struct MmaHalf {
   /// hold the result only after a wgmma.wait_group covers its commit.
   SmallVector<Value> warpgroupMma(Value descA, Value descB, ValueRange acc) {
     int64_t n = int64_t(acc.size()) * 2;
-    auto type =
-        mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
+    auto type = mlir::LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(acc.size(), b.getF32Type()));
     Value in = mlir::LLVM::UndefOp::create(b, loc, type);
     for (auto [i, v] : llvm::enumerate(acc))
       in = mlir::LLVM::InsertValueOp::create(b, loc, in, v, int64_t(i));

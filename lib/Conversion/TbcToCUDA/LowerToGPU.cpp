@@ -1533,7 +1533,8 @@ private:
     Value thread = g.add(g.mul(warp, 32), lane);
     Value group = g.div(lane, 4), quad = g.rem(lane, 4);
     Value warpgroup = g.div(warp, 4);
-    Value warpRow = tiled.wgmma ? g.add(g.mul(warpgroup, kWarpgroupRows), g.mul(g.rem(warp, 4), kMmaRows))
+    Value warpRow = tiled.wgmma ? g.add(g.mul(warpgroup, kWarpgroupRows),
+                                        g.mul(g.rem(warp, 4), kMmaRows))
                                 : g.mul(g.div(warp, warpsN), warpRows);
     Value warpCol = tiled.wgmma ? g.idx(0) : g.mul(g.rem(warp, warpsN), warpCols);
     Value copyRow = g.div(thread, chunks), copyChunk = g.rem(thread, chunks);
@@ -1612,8 +1613,9 @@ private:
               // stage: by the next step's end (inFlight), else now.
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
               for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
-                Value a = mh.swizzle64Descriptor(mh.byteAddress(
-                    tileA, mh.elementOf(tileA, {stage, g.mul(warpgroup, kWarpgroupRows), g.idx(ks)})));
+                Value firstRow = g.mul(warpgroup, kWarpgroupRows);
+                Value a = mh.swizzle64Descriptor(
+                    mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})));
                 Value bDesc = mh.swizzle64Descriptor(
                     mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})));
                 acc = mh.warpgroupMma(a, bDesc, acc);

@@ -68,7 +68,9 @@ struct Instr {
   int round = FE_TONEAREST;
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
   bool trans = false;                          // ldmatrix .trans
-  std::vector<int> accumulators; // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d, imm-scale-a/b
+  // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d,
+  // imm-scale-a, imm-scale-b.
+  std::vector<int> accumulators;
   int wgmmaN = 0;                // wgmma: N of m64nNk16
   char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
   int pred = -1;
@@ -944,6 +946,7 @@ private:
   struct WgmmaRead {
     uint64_t da, db;
     int n;
+    bool half; // f16 operands, else bf16
     bool checked = false;
   };
   std::vector<WgmmaRead> wgmmaReads;
@@ -1335,7 +1338,7 @@ private:
         for (size_t r : group.reads)
           if (!wgmmaReads[r].checked) {
             wgmmaReads[r].checked = true;
-            if (!operandsQuiet(wgmmaReads[r], " at its wait_group" + where(t)))
+            if (!readOperands(wgmmaReads[r], " at its wait_group" + where(t)))
               return false;
           }
         for (const PendingWrite &w : group.writes) {
@@ -1757,28 +1760,10 @@ private:
       if ((d >> 49) & 7)
         return fail("wgmma descriptor with a base offset: " + in.text);
     const int N = in.wgmmaN;
-    WgmmaRead read{da, db, N};
-    if (!operandsQuiet(read, " at its issue" + where(first)))
-      return false;
+    WgmmaRead read{da, db, N, in.half};
     float A[64][16], B[256][16];
-    for (unsigned r = 0; r < 64; ++r)
-      for (unsigned k = 0; k < 16; ++k) {
-        const uint8_t *p = operandElement(da, r, k, "A");
-        if (!p)
-          return false;
-        uint16_t h;
-        memcpy(&h, p, 2);
-        A[r][k] = in.half ? f16ToF32(h) : bf16ToF32(h);
-      }
-    for (int n = 0; n < N; ++n)
-      for (unsigned k = 0; k < 16; ++k) {
-        const uint8_t *p = operandElement(db, unsigned(n), k, "B");
-        if (!p)
-          return false;
-        uint16_t h;
-        memcpy(&h, p, 2);
-        B[n][k] = in.half ? f16ToF32(h) : bf16ToF32(h);
-      }
+    if (!readOperands(read, " at its issue" + where(first), A, B))
+      return false;
     float scale = float(int64_t(value(first, in.ops[3]))) * float(int64_t(value(first, in.ops[4])));
     bool accumulate = value(first, in.ops[2]) != 0;
     for (unsigned i = 0; i < 128; ++i) {
@@ -1802,10 +1787,12 @@ private:
     return true;
   }
 
-  /// Whether no cp.async is on its way into the operands of wgmma `r`
-  /// (`when`: the issue, or its wait_group); a copy landing while the
-  /// hardware reads them would race it.
-  bool operandsQuiet(const WgmmaRead &r, const std::string &when) {
+  /// The operands of wgmma `r` (A 64 x 16, B n x 16), into `A` and `B`
+  /// where given, failing where one is out of place (operandElement) or a
+  /// cp.async is on its way into it (`when`: at the issue, or at its
+  /// wait_group): a copy landing while the hardware reads would race it.
+  bool readOperands(const WgmmaRead &r, const std::string &when, float (*A)[16] = nullptr,
+                    float (*B)[16] = nullptr) {
     for (int which = 0; which < 2; ++which)
       for (unsigned row = 0; row < (which ? unsigned(r.n) : 64u); ++row)
         for (unsigned k = 0; k < 16; ++k) {
@@ -1817,6 +1804,11 @@ private:
             return fail(std::string("a cp.async in flight writes the ") + (which ? "B" : "A") +
                         " operand of a wgmma (row " + std::to_string(row) + ", k " +
                         std::to_string(k) + ")" + when);
+          if (auto *to = which ? B : A) {
+            uint16_t h;
+            memcpy(&h, p, 2);
+            to[row][k] = r.half ? f16ToF32(h) : bf16ToF32(h);
+          }
         }
     return true;
   }
