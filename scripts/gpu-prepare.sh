@@ -48,10 +48,13 @@ for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long; do
 done
 # The long-prompt fixtures for sm_90a alone (H100/H200): their projections
 # (80 rows) take the block-tiled GEMM, there on wgmma; gpu-check.sh runs them
-# on an sm_90 GPU only.
+# on an sm_90 GPU only; once more at 256 columns a block with k steps of 64
+# (--cuda-gemm-cols 256 --cuda-gemm-k 64).
 for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long; do
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
     -o "$out/$f.bf16-sm90a.tbcm" 2>/dev/null
+  "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
+    --cuda-gemm-cols 256 --cuda-gemm-k 64 -o "$out/$f.bf16-sm90a-wide.tbcm" 2>/dev/null
 done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do

@@ -99,13 +99,20 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
            "(false: the split-KV kernel everywhere)">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
-           "16 KB each): stages - 1 steps of its operands in flight by cp.async">,
+           "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "
+           "steps of its operands in flight by cp.async">,
     Option<"tiledWarps", "tiled-warps", "int64_t", /*default=*/"8",
            "Warps of the block-tiled projection: 8 (a 64x32 tile each) or 4 (64x64)">,
     Option<"tiledWgmma", "tiled-wgmma", "bool", /*default=*/"false",
            "The block-tiled projection on sm_90a's wgmma.mma_async (8 warps: two "
            "warpgroups of 64x128), its operands read from the ring by descriptor; "
            "the module then runs on sm_90a (H100/H200) alone">,
+    Option<"tiledCols", "tiled-cols", "int64_t", /*default=*/"128",
+           "GEMM columns of a block of the block-tiled projection: 128, or 256 with "
+           "tiled-wgmma (each warpgroup 64x256, one block an SM)">,
+    Option<"tiledK", "tiled-k", "int64_t", /*default=*/"32",
+           "k step of the block-tiled projection: 32, or 64 with tiled-wgmma (rows of "
+           "128 bytes in wgmma's 128-byte swizzle; inputs not a multiple of 64 walk 32)">,
     Option<"kvCacheType", "kv-cache-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the device KV caches: f32, or bf16/f16 (keys and values "
            "rounded as they are appended, widened as attention reads them)">,

@@ -199,16 +199,30 @@ int tbc::compileMain(int argc, char **argv) {
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
-               "projections' ring of shared memory (16 KB each; stages - 1 "
-               "k steps of both operands in flight while the tensor cores "
-               "multiply one). For tuning on a GPU: bench/gpu_ab.py times "
-               "builds with different values against each other"));
+               "projections' ring of shared memory (16 KB each, more with "
+               "--cuda-gemm-cols 256 or --cuda-gemm-k 64; at most 227 KB in "
+               "all; stages - 1 k steps of both operands in flight while the "
+               "tensor cores multiply one). For tuning on a GPU: "
+               "bench/gpu_ab.py times builds with different values against "
+               "each other"));
   static cl::opt<int64_t> cudaGemmWarps(
       "cuda-gemm-warps", cl::cat(cat), cl::init(8), cl::value_desc("4|8"),
       cl::desc("--target cuda with 16-bit weights: warps of a prefill "
                "projection's block of 128 x 128 outputs: 8 (the default; 64 x "
                "32 a warp, one block an SM) or 4 (64 x 64 a warp, two blocks "
                "an SM)"));
+  static cl::opt<int64_t> cudaGemmCols(
+      "cuda-gemm-cols", cl::cat(cat), cl::init(128), cl::value_desc("128|256"),
+      cl::desc("--target cuda with 16-bit weights: GEMM columns of a prefill "
+               "projection's block of 128 rows: 128 (the default), or 256 "
+               "with --cuda-arch sm_90a (each warpgroup's wgmma 64 x 256, one "
+               "block an SM, a quarter less L2 traffic a multiply)"));
+  static cl::opt<int64_t> cudaGemmK(
+      "cuda-gemm-k", cl::cat(cat), cl::init(32), cl::value_desc("32|64"),
+      cl::desc("--target cuda with 16-bit weights: k step of the prefill "
+               "projections: 32 (the default), or 64 with --cuda-arch sm_90a "
+               "(wgmma's 128-byte swizzle: one barrier for twice the "
+               "multiplies; stages twice the bytes, at most 227 KB in all)"));
   static cl::opt<std::string> cudaKvCache(
       "cuda-kv-cache", cl::cat(cat), cl::value_desc("f32|bf16|f16"),
       cl::desc("--target cuda: element type of the device KV caches (default: "
@@ -309,6 +323,8 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
+  targetOptions.cudaGemmCols = cudaGemmCols;
+  targetOptions.cudaGemmK = cudaGemmK;
   targetOptions.cudaKvCache = cudaKvCache;
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;

@@ -62,6 +62,12 @@ struct TargetOptions {
   int64_t cudaGemmStages = 4;
   /// CUDA: warps of the prefill GEMM's block (`--cuda-gemm-warps`, 4 or 8).
   int64_t cudaGemmWarps = 8;
+  /// CUDA: GEMM columns of the prefill GEMM's block (`--cuda-gemm-cols`,
+  /// 128, or 256 on sm_90a's wgmma).
+  int64_t cudaGemmCols = 128;
+  /// CUDA: the prefill GEMM's k step (`--cuda-gemm-k`, 32, or 64 on
+  /// sm_90a's wgmma).
+  int64_t cudaGemmK = 32;
   /// CUDA: the KV caches' element type (`--cuda-kv-cache`: f32, bf16 or
   /// f16; empty: the weights' type, as a bf16 model in transformers keeps
   /// its cache in bf16).

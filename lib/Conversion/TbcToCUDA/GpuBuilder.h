@@ -365,19 +365,22 @@ struct MmaHalf {
     return out;
   }
   /// The wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") of a
-  /// K-major operand in the 64-byte swizzle, its first row at shared address
-  /// `address` (an i64): rows of 64 bytes whose 16-byte chunk c sits at c ^
-  /// (row / 2) % 4, groups of 8 rows 512 bytes apart (the stride byte
+  /// K-major operand in the 64- or 128-byte swizzle (`rowBytes`), its first
+  /// row at shared address `address` (an i64): rows of 64 bytes whose
+  /// 16-byte chunk c sits at c ^ (row / 2) % 4, or of 128 bytes with chunk c
+  /// at c ^ row % 8; groups of 8 rows 8 rowBytes apart (the stride byte
   /// offset; the leading one is unused in a swizzled K-major layout). The
-  /// hardware XORs the bits of the absolute address: the rows' 512-byte
-  /// pattern must start at a multiple of 512.
-  Value swizzle64Descriptor(Value address) {
+  /// hardware XORs the bits of the absolute address: the rows' pattern must
+  /// start at a multiple of 8 rowBytes.
+  Value swizzledDescriptor(Value address, int64_t rowBytes) {
+    assert((rowBytes == 64 || rowBytes == 128) && "wgmma's 64- and 128-byte swizzles");
     auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64); };
     Value start = mlir::arith::AndIOp::create(
         b, loc, mlir::arith::ShRUIOp::create(b, loc, address, i64(4)), i64(0x3fff));
-    constexpr uint64_t fields = uint64_t(1) << 16        // leading byte offset: 16 (unused)
-                                | uint64_t(512 >> 4) << 32 // stride byte offset: 512
-                                | uint64_t(2) << 62;       // layout: 64-byte swizzle
+    const uint64_t layout = rowBytes == 64 ? 2 : 1; // 64-byte : 128-byte swizzle
+    const uint64_t fields = uint64_t(1) << 16                 // leading byte offset: 16 (unused)
+                            | uint64_t(8 * rowBytes >> 4) << 32 // stride byte offset
+                            | layout << 62;
     return mlir::arith::OrIOp::create(b, loc, start, i64(int64_t(fields)));
   }
   /// acc + A * B for one wgmma.mma_async m64nNk16 of the warpgroup, A (64 x

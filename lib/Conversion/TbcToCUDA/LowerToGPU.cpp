@@ -148,6 +148,22 @@ std::string cuda::TiledGemm::check() const {
   if (wgmma && warps != 8)
     return "warps must be 8 for sm_90a's wgmma GEMM (two warpgroups), not " +
            std::to_string(warps);
+  if (cols != kTiledCols && !(wgmma && cols == kTiledWideCols))
+    return "cols must be " + std::to_string(kTiledCols) +
+           (wgmma ? " or " + std::to_string(kTiledWideCols)
+                  : " (" + std::to_string(kTiledWideCols) + " needs sm_90a's wgmma)") +
+           ", not " + std::to_string(cols);
+  if (k != kTiledK && !(wgmma && k == kTiledWideK))
+    return "k must be " + std::to_string(kTiledK) +
+           (wgmma ? " or " + std::to_string(kTiledWideK)
+                  : " (" + std::to_string(kTiledWideK) + " needs sm_90a's wgmma)") +
+           ", not " + std::to_string(k);
+  if (sharedBytes(k) > limits::kMaxDynamicSharedBytes)
+    return "stages must be at most " +
+           std::to_string((limits::kMaxDynamicSharedBytes - ringAlign(k)) / stageBytes(k)) +
+           " with a k step of " + std::to_string(k) + " and " + std::to_string(cols) +
+           " columns (" + std::to_string(stageBytes(k) / 1024) + " KB a stage), not " +
+           std::to_string(stages);
   return "";
 }
 
@@ -197,9 +213,9 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
       // statistics beside them (KernelABI.h).
       variants.push_back(Launch{"_tiles_stage", 32, kWarpsPerBlock, 1, kWarpsPerBlock,
                                 Body::tiledStage, kTiledMinRows});
-      variants.push_back(Launch{"_tiles", 32, gemm.warps, ceilDiv(columns, kTiledCols),
+      variants.push_back(Launch{"_tiles", 32, gemm.warps, ceilDiv(columns, gemm.cols),
                                 kTiledRows, Body::tiledMma, kTiledMinRows, 0,
-                                gemm.sharedBytes()});
+                                gemm.sharedBytes(gemm.kStep(lastDim(p.getInput().getType())))});
     }
     return variants;
   }
@@ -231,7 +247,7 @@ static bool pairsRopeWarps(RotaryEpilogueAttr rope, const cuda::Launch &launch) 
 /// (`nvvm.minctasm`, which bounds the registers ptxas may give a thread), or
 /// 0 where ptxas's own choice spills nowhere.
 static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool halfWeights,
-                              bool wgmma) {
+                              const cuda::TiledGemm &tiled) {
   using cuda::Body;
   // Attention's blocks are sized to fill an SM's warps on their own
   // (16 warps a split-KV block; the flash kernel's registers). Without a
@@ -251,8 +267,10 @@ static int64_t minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool ha
   // At the 128 that leaves, the k walk holds no fragments (wgmma reads the
   // ring) and spills nothing; the row tile's setup and the epilogue spill
   // 20-540 bytes (Llama-3-8B, Gemma-2-9B; the most with RoPE), once a tile.
+  // At 256 columns a thread holds 128 accumulators: one block, whose wgmma
+  // batch in flight keeps the tensor cores busy through its barriers.
   if (launch.body == Body::tiledMma)
-    return launch.blockY == 4 || wgmma ? 2 : 1;
+    return launch.blockY == 4 || (tiled.wgmma && tiled.cols == cuda::kTiledCols) ? 2 : 1;
   // The GEMV on 16-bit weights without a norm, GLU or RoPE (an o or down
   // projection, a plain linear): 4 blocks, 32 warps an SM, so that a grid
   // of a hidden size's columns (4096 warps at 8B shapes) runs in one wave
@@ -382,21 +400,11 @@ public:
       fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
           {int32_t(launch.blockX), int32_t(launch.blockY), 1}));
       if (int64_t blocks =
-              minBlocksPerSM(op, launch, cuda::usesTensorCores(op, weightType), tiled.wgmma))
+              minBlocksPerSM(op, launch, cuda::usesTensorCores(op, weightType), tiled))
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
       workgroup = flashKeys = flashValues = tileA = tileB = Value();
-      // A tile of 16-bit mma operands, 16-byte aligned: it is read as 32-bit
-      // pairs (a 16-bit array would be only 2-byte aligned) and staged with
-      // stores of up to 128 bits.
-      auto operandTile = [&](MemRefType type) {
-        Value tile = fn.addWorkgroupAttribution(type, loc);
-        fn.setWorkgroupAttributionAttr(fn.getNumWorkgroupAttributions() - 1,
-                                       LLVM::LLVMDialect::getAlignAttrName(),
-                                       b.getI64IntegerAttr(16));
-        return tile;
-      };
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
       if (auto f = dyn_cast<FusedLinearOp>(op); f && pairsRopeWarps(f.getRopeAttr(), launch))
@@ -432,22 +440,22 @@ public:
         // tiles of every stage, then the weight tiles; rows unpadded
         // (tiledProjection swizzles their 16-byte chunks).
         // wgmma reads it by swizzled absolute addresses: from the next
-        // multiple of kWgmmaRingAlign (TiledGemm::sharedBytes has room).
+        // multiple of the swizzle's period (TiledGemm::sharedBytes has room).
         Value bytes = dynamicShared();
         Value start = g.idx(0);
-        if (tiled.wgmma) {
+        const int64_t kStep = tiled.kStep(lastDim(cast<ProjectionOpInterface>(op).getInput().getType()));
+        if (int64_t align = tiled.ringAlign(kStep)) {
           Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
-          start = g.rem(g.sub(g.idx(cuda::kWgmmaRingAlign), g.rem(base, cuda::kWgmmaRingAlign)),
-                        cuda::kWgmmaRingAlign);
+          start = g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
         }
         auto ring = [&](int64_t rows, Value offset) {
           return view(bytes,
-                      MemRefType::get({tiled.stages, rows, cuda::kTiledK}, halfType(),
+                      MemRefType::get({tiled.stages, rows, kStep}, halfType(),
                                       MemRefLayoutAttrInterface{}, workgroupSpace),
                       offset);
         };
         tileA = ring(cuda::kTiledRows, start);
-        tileB = ring(cuda::kTiledCols,
+        tileB = ring(tiled.cols,
                      g.add(start, cast<MemRefType>(tileA.getType()).getNumElements() * 2));
       }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
@@ -1516,18 +1524,21 @@ private:
     const int64_t K = width(x) - kStagingStatsSlots, N = e.N, S = e.glu ? 2 * N : N;
     const int64_t warpsN = tiled.warpsN(), stages = tiled.stages;
     // A warp's accumulators: with mma.sync a warpRows x warpCols tile of
-    // the block's; with wgmma its 16 rows of its warpgroup's 64 x 128 (the
+    // the block's; with wgmma its 16 rows of its warpgroup's 64 x cols (the
     // same fragment layout, column tile after column tile).
+    const int64_t cols = tiled.cols;
     const int64_t warpRows = tiled.wgmma ? kMmaRows : kTiledRows / kTiledWarpsM;
-    const int64_t warpCols = tiled.wgmma ? kTiledCols : kTiledCols / warpsN;
+    const int64_t warpCols = tiled.wgmma ? cols : cols / warpsN;
     const int64_t rowTiles = warpRows / kMmaRows, colTiles = warpCols / kMmaCols;
     static_assert(kTiledRows == 2 * kWarpgroupRows, "two warpgroups of 64 rows");
-    // A stage's row is kTiledK 16-bit values, `chunks` 16-byte chunks; a
-    // thread copies one chunk of `rounds` rows of each operand a step.
-    static_assert(kTiledRows == kTiledCols && kTiledK == 32 && kTiledStagesMin >= 2);
+    // A stage's row is kStep 16-bit values, `chunks` 16-byte chunks; a
+    // thread copies one chunk of aRounds activation rows and bRounds
+    // weight rows a step.
+    static_assert(kTiledK == 32 && kTiledWideK == 64 && kTiledStagesMin >= 2);
+    const int64_t kStep = tiled.kStep(K);
     const int64_t threads = 32 * tiled.warps;
-    const int64_t chunks = kTiledK / 8, rowsPerRound = threads / chunks;
-    const int64_t rounds = kTiledRows / rowsPerRound;
+    const int64_t chunks = kStep / 8, rowsPerRound = threads / chunks;
+    const int64_t aRounds = kTiledRows / rowsPerRound, bRounds = cols / rowsPerRound;
     MmaHalf mh = half();
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
     Value thread = g.add(g.mul(warp, 32), lane);
@@ -1542,43 +1553,47 @@ private:
     // rows are 64 bytes, so without the swizzle an ldmatrix's 8 rows at one
     // chunk would fall in 2 bank groups (4-way conflicts); with it they
     // fill all 8. A warp's copies write 8 whole rows: no conflicts either
-    // way. The ring's [stage, row, column] of chunk c of `row`:
-    static_assert(chunks == 4, "the swizzle spreads 8 rows of 4 chunks over 128-byte lines");
+    // way. wgmma's 64-byte swizzle is this one; rows of 128 bytes (k steps
+    // of 64, wgmma only) are in its 128-byte swizzle, chunk c at c ^ row % 8.
+    // The ring's [stage, row, column] of chunk c of `row`:
+    assert((chunks == 4 || (chunks == 8 && tiled.wgmma)) && "64-byte rows for ldmatrix");
     auto swizzled = [&](Value stage, Value row, Value chunk) -> SmallVector<Value, 3> {
-      return {stage, row, g.mul(g.xori(chunk, g.rem(g.div(row, 2), chunks)), 8)};
+      return {stage, row, g.mul(g.xori(chunk, g.rem(g.div(row, 8 / chunks), chunks)), 8)};
     };
     // The row and chunk of the matrix row this lane addresses in an
     // ldmatrix.x4 (matrix = lane / 8): A's matrices step down 8 rows then
     // across 8 columns, B's across 8 columns then down a column tile.
     static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16);
-    assert(colTiles % 2 == 0 && kTiledRows % rowsPerRound == 0);
+    assert(colTiles % 2 == 0 && kTiledRows % rowsPerRound == 0 && cols % rowsPerRound == 0);
     Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
     Value aRowHalf = g.mul(g.rem(matrix, 2), 8), aChunkHalf = g.div(matrix, 2);
     Value bRowHalf = g.mul(g.div(matrix, 2), 8), bChunkHalf = g.rem(matrix, 2);
     auto [columnBlock, firstRowTile] = tiledBlockOrder();
-    Value n0 = g.mul(columnBlock, kTiledCols);
+    Value n0 = g.mul(columnBlock, cols);
     // The weight rows this thread copies, round by round (slots past S: the
     // last one's, never stored).
     SmallVector<Value> wRows;
-    for (int64_t j = 0; j < rounds; ++j)
+    for (int64_t j = 0; j < bRounds; ++j)
       wRows.push_back(slotRow(
           g.min(g.add(n0, g.add(copyRow, j * rowsPerRound)), g.idx(S - 1)), e, rope));
-    const int64_t accs = rowTiles * colTiles * 4, steps = K / kTiledK;
+    const int64_t accs = rowTiles * colTiles * 4, steps = K / kStep;
     forRowTiles(kTiledRows, [&](Value t0) {
       Value last = g.sub(T, g.idx(1));
       SmallVector<Value> xRows;
-      for (int64_t j = 0; j < rounds; ++j)
+      for (int64_t j = 0; j < aRounds; ++j)
         xRows.push_back(g.min(g.add(t0, g.add(copyRow, j * rowsPerRound)), last));
       // Step `step`'s copies into stage `stage`, as one group. Steps past
       // the last copy the last again (into a stage nobody reads after):
       // every thread commits a group each step, so that waiting for all
       // but the newest stages - 2 always means the step's own.
       auto copyStep = [&](Value step, Value stage) {
-        Value k = g.add(g.mul(g.min(step, g.idx(steps - 1)), kTiledK), g.mul(copyChunk, 8));
-        for (int64_t j = 0; j < rounds; ++j) {
+        Value k = g.add(g.mul(g.min(step, g.idx(steps - 1)), kStep), g.mul(copyChunk, 8));
+        for (int64_t j = 0; j < std::max(aRounds, bRounds); ++j) {
           Value row = g.add(copyRow, j * rowsPerRound);
-          mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, {xRows[j], k});
-          mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, {wRows[j], k});
+          if (j < aRounds)
+            mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, {xRows[j], k});
+          if (j < bRounds)
+            mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, {wRows[j], k});
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
@@ -1608,23 +1623,25 @@ private:
             copyStep(next, g.rem(next, stages));
             Value stage = g.rem(step, stages);
             if (tiled.wgmma) {
-              // The warpgroup's 64 rows x 128 columns, k 16 at a time,
+              // The warpgroup's 64 rows x cols columns, k 16 at a time,
               // done before the barrier past which copies overwrite this
               // stage: by the next step's end (inFlight), else now.
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
-              for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
+              for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
                 Value firstRow = g.mul(warpgroup, kWarpgroupRows);
-                Value a = mh.swizzle64Descriptor(
-                    mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})));
-                Value bDesc = mh.swizzle64Descriptor(
-                    mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})));
+                Value a = mh.swizzledDescriptor(
+                    mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
+                    kStep * 2);
+                Value bDesc = mh.swizzledDescriptor(
+                    mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})),
+                    kStep * 2);
                 acc = mh.warpgroupMma(a, bDesc, acc);
               }
               NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
               NVVM::WgmmaWaitGroupSyncOp::create(b, loc, inFlight);
               return acc;
             }
-            for (int64_t ks = 0; ks < kTiledK; ks += kMmaK) {
+            for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
               // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
               // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
               // 8-15), B's (column tile nt | nt + 1) x (k 0-7 | 8-15).
@@ -2083,7 +2100,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
         module.emitError(option) << " must be f32, bf16 or f16, not '" << *value << "'";
         return signalPassFailure();
       }
-    cuda::TiledGemm tiled{tiledStages, tiledWarps, tiledWgmma};
+    cuda::TiledGemm tiled{tiledStages, tiledWarps, tiledWgmma, tiledCols, tiledK};
     if (std::string why = tiled.check(); !why.empty()) {
       module.emitError("tiled-") << why;
       return signalPassFailure();

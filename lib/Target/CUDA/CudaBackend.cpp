@@ -54,7 +54,8 @@ std::string nvvmPipeline(const std::vector<std::string> &archs) {
 cuda::TiledGemm tiledGemm(const TargetOptions &options) {
   bool wgmma = !options.cudaArchs.empty() &&
                llvm::all_of(options.cudaArchs, [](const std::string &a) { return a == "sm_90a"; });
-  return {options.cudaGemmStages, options.cudaGemmWarps, wgmma};
+  return {options.cudaGemmStages, options.cudaGemmWarps, wgmma, options.cudaGemmCols,
+          options.cudaGemmK};
 }
 
 /// Kernel groups compiled side by side (each optimised once for every
@@ -114,7 +115,7 @@ public:
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{
-               weightType, flash, tiled.stages, tiled.warps, tiled.wgmma, cache}));
+               weightType, flash, tiled.stages, tiled.warps, tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();

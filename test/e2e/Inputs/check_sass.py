@@ -9,7 +9,12 @@ _rows8, are FMA GEMVs) and attention kernels
 _attend_combine, decoding's slices and their merge, and _attend_flash) hold
 tensor-core instructions (HMMA; HGMMA, sm_90a's wgmma) and names the
 projections that do not, how many of the block-tiled ones load their
-fragments with ldmatrix (LDSM) and how many run wgmma (HGMMA). Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
+fragments with ldmatrix (LDSM) and how many run wgmma (HGMMA, and its
+shapes), and the
+local-memory accesses (STL/LDL: spills) inside the block-tiled kernels' k
+walks, the loops around their tensor-core instructions, where a spill costs
+every k step (one in a row tile's setup or epilogue costs once a tile).
+Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
 
@@ -18,6 +23,23 @@ nvdisasm = os.path.basename(disassembler).startswith("nvdisasm")
 objects = ptx_objects(path)
 if not objects:
     sys.exit(f"{path}: no PTX objects")
+
+
+def k_walk_spills(f):
+    """STL/LDL between the label a backward branch past the first tensor-core
+    instruction jumps to (before that instruction) and that branch."""
+    lines = f.splitlines()
+    first = next((i for i, l in enumerate(lines) if re.search(r"\bH(G)?MMA\b", l)), None)
+    if first is None:
+        return 0
+    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"(\.L_x_\d+):", l.strip()))}
+    for j in range(first, len(lines)):
+        m = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", lines[j])
+        if m and labels.get(m.group(1), len(lines)) < first:
+            return sum(1 for l in lines[labels[m.group(1)]:j] if re.search(r"\b(STL|LDL)\b", l))
+    sys.exit("a block-tiled kernel's tensor-core instructions are in no loop")
+
+
 for chip, ptx in objects:
     with tempfile.TemporaryDirectory() as d:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
@@ -30,7 +52,8 @@ for chip, ptx in objects:
     marker = r"\n\.text\.([\w.]+):" if nvdisasm else r"\n\s*Function : ([\w.]+)"
     parts = re.split(marker, sass)
     functions = list(zip(parts[1::2], parts[2::2]))
-    projections, without, attention, flash, tiled, ldsm, hgmma = 0, [], 0, 0, 0, 0, 0
+    projections, without, attention, flash, tiled, ldsm, hgmma, spills = 0, [], 0, 0, 0, 0, 0, 0
+    shapes = set()  # of the HGMMA instructions
     for name, f in functions:
         if re.fullmatch(r"k\d+_(fused_)?linear(_tiles)?", name):
             projections += 1
@@ -40,6 +63,8 @@ for chip, ptx in objects:
                 tiled += 1
                 ldsm += "LDSM" in f
                 hgmma += "HGMMA" in f
+                shapes.update(re.findall(r"HGMMA\.(\d+x\d+x\d+)", f))
+                spills += k_walk_spills(f)
         elif re.fullmatch(r"k\d+_attention_attend(_flash|_decode|_combine)?", name):
             attention += 1
             flash += "HMMA" in f
@@ -47,4 +72,5 @@ for chip, ptx in objects:
           + (f" (not: {', '.join(without)})" if without else "")
           + f"; {ldsm}/{tiled} block-tiled ones read fragments with LDSM"
           + f"; {flash}/{attention} attention kernels"
-          + f"; {hgmma}/{tiled} block-tiled ones on wgmma (HGMMA)")
+          + f"; {hgmma}/{tiled} block-tiled ones on wgmma (HGMMA{''.join(' ' + s for s in sorted(shapes))})"
+          + f"; {spills} spill accesses in their k walks")

@@ -16,7 +16,8 @@
 #   as a bf16 model's are) within 2e-2; the long-prompt fixtures
 #   (80 tokens: tensor-core projections and flash attention, which round
 #   activations and P to bf16; once more with split-KV attention, and once
-#   for sm_90a alone, whose projections run on wgmma) within the 2e-2 that
+#   for sm_90a alone, whose projections run on wgmma, as built by default
+#   and at 256 columns a block with k steps of 64) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
@@ -67,9 +68,14 @@ case $set in
         check "$f bf16 $attention" "$bf16/$f" --dtype bf16 --cuda-attention $attention \
           -- --tolerance 2e-2 --batch-tolerance 2e-2
       done
-      # For sm_90a alone: the block-tiled projections on wgmma.
+      # For sm_90a alone: the block-tiled projections on wgmma, as built
+      # by default, and at 256 columns a block (the epilogues, RoPE's among
+      # them, over 32 column tiles) with k steps of 64 (the 128-byte
+      # swizzle). cuda-tiled-grid.test runs each of the two alone.
       check "$f bf16 sm_90a" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
         -- --tolerance 2e-2 --batch-tolerance 2e-2
+      check "$f bf16 sm_90a wide" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
+        --cuda-gemm-cols 256 --cuda-gemm-k 64 -- --tolerance 2e-2 --batch-tolerance 2e-2
     done ;;
   bf16-sample)
     check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32

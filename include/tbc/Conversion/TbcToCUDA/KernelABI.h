@@ -28,6 +28,8 @@
 #ifndef TBC_CONVERSION_TBCTOCUDA_KERNELABI_H
 #define TBC_CONVERSION_TBCTOCUDA_KERNELABI_H
 
+#include "tbc/Support/Limits.h"
+
 #include "mlir/IR/Operation.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -88,10 +90,9 @@ constexpr int64_t kMmaRows = 16, kMmaCols = 8, kMmaK = 16, kMmaWarps = 4;
 /// block's rows once for 128 columns and its weights once for 128 rows.
 constexpr int64_t kTiledRows = 128, kTiledCols = 128, kTiledK = 32, kTiledWarpsM = 2,
                   kTiledMinRows = 64;
-constexpr int64_t kTiledStageBytes = (kTiledRows + kTiledCols) * kTiledK * 2;
 /// Stages of the tiled projection's ring: the default, and the range the
-/// option takes (2: one step in flight; 8: 128 KB, past which an SM could
-/// not hold even one block beside the L1 it keeps).
+/// option takes (2: one step in flight; 8: 128 KB at 128 columns, 192 KB at
+/// 256 (TiledGemm::cols), near the 227 KB a block may have).
 constexpr int64_t kTiledStagesDefault = 4, kTiledStagesMin = 2, kTiledStagesMax = 8;
 /// The tiled projection's shape where a build may choose: its ring's
 /// stages, and its warps, 8 (2 x 4, a 64 x 32 tile a warp: one block an SM
@@ -104,17 +105,39 @@ constexpr int64_t kTiledStagesDefault = 4, kTiledStagesMin = 2, kTiledStagesMax 
 /// straight from the ring (its swizzle is wgmma's 64-byte one), where
 /// mma.sync needs every fragment loaded by ldmatrix first. The hardware
 /// swizzles absolute addresses, so the ring is placed at a multiple of
-/// kWgmmaRingAlign, up to that many bytes past the dynamic shared memory's
-/// start (aligned to 16 bytes only).
-constexpr int64_t kWgmmaRingAlign = 512;
+/// its swizzle's period (8 rows: ringAlign), up to that many bytes past
+/// the dynamic shared memory's start (aligned to 16 bytes only).
+///
+/// `cols` (wgmma only): the block's GEMM columns, kTiledCols or
+/// kTiledWideCols. At 256 each warpgroup runs m64n256k16 on 128
+/// accumulators a thread (one block an SM), and a block reads 384 rows of
+/// operands a k step for 128 x 256 outputs where two blocks of 128 x 128
+/// read 512: a quarter less L2 traffic a multiply, which at 128 x 128
+/// would take ~15 TB/s of L2 to keep an H100's tensor cores fed.
+///
+/// `k` (wgmma only): the k step, kTiledK or kTiledWideK. At 64 a stage's
+/// rows are 128 bytes in wgmma's 128-byte swizzle (chunk c of row r at c ^
+/// r % 8), and a step's fence, barrier and wait serve twice the multiplies.
+/// A projection whose input width is not a multiple of it walks kTiledK.
 constexpr int64_t kWarpgroupRows = 64; // wgmma's M
+constexpr int64_t kTiledWideCols = 256, kTiledWideK = 64;
 struct TiledGemm {
   int64_t stages = kTiledStagesDefault;
   int64_t warps = 8;
   bool wgmma = false;
+  int64_t cols = kTiledCols;
+  int64_t k = kTiledK;
   int64_t warpsN() const { return warps / kTiledWarpsM; }
-  int64_t sharedBytes() const {
-    return stages * kTiledStageBytes + (wgmma ? kWgmmaRingAlign : 0);
+  /// The k step of a projection of input width K.
+  int64_t kStep(int64_t K) const { return K % k == 0 ? k : kTiledK; }
+  /// A stage of the ring: kTiledRows activation rows and `cols` weight
+  /// rows of `kStep` 16-bit values.
+  int64_t stageBytes(int64_t kStep) const { return (kTiledRows + cols) * kStep * 2; }
+  /// wgmma's swizzle repeats every 8 rows: the ring starts at a multiple
+  /// of that (0: mma.sync, whose ldmatrix addresses need no alignment).
+  int64_t ringAlign(int64_t kStep) const { return wgmma ? 8 * kStep * 2 : 0; }
+  int64_t sharedBytes(int64_t kStep) const {
+    return stages * stageBytes(kStep) + ringAlign(kStep);
   }
   /// Why a choice is not one the kernel takes ("" if it is).
   std::string check() const;
