@@ -29,7 +29,9 @@ bf16 matmul; each case's roofline floor is max(bytes / bandwidth, FLOPs /
 matmul rate), and "% roofline" is that floor over tbc's time. Each case also
 names the peer the issue's targets are set against ("target peer"): the plain
 bf16 matmul of the same shape for projections, the best SDPA backend for
-attention, the copy roofline for decode.
+attention, the copy roofline for decode. On an sm_90 GPU (H100/H200) the
+prefill-shape projections are timed once more from a module compiled for
+sm_90a alone (rows "(sm_90a wgmma)": the GEMM on wgmma).
 
 Prints a table, writes OUT/gpu-bench.csv and (with matplotlib) OUT/gpu-bench.png.
 """
@@ -85,6 +87,8 @@ def prepare(a):
         variants = [("", [], a.tbc)]
         if layers and a.target == "cuda":  # the flash kernel's A/B: split-KV attention
             variants.append((".splitkv", ["--cuda-attention", "split-kv"], a.tbc))
+            # The prefill GEMM on wgmma: a module for H100/H200 (sm_90) alone.
+            variants.append((".sm90a", ["--cuda-arch", "sm_90a"], a.tbc))
         if layers and a.baseline_tbc:  # the kernels' A/B: an earlier build's modules
             variants.append((".base", [], a.baseline_tbc))
         for suffix, flags, tbc in variants:
@@ -273,6 +277,8 @@ def run(a):
     device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
     timer = Timer(torch, device)
     gpu = torch.cuda.get_device_name() if device == "cuda" else "CPU (smoke test)"
+    # sm_90a modules run on sm_90 GPUs alone (H100/H200).
+    sm90 = device == "cuda" and torch.cuda.get_device_capability() == (9, 0)
     global PROFILE_LOG
     os.makedirs(a.out, exist_ok=True)
     PROFILE_LOG = os.path.join(a.out, "tbc-profiles.txt")
@@ -338,6 +344,11 @@ def run(a):
             # a kernel change, rows "... (baseline build)".
             base = os.path.join(a.modules, f"{model}.base.tbcm")
             at_base = tbc_bench(a.tbc_run, base, s_rows, 0) if os.path.exists(base) else None
+            # The module for sm_90a alone (wgmma prefill projections), where
+            # the GPU is an sm_90 one: rows "... (sm_90a wgmma)".
+            wg = os.path.join(a.modules, f"{model}.sm90a.tbcm")
+            at_wg = (tbc_bench(a.tbc_run, wg, s_rows, 0)
+                     if os.path.exists(wg) and sm90 else None)
             at_base_attn = ({s: tbc_bench(a.tbc_run, base, s, 0, logits="last") for s in sh["attn"]}
                             if at_base else {})
         except RuntimeError as e:
@@ -387,6 +398,10 @@ def run(a):
                     if at_base and rows_ == s_rows:
                         add(model, f"{case} M={rows_} (baseline build)",
                             kernels_ms(at_base["profile"]["prefill"], pick), eager, comp, plain,
+                            "plain matmul", floor)
+                    if at_wg and rows_ == s_rows:
+                        add(model, f"{case} M={rows_} (sm_90a wgmma)",
+                            kernels_ms(at_wg["profile"]["prefill"], pick), eager, comp, plain,
                             "plain matmul", floor)
                     del wt
             # Attention prefill at each length, decode over a long cache.
