@@ -91,12 +91,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Value lastRow = g.sub(o.T, g.idx(1));
   Value lastPosition = g.sub(kvLen, g.idx(1));
   Value quadCol = g.mul(quad, 2); // this lane's first column in an 8-wide tile
-  // The value tile row of an ldmatrix.x4.trans this lane addresses: row
-  // l % 8 of matrix l / 8, whose matrices step down 8 positions, then
-  // across a dim tile.
+  // The tile row this lane addresses in an ldmatrix.x4: row l % 8 of
+  // matrix l / 8, whose matrices step by 8 in one direction (oddMatrix:
+  // matrices 1 and 3), then in the other (upperPair: matrices 2 and 3).
+  // Values (.trans): down 8 positions, then across a dim tile; keys: across
+  // the 8 dims of a k step's second half, then down a key tile.
   static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && kFlashKeys % 16 == 0);
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
-  Value valueRowHalf = g.mul(g.rem(matrix, 2), 8), valueColHalf = g.mul(g.div(matrix, 2), 8);
+  Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
 
   Value first = g.mul(g.bid(gpu::Dimension::y), kFlashRows);
   Value stride = g.mul(g.gridDim(gpu::Dimension::y), kFlashRows);
@@ -263,23 +265,41 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           scf::YieldOp::create(b, loc, s);
           b.setInsertionPointToStart(&step.getThenRegion().front());
           // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
-          // position j0 + 8 nt + quadCol + i % 2. (The keys' B fragments
-          // are 4-byte pair loads: by ldmatrix.x4, as the values' below,
-          // ptxas spilled 4 bytes at head dim 128 and 56 at 256.)
+          // position j0 + 8 nt + quadCol + i % 2. With the ring (head dims
+          // up to 128) the keys' B fragments come by ldmatrix.x4, two key
+          // tiles x (dims 0-7 | 8-15) of a k step each: 16 a warp a tile at
+          // head dim 128 where 4-byte pair loads were 64. (The register-
+          // staged kernel past 128 keeps the pair loads: by ldmatrix there
+          // ptxas spilled 56 bytes at head dim 256.)
           auto scorePos = [&](int64_t nt, int64_t i) {
             return g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
           };
-          SmallVector<SmallVector<Value>> score(keyTiles);
-          for (int64_t nt = 0; nt < keyTiles; ++nt) {
-            SmallVector<Value> acc(4, g.f32(0.0));
-            Value kr = g.add(rowInGroup, nt * kMmaCols);
+          SmallVector<SmallVector<Value>> score(keyTiles, SmallVector<Value>(4, g.f32(0.0)));
+          const int64_t keyRowBytes = cast<MemRefType>(o.keyTile.getType()).getDimSize(2) * 2;
+          Value keyLane = ring ? half.sharedPointer(o.keyTile,
+                                                    half.elementOf(o.keyTile, {stage, g.add(matrixRow, upperPair), oddMatrix}))
+                               : Value();
+          for (int64_t nt = 0; nt < keyTiles; nt += 2)
             for (int64_t ks = 0; ks < kSteps; ++ks) {
-              Value k = g.add(quadCol, ks * kMmaK);
-              acc = half.mma(ArrayRef<Value>(q).slice(4 * ks, 4),
-                             {half.loadPair(o.keyTile, {stage, kr, k}),
-                              half.loadPair(o.keyTile, {stage, kr, g.add(k, 8)})},
-                             acc);
+              ArrayRef<Value> qf = ArrayRef<Value>(q).slice(4 * ks, 4);
+              if (ring) {
+                SmallVector<Value, 4> kf = half.loadMatricesAt(half.offsetPointer(
+                    keyLane, nt * kMmaCols * keyRowBytes + ks * kMmaK * 2));
+                for (int64_t t = 0; t < 2; ++t)
+                  score[nt + t] = half.mma(qf, {kf[2 * t], kf[2 * t + 1]}, score[nt + t]);
+                continue;
+              }
+              for (int64_t t = 0; t < 2; ++t) {
+                Value kr = g.add(rowInGroup, (nt + t) * kMmaCols);
+                Value k = g.add(quadCol, ks * kMmaK);
+                score[nt + t] = half.mma(qf,
+                                         {half.loadPair(o.keyTile, {stage, kr, k}),
+                                          half.loadPair(o.keyTile, {stage, kr, g.add(k, 8)})},
+                                         score[nt + t]);
+              }
             }
+          for (int64_t nt = 0; nt < keyTiles; ++nt) {
+            SmallVector<Value> &acc = score[nt];
             for (int64_t i = 0; i < 4; ++i) {
               Value v = acc[i];
               if (cap)
@@ -288,7 +308,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 v = g.fadd(v, term);
               acc[i] = v;
             }
-            score[nt] = acc;
           }
           // The causal / window / length masks, only where some row of the
           // warp does not see the whole tile (the diagonal, the window's
@@ -333,14 +352,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             Value allMasked =
                 arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
             base[r] = g.select(allMasked, g.f32(0.0), mNew);
-            corr[r] = g.exp2(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
+            corr[r] = g.exp2Ftz(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
             next[r] = mNew;
             sum[r] = g.fmul(s[2 + r], corr[r]);
           }
           Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
           for (int64_t nt = 0; nt < keyTiles; ++nt)
             for (int64_t i = 0; i < 4; ++i) {
-              score[nt][i] = g.exp2(g.fma(score[nt][i], g.f32(log2e), baseLog2[i / 2]));
+              score[nt][i] = g.exp2Ftz(g.fma(score[nt][i], g.f32(log2e), baseLog2[i / 2]));
               sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
             }
           next[2] = sum[0];
@@ -350,6 +369,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           for (int64_t dt = 0; dt < dimTiles; ++dt)
             for (int64_t i = 0; i < 4; ++i)
               out.push_back(g.fmul(s[4 + 4 * dt + i], corr[i / 2]));
+          const int64_t valueRowBytes = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) * 2;
+          Value valueLane = half.sharedPointer(
+              o.valueTile, half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
           for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
             const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
             SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
@@ -358,10 +380,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
             // | dt + 1).
             for (int64_t dt = 0; dt < dimTiles; dt += 2) {
-              SmallVector<Value, 4> vf = half.loadMatrices(
-                  o.valueTile,
-                  {stage, g.add(g.add(matrixRow, valueRowHalf), kt * kMmaK),
-                   g.add(valueColHalf, dt * kMmaCols)},
+              SmallVector<Value, 4> vf = half.loadMatricesAt(
+                  half.offsetPointer(valueLane,
+                                     kt * kMmaK * valueRowBytes + dt * kMmaCols * 2),
                   /*transposed=*/true);
               for (int64_t h = 0; h < 2; ++h) {
                 SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},

@@ -82,6 +82,17 @@ struct GpuBuilder {
   Value fma(Value x, Value y, Value acc) { return math::FmaOp::create(b, loc, x, y, acc); }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
   Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
+  /// 2^x (f32) by a bare ex2.approx.ftz (one MUFU.EX2): results below
+  /// 2^-126 flush to 0. math.exp2 (libdevice) is ex2.approx without .ftz,
+  /// which ptxas wraps in a compare, a select and two multiplies to keep
+  /// those subnormal. For softmax weights relative to their row's max they
+  /// are nothing a 16-bit P or an f32 sum of at least 1 keeps anyway.
+  Value exp2Ftz(Value x) {
+    return mlir::LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                                               ValueRange{x})
+        .getResult(0);
+  }
   Value rsqrt(Value x) { return fdiv(f32(1.0), math::SqrtOp::create(b, loc, x)); }
   Value toF32(Value i32) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32); }
   Value toIndex(Value i32) {
@@ -300,8 +311,11 @@ struct MmaHalf {
   /// rows 2 (l % 4) and 2 (l % 4) + 1: from a [k][n] tile, matrices (k 0-7 |
   /// 8-15) x (n 0-7) of two column tiles are two B fragments.
   SmallVector<Value, 4> loadMatrices(Value tile, ValueRange at, bool transposed = false) {
-    auto type = llvm::cast<mlir::MemRefType>(tile.getType());
-    Value ptr = sharedPointer(tile, elementOf(tile, at));
+    return loadMatricesAt(sharedPointer(tile, elementOf(tile, at)), transposed);
+  }
+  /// loadMatrices from the shared pointer `ptr` (this lane's row, as
+  /// sharedPointer gives it, perhaps offsetPointer'd).
+  SmallVector<Value, 4> loadMatricesAt(Value ptr, bool transposed = false) {
     Type i32 = b.getI32Type();
     auto regs = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(4, i32));
     auto load = mlir::NVVM::LdMatrixOp::create(
@@ -312,11 +326,18 @@ struct MmaHalf {
     for (int64_t i = 0; i < 4; ++i) {
       Value r = mlir::LLVM::ExtractValueOp::create(b, loc, load, i);
       if (f16) // mma.sync takes f16 pairs as vector<2xf16>
-        r = mlir::LLVM::BitcastOp::create(b, loc, mlir::VectorType::get({2}, type.getElementType()),
-                                          r);
+        r = mlir::LLVM::BitcastOp::create(b, loc, mlir::VectorType::get({2}, type()), r);
       out.push_back(r);
     }
     return out;
+  }
+  /// The shared pointer `ptr` plus `bytes`, a constant: where a walk's
+  /// ldmatrix addresses differ by constants, ptxas folds them into the
+  /// instructions' immediate offsets (from index arithmetic LLVM kept a
+  /// register and an IMAD + LEA an ldmatrix).
+  Value offsetPointer(Value ptr, int64_t bytes) {
+    return mlir::LLVM::GEPOp::create(b, loc, ptr.getType(), b.getI8Type(), ptr,
+                                     llvm::ArrayRef<mlir::LLVM::GEPArg>{int32_t(bytes)});
   }
   /// The address of 16-bit element `element` (an offset from the start) of
   /// memref `m`, as an i64.
