@@ -1641,19 +1641,32 @@ private:
               NVVM::WgmmaWaitGroupSyncOp::create(b, loc, inFlight);
               return acc;
             }
+            // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
+            // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
+            // 8-15), B's (column tile nt | nt + 1) x (k 0-7 | 8-15). A
+            // lane's rows step by 16 (row tiles, column tile pairs) from
+            // the warp's first, a multiple of 8, none of which moves the
+            // swizzle (row / 2) % 4: its addresses are one per operand and
+            // 16 of k plus constants (offsetPointer), which ptxas folds into
+            // the instructions (as indices, an IMAD, a LOP3 and a LEA each).
+            static_assert(kMmaRows % 8 == 0 && (2 * kMmaCols) % 8 == 0);
+            assert(warpRows % 8 == 0 && warpCols % 8 == 0);
+            const int64_t rowBytes = kStep * 2;
+            auto lanePointer = [&](Value tile, Value firstRow, Value rowHalf, Value chunkHalf,
+                                   int64_t ks) {
+              return mh.sharedPointer(
+                  tile, mh.elementOf(tile, swizzled(stage, g.add(firstRow, g.add(matrixRow, rowHalf)),
+                                                    g.add(chunkHalf, ks / 8))));
+            };
             for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
-              // Fragments by ldmatrix.x4: lane l addresses row l % 8 of
-              // matrix l / 8; A's matrices are (rows 0-7 | 8-15) x (k 0-7 |
-              // 8-15), B's (column tile nt | nt + 1) x (k 0-7 | 8-15).
+              Value aLane = lanePointer(tileA, warpRow, aRowHalf, aChunkHalf, ks);
+              Value bLane = lanePointer(tileB, warpCol, bRowHalf, bChunkHalf, ks);
               SmallVector<SmallVector<Value, 4>> a(rowTiles), bOps(colTiles);
-              for (int64_t mt = 0; mt < rowTiles; ++mt) {
-                Value row = g.add(g.add(warpRow, mt * kMmaRows), g.add(matrixRow, aRowHalf));
-                a[mt] = mh.loadMatrices(tileA, swizzled(stage, row, g.add(aChunkHalf, ks / 8)));
-              }
+              for (int64_t mt = 0; mt < rowTiles; ++mt)
+                a[mt] = mh.loadMatricesAt(mh.offsetPointer(aLane, mt * kMmaRows * rowBytes));
               for (int64_t nt = 0; nt < colTiles; nt += 2) {
-                Value row = g.add(g.add(warpCol, nt * kMmaCols), g.add(matrixRow, bRowHalf));
                 SmallVector<Value, 4> pair =
-                    mh.loadMatrices(tileB, swizzled(stage, row, g.add(bChunkHalf, ks / 8)));
+                    mh.loadMatricesAt(mh.offsetPointer(bLane, nt * kMmaCols * rowBytes));
                 bOps[nt] = {pair[0], pair[1]};
                 bOps[nt + 1] = {pair[2], pair[3]};
               }
