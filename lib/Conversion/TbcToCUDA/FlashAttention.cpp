@@ -342,7 +342,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               score[nt][i] = masked[4 * nt + i];
           // Online softmax of the two rows; the 4 lanes of a row agree on its
           // max.
-          Value base[2], corr[2], sum[2];
+          Value base[2], corr[2], sum[2], grew = g.i1(false);
           SmallVector<Value> next(4);
           for (int r = 0; r < 2; ++r) {
             Value m = negInf;
@@ -355,6 +355,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             corr[r] = g.exp2Ftz(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
             next[r] = mNew;
             sum[r] = g.fmul(s[2 + r], corr[r]);
+            grew = g.ori(grew, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, mNew, s[r]));
           }
           Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
           for (int64_t nt = 0; nt < keyTiles; ++nt)
@@ -365,10 +366,22 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           next[2] = sum[0];
           next[3] = sum[1];
           // O = O * corr + P V, k over the tile's positions 16 at a time.
-          SmallVector<Value> out;
-          for (int64_t dt = 0; dt < dimTiles; ++dt)
-            for (int64_t i = 0; i < 4; ++i)
-              out.push_back(g.fmul(s[4 + 4 * dt + i], corr[i / 2]));
+          // The rescale only where some row of the warp has a new max (a
+          // warp-uniform branch, vote.sync.any): elsewhere corr is exp2(0)
+          // = 1 in every lane, and its dimTiles x 4 multiplies a lane (64 at
+          // head dim 128, a tenth of the tile's instructions) change nothing.
+          // Past the first tiles a row's max rarely grows.
+          ValueRange before = s.drop_front(4);
+          SmallVector<Value> out = g.ifElse(
+              g.warpAny(grew), before.getTypes(),
+              [&] {
+                SmallVector<Value> scaled;
+                for (int64_t dt = 0; dt < dimTiles; ++dt)
+                  for (int64_t i = 0; i < 4; ++i)
+                    scaled.push_back(g.fmul(before[4 * dt + i], corr[i / 2]));
+                return scaled;
+              },
+              [&] { return SmallVector<Value>(before); });
           const int64_t valueRowBytes = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) * 2;
           Value valueLane = half.sharedPointer(
               o.valueTile, half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));

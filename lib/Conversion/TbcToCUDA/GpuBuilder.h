@@ -70,6 +70,7 @@ struct GpuBuilder {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
   }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value ori(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
   Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
@@ -233,6 +234,13 @@ struct GpuBuilder {
   }
   Value rowQuadMax(Value v) {
     return butterfly(v, {1, 2}, [&](Value x, Value y) { return fmax(x, y); });
+  }
+  /// Whether the i1 `p` holds in some lane of the warp (vote.sync.any,
+  /// every lane of the warp taking part): a warp-uniform condition.
+  Value warpAny(Value p) {
+    Value everyLane = arith::ConstantIntOp::create(b, loc, -1, 32);
+    return mlir::NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, p,
+                                          mlir::NVVM::VoteSyncKind::any);
   }
 };
 

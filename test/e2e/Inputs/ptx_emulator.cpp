@@ -9,7 +9,7 @@
 // cp.async (16-byte copies, commit_group, wait_group: each copy lands when its
 // thread waits for its group, not earlier, so that reading a stage before
 // waiting for it reads stale data here as it may on a GPU),
-// and the collective ones with their semantics: shfl.sync.bfly, ldmatrix (.trans too)
+// and the collective ones with their semantics: shfl.sync.bfly, vote.sync (any, all), ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, wgmma.mma_async
 // (sm_90a: m64nNk16, both operands in shared memory by matrix descriptor,
@@ -36,7 +36,7 @@ namespace {
 enum class Op {
   Add, Sub, Mul, MulHi, MulWide, Mad, MadCC, MadcHi, Fma, Div, Min, Max, MinNaN, MaxNaN, Neg,
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
-  Shfl, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
+  Shfl, Vote, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
   CpAsync, CpAsyncCommit, CpAsyncWait, Wgmma, WgmmaFence, WgmmaCommit, WgmmaWait, FenceProxyAsync,
 };
 
@@ -68,6 +68,7 @@ struct Instr {
   int round = FE_TONEAREST;
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
   bool trans = false;                          // ldmatrix .trans
+  bool voteAll = false;                        // vote.sync .all (else .any)
   // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d,
   // imm-scale-a, imm-scale-b.
   std::vector<int> accumulators;
@@ -552,6 +553,7 @@ private:
       bool isKnown = typeOk;
       for (const char *kn : known)
         isKnown |= parts[k] == kn;
+      isKnown |= base == "vote" && (parts[k] == "any" || parts[k] == "all");
       if (!isKnown)
         return fail("unsupported modifier ." + parts[k] + " in: " + in.text);
     }
@@ -614,6 +616,12 @@ private:
       in.op = Op::Shfl;
       if (!has("bfly"))
         return fail("unsupported shuffle: " + in.text);
+    } else if (base == "vote") {
+      // vote.sync.any.pred / .all.pred d, a, membermask (the whole warp)
+      in.op = Op::Vote;
+      in.voteAll = has("all");
+      if (!has("sync") || !has("pred") || has("any") == in.voteAll)
+        return fail("unsupported vote: " + in.text);
     } else if (base == "membar") {
       // The blocks of a launch run one after another here: every store is
       // seen by every later access; a fence has nothing left to order.
@@ -797,7 +805,7 @@ struct Thread {
   // Shared memory this thread wrote (stores, landed cp.async) since its last
   // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
   std::vector<std::pair<size_t, size_t>> unfenced;
-  enum { Running, AtShfl, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done } state = Running;
+  enum { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done } state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
@@ -853,10 +861,11 @@ public:
       unsigned done = 0, atBar = 0;
       for (unsigned w = 0; w * 32 < threads; ++w) {
         unsigned lo = w * 32, hi = std::min(threads, lo + 32), live = 0, shfl = 0, mma = 0, ldm = 0,
-                 wsync = 0;
+                 wsync = 0, vote = 0;
         for (unsigned i = lo; i < hi; ++i) {
           live += ts[i].state != Thread::Done;
           shfl += ts[i].state == Thread::AtShfl;
+          vote += ts[i].state == Thread::AtVote;
           mma += ts[i].state == Thread::AtMma;
           ldm += ts[i].state == Thread::AtLdmatrix;
           wsync += ts[i].state == Thread::AtWarpSync;
@@ -871,6 +880,10 @@ public:
           progress = true;
         } else if (live && shfl == live) {
           shuffle(lo, hi);
+          progress = true;
+        } else if (live && vote == live) {
+          if (!warpVote(lo, hi))
+            return false;
           progress = true;
         } else if (live && mma == live) {
           if (hi - lo != 32 || !matrixMultiply(lo))
@@ -1032,6 +1045,9 @@ private:
         return true;
       case Op::Shfl:
         t.state = Thread::AtShfl;
+        return true;
+      case Op::Vote:
+        t.state = Thread::AtVote;
         return true;
       case Op::Mma:
         t.state = Thread::AtMma;
@@ -1580,6 +1596,32 @@ private:
     t.unfenced.push_back({at, n});
     for (size_t k = at; k < at + n; ++k)
       unfenced[k] = int32_t(&t - ts.data());
+  }
+
+  // vote.sync.any.pred / .all.pred d, a, membermask: every live lane gets
+  // whether a holds in some / every live lane (membermask: the whole warp,
+  // -1; lanes that have exited do not take part, as on a GPU).
+  bool warpVote(unsigned lo, unsigned hi) {
+    bool any = false, all = true;
+    for (unsigned i = lo; i < hi; ++i)
+      if (ts[i].state == Thread::AtVote) {
+        const Instr &in = f.code[ts[i].pc];
+        if (in.nops != 3 || in.ops[2].kind != Operand::Imm || uint32_t(in.ops[2].imm) != ~0u)
+          return fail("vote.sync needs the whole warp's mask (-1): " + in.text);
+        bool a = value(ts[i], in.ops[1]) & 1;
+        any |= a;
+        all &= a;
+      }
+    for (unsigned i = lo; i < hi; ++i) {
+      Thread &t = ts[i];
+      if (t.state != Thread::AtVote)
+        continue;
+      const Instr &in = f.code[t.pc];
+      t.r[in.ops[0].reg] = in.voteAll ? all : any;
+      t.state = Thread::Running;
+      ++t.pc;
+    }
+    return true;
   }
 
   // shfl.sync.bfly.b32 d, a, b, c, membermask: lane i gets lane (i ^ b)'s a.
