@@ -97,6 +97,9 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashAttention", "flash-attention", "bool", /*default=*/"true",
            "With 16-bit weights, run prefill attention as the tensor-core flash kernel "
            "(false: the split-KV kernel everywhere)">,
+    Option<"flashKeys", "flash-keys", "int64_t", /*default=*/"32",
+           "Positions of the flash kernel's key and value tiles: 32, or 64 (head dims "
+           "up to 128; past that 32)">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

@@ -196,6 +196,13 @@ int tbc::compileMain(int argc, char **argv) {
       cl::desc("--target cuda with 16-bit weights: prefill attention as the "
                "tensor-core flash kernel (default) or the split-KV kernel that "
                "decoding and f32 modules use"));
+  static cl::opt<int64_t> cudaFlashKeys(
+      "cuda-flash-keys", cl::cat(cat), cl::init(32), cl::value_desc("32|64"),
+      cl::desc("--target cuda with 16-bit weights: positions of the flash "
+               "kernel's key and value tiles, 32 (the default) or 64 (head "
+               "dims up to 128; past that 32): twice the tensor-core work for "
+               "a tile's fixed costs, twice its shared memory. For tuning on a "
+               "GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -321,6 +328,7 @@ int tbc::compileMain(int argc, char **argv) {
   if (cudaAttention != "flash" && cudaAttention != "split-kv")
     return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
+  targetOptions.cudaFlashKeys = cudaFlashKeys;
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaGemmCols = cudaGemmCols;

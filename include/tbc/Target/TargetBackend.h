@@ -57,6 +57,9 @@ struct TargetOptions {
   /// CUDA: prefill attention of 16-bit modules as the tensor-core flash
   /// kernel (`--cuda-attention flash`, the default) or split-KV.
   bool cudaFlashAttention = true;
+  /// CUDA: positions of the flash kernel's tiles (`--cuda-flash-keys`, 32
+  /// or 64; cuda::flashTileKeys).
+  int64_t cudaFlashKeys = 32;
   /// CUDA: stages of the prefill GEMM's shared-memory ring
   /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
   int64_t cudaGemmStages = 4;

@@ -42,19 +42,22 @@ using namespace mlir;
 
 namespace tbc::cuda {
 
-/// A ring of `stages` [kFlashKeys, cols + 8] tiles (paddedSharedTile).
-static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t stages, int64_t cols) {
-  MemRefType tile = paddedSharedTile(ctx, half, kFlashKeys, cols);
-  return MemRefType::get({stages, kFlashKeys, tile.getDimSize(1)}, half,
+/// A ring of flashStages(headDim) [positions, cols + 8] tiles
+/// (paddedSharedTile).
+static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys,
+                            int64_t cols) {
+  const int64_t positions = flashTileKeys(headDim, keys);
+  MemRefType tile = paddedSharedTile(ctx, half, positions, cols);
+  return MemRefType::get({flashStages(headDim), positions, tile.getDimSize(1)}, half,
                          MemRefLayoutAttrInterface{}, tile.getMemorySpace());
 }
 
-MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return flashRing(ctx, half, flashStages(headDim), headDim);
+MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys) {
+  return flashRing(ctx, half, headDim, keys, headDim);
 }
 
-MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim) {
-  return flashRing(ctx, half, flashStages(headDim), flashPassDims(headDim));
+MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys) {
+  return flashRing(ctx, half, headDim, keys, flashPassDims(headDim));
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -63,7 +66,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Location loc = g.loc;
   const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
   const int64_t passDims = flashPassDims(D), passes = D / passDims;
-  const int64_t Bc = kFlashKeys, kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
+  // The tile's positions: the rings' (flashTileKeys).
+  const int64_t Bc = cast<MemRefType>(o.keyTile.getType()).getDimSize(1);
+  const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
                 dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
   std::optional<double> cap;
   if (a.getSoftcap())
@@ -96,7 +101,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   // matrices 1 and 3), then in the other (upperPair: matrices 2 and 3).
   // Values (.trans): down 8 positions, then across a dim tile; keys: across
   // the 8 dims of a k step's second half, then down a key tile.
-  static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && kFlashKeys % 16 == 0);
+  static_assert(kMmaRows == 16 && kMmaCols == 8 && kMmaK == 16 && kFlashKeys % 16 == 0 &&
+                kFlashWideKeys % 16 == 0);
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
   Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
 

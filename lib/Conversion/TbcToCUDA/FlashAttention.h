@@ -20,8 +20,10 @@ namespace tbc::cuda {
 /// dims: flashPassDims), each row padded by 8 elements so that the 8 rows a
 /// warp's fragment load touches fall in 8 different banks; together
 /// flashSharedBytes (KernelABI.h) of the launch's dynamic shared memory.
-mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
-mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim);
+mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
+                                  int64_t keys);
+mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
+                                    int64_t keys);
 
 /// What the kernel reads and writes: the [T, H * D] queries and output, the
 /// [positions, KV * D] f32 caches (the chunk already appended), the chunk's

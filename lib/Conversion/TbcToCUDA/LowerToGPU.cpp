@@ -168,7 +168,8 @@ std::string cuda::TiledGemm::check() const {
 }
 
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
-                                               bool flashAttention, TiledGemm gemm) {
+                                               bool flashAttention, TiledGemm gemm,
+                                               int64_t flashKeys) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
@@ -186,7 +187,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     if (usesFlashAttention(a, weightType, flashAttention))
       return {append, slices,
               Launch{"_attend_flash", 32, kFlashWarps, H, kFlashRows, Body::flash,
-                     kFlashMinRows, 0, flashSharedBytes(a.getHeadDim())}};
+                     kFlashMinRows, 0, flashSharedBytes(a.getHeadDim(), flashKeys)}};
     return {append, slices,
             Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
   }
@@ -348,10 +349,10 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType, bool flash, cuda::TiledGemm tiled, StringRef kvCacheType,
-          const RowAlignment &alignment)
+          StringRef weightType, bool flash, int64_t flashKeys, cuda::TiledGemm tiled,
+          StringRef kvCacheType, const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
-        weightType(weightType), flash(flash), tiled(tiled),
+        weightType(weightType), flash(flash), flashTileKeys(flashKeys), tiled(tiled),
         cacheType(storageElementType(b, kvCacheType)), alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
@@ -391,7 +392,7 @@ public:
     if (stagingK)
       args.push_back(MemRefType::get({ShapedType::kDynamic, stagingK}, halfType()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
-    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash, tiled)) {
+    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash, tiled, flashTileKeys)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -428,8 +429,8 @@ public:
       if (launch.body == cuda::Body::flash) {
         // The ring of key tiles, then the ring of value tiles.
         int64_t D = cast<AttentionOp>(op).getHeadDim();
-        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D);
-        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D);
+        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTileKeys);
+        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTileKeys);
         Value bytes = dynamicShared();
         flashKeys = view(bytes, keys, g.idx(0));
         flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
@@ -488,6 +489,7 @@ private:
   int index;
   StringRef weightType;
   bool flash; // the pass's flash-attention option
+  int64_t flashTileKeys; // and its flash-keys option
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
@@ -2118,6 +2120,11 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
+    if (flashKeys != cuda::kFlashKeys && flashKeys != cuda::kFlashWideKeys) {
+      module.emitError("flash-keys must be ") << cuda::kFlashKeys << " or " << cuda::kFlashWideKeys
+                                              << ", not " << flashKeys;
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels, others;
     for (auto fn : module.getOps<func::FuncOp>())
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
@@ -2142,7 +2149,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      tiled, kvCacheType, alignment);
+                      flashKeys, tiled, kvCacheType, alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

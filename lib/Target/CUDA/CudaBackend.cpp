@@ -92,6 +92,10 @@ public:
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
     if (std::string why = tiledGemm(options).check(); !why.empty())
       return "--cuda-gemm-" + why;
+    if (options.cudaFlashKeys != cuda::kFlashKeys && options.cudaFlashKeys != cuda::kFlashWideKeys)
+      return "--cuda-flash-keys must be " + std::to_string(cuda::kFlashKeys) + " or " +
+             std::to_string(cuda::kFlashWideKeys) + ", not " +
+             std::to_string(options.cudaFlashKeys);
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
       return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";
@@ -113,9 +117,11 @@ public:
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
          [weightType = options.weightType, flash = options.cudaFlashAttention,
+          flashKeys = options.cudaFlashKeys,
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{
-               weightType, flash, tiled.stages, tiled.warps, tiled.wgmma, tiled.cols, tiled.k, cache}));
+           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash, flashKeys,
+                                                               tiled.stages, tiled.warps, tiled.wgmma,
+                                                               tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
@@ -185,7 +191,7 @@ public:
     std::vector<manifest::Launch> out;
     for (const cuda::Launch &l :
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
-                           options.cudaFlashAttention, tiledGemm(options)))
+                           options.cudaFlashAttention, tiledGemm(options), options.cudaFlashKeys))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
                      l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes});
     return out;

@@ -17,7 +17,8 @@
 #   (80 tokens: tensor-core projections and flash attention, which round
 #   activations and P to bf16; once more with split-KV attention, and once
 #   for sm_90a alone, whose projections run on wgmma, as built by default
-#   and at 256 columns a block with k steps of 64) within the 2e-2 that
+#   and at 256 columns a block with k steps of 64; two of them once more
+#   with the flash kernel's 64-position tiles) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
@@ -76,6 +77,12 @@ case $set in
         -- --tolerance 2e-2 --batch-tolerance 2e-2
       check "$f bf16 sm_90a wide" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
         --cuda-gemm-cols 256 --cuda-gemm-k 64 -- --tolerance 2e-2 --batch-tolerance 2e-2
+    done
+    # The flash kernel's tiles of 64 positions (--cuda-flash-keys 64) at
+    # head dims 128 and 16 (soft-capped, windowed).
+    for f in llama-hd128-long gemma2-long; do
+      check "$f bf16 flash64" "$bf16/$f" --dtype bf16 --cuda-flash-keys 64 \
+        -- --tolerance 2e-2 --batch-tolerance 2e-2
     done ;;
   bf16-sample)
     check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32

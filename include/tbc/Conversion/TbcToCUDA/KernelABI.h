@@ -168,6 +168,13 @@ constexpr int64_t kTiledRowGroup = 8;
 /// split-KV kernel, a variant of its own.
 constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKeys = 32,
                   kFlashMaxHeadDim = 256, kFlashMinRows = kMmaRows;
+/// Tiles of kFlashWideKeys positions where a build asks for them
+/// (`--cuda-flash-keys 64`, the flash-keys option: flashTileKeys): twice
+/// the tensor-core work for a tile's fixed costs (its wait, barrier,
+/// running-max shuffles, rescale and loop control), at 249 registers (228
+/// at 32) and twice the shared memory (104 KB at head dim 128: still two
+/// blocks an SM).
+constexpr int64_t kFlashWideKeys = 64;
 /// Output dims a flash walk over the positions accumulates: the whole head
 /// up to 128; past that (Gemma's 256) half of it, one walk per half, each
 /// computing the scores again (FlashAttention.cpp). A half of a multiple of
@@ -185,8 +192,16 @@ constexpr int64_t flashPassDims(int64_t headDim) {
 constexpr int64_t flashStages(int64_t headDim) {
   return flashPassDims(headDim) == headDim ? 3 : 1;
 }
-constexpr int64_t flashSharedBytes(int64_t headDim) {
-  return flashStages(headDim) * kFlashKeys * (headDim + 8 + flashPassDims(headDim) + 8) * 2;
+/// The positions of a flash tile at `headDim` where the build asks `keys`:
+/// as asked where the ring holds the tiles (head dims up to 128), else
+/// kFlashKeys (Gemma-2's two-pass kernel at 256, 252-255 registers at 32
+/// positions, spilled 212-252 bytes at 64).
+constexpr int64_t flashTileKeys(int64_t headDim, int64_t keys) {
+  return flashStages(headDim) > 1 ? keys : kFlashKeys;
+}
+constexpr int64_t flashSharedBytes(int64_t headDim, int64_t keys) {
+  return flashStages(headDim) * flashTileKeys(headDim, keys) *
+         (headDim + 8 + flashPassDims(headDim) + 8) * 2;
 }
 
 /// What a gpu.func of an op computes, where the op has more than one.
@@ -234,7 +249,8 @@ bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool al
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
 /// `gemm`: the tiled projection's shape (TiledGemm above).
 llvm::SmallVector<Launch, 4> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
-                                         bool flashAttention = true, TiledGemm gemm = {});
+                                         bool flashAttention = true, TiledGemm gemm = {},
+                                         int64_t flashKeys = kFlashKeys);
 
 /// f32 values of scratch the kernels of `op` take (0: no scratch operand):
 /// attention's decode slices, [kDecodeMaxRows][heads][splits][2 + head dim]
