@@ -275,16 +275,21 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           // up to 128) the keys' B fragments come by ldmatrix.x4, two key
           // tiles x (dims 0-7 | 8-15) of a k step each: 16 a warp a tile at
           // head dim 128 where 4-byte pair loads were 64. (The register-
-          // staged kernel past 128 keeps the pair loads: by ldmatrix there
-          // ptxas spilled 56 bytes at head dim 256.)
+          // staged stage, past head dim 128 or for a cache of another type,
+          // keeps the pair loads: by ldmatrix ptxas spilled 56 bytes at
+          // head dim 256.)
           auto scorePos = [&](int64_t nt, int64_t i) {
             return g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
           };
           SmallVector<SmallVector<Value>> score(keyTiles, SmallVector<Value>(4, g.f32(0.0)));
           const int64_t keyRowBytes = cast<MemRefType>(o.keyTile.getType()).getDimSize(2) * 2;
-          Value keyLane = ring ? half.sharedPointer(o.keyTile,
-                                                    half.elementOf(o.keyTile, {stage, g.add(matrixRow, upperPair), oddMatrix}))
-                               : Value();
+          Value keyLane;
+          if (ring)
+            keyLane = half.sharedPointer(
+                o.keyTile,
+                half.elementOf(o.keyTile, {stage, g.add(matrixRow, upperPair), oddMatrix}));
+          static_assert(kFlashKeys % (2 * kMmaCols) == 0 && kFlashWideKeys % (2 * kMmaCols) == 0,
+                        "key tiles in pairs");
           for (int64_t nt = 0; nt < keyTiles; nt += 2)
             for (int64_t ks = 0; ks < kSteps; ++ks) {
               ArrayRef<Value> qf = ArrayRef<Value>(q).slice(4 * ks, 4);
@@ -361,7 +366,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             corr[r] = g.exp2Ftz(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
             next[r] = mNew;
             sum[r] = g.fmul(s[2 + r], corr[r]);
-            grew = g.ori(grew, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, mNew, s[r]));
+            grew = g.ori(grew,
+                         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, mNew, s[r]));
           }
           Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
           for (int64_t nt = 0; nt < keyTiles; ++nt)
@@ -390,7 +396,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               [&] { return SmallVector<Value>(before); });
           const int64_t valueRowBytes = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) * 2;
           Value valueLane = half.sharedPointer(
-              o.valueTile, half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
+              o.valueTile,
+              half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
           for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
             const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
             SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),

@@ -148,16 +148,19 @@ std::string cuda::TiledGemm::check() const {
   if (wgmma && warps != 8)
     return "warps must be 8 for sm_90a's wgmma GEMM (two warpgroups), not " +
            std::to_string(warps);
-  if (cols != kTiledCols && !(wgmma && cols == kTiledWideCols))
-    return "cols must be " + std::to_string(kTiledCols) +
-           (wgmma ? " or " + std::to_string(kTiledWideCols)
-                  : " (" + std::to_string(kTiledWideCols) + " needs sm_90a's wgmma)") +
-           ", not " + std::to_string(cols);
-  if (k != kTiledK && !(wgmma && k == kTiledWideK))
-    return "k must be " + std::to_string(kTiledK) +
-           (wgmma ? " or " + std::to_string(kTiledWideK)
-                  : " (" + std::to_string(kTiledWideK) + " needs sm_90a's wgmma)") +
-           ", not " + std::to_string(k);
+  // A shape with a wider value for wgmma alone: "" if `value` is one it takes.
+  auto wgmmaWider = [&](const char *name, int64_t value, int64_t plain, int64_t wide) {
+    if (value == plain || (wgmma && value == wide))
+      return std::string();
+    return std::string(name) + " must be " + std::to_string(plain) +
+           (wgmma ? " or " + std::to_string(wide)
+                  : " (" + std::to_string(wide) + " needs sm_90a's wgmma)") +
+           ", not " + std::to_string(value);
+  };
+  if (std::string why = wgmmaWider("cols", cols, kTiledCols, kTiledWideCols); !why.empty())
+    return why;
+  if (std::string why = wgmmaWider("k", k, kTiledK, kTiledWideK); !why.empty())
+    return why;
   if (sharedBytes(k) > limits::kMaxDynamicSharedBytes)
     return "stages must be at most " +
            std::to_string((limits::kMaxDynamicSharedBytes - ringAlign(k)) / stageBytes(k)) +
@@ -392,7 +395,8 @@ public:
     if (stagingK)
       args.push_back(MemRefType::get({ShapedType::kDynamic, stagingK}, halfType()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
-    for (const cuda::Launch &launch : cuda::launchesFor(op, weightType, flash, tiled, flashTileKeys)) {
+    for (const cuda::Launch &launch :
+         cuda::launchesFor(op, weightType, flash, tiled, flashTileKeys)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -444,7 +448,8 @@ public:
         // multiple of the swizzle's period (TiledGemm::sharedBytes has room).
         Value bytes = dynamicShared();
         Value start = g.idx(0);
-        const int64_t kStep = tiled.kStep(lastDim(cast<ProjectionOpInterface>(op).getInput().getType()));
+        const int64_t kStep =
+            tiled.kStep(lastDim(cast<ProjectionOpInterface>(op).getInput().getType()));
         if (int64_t align = tiled.ringAlign(kStep)) {
           Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
           start = g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
@@ -1656,9 +1661,9 @@ private:
             const int64_t rowBytes = kStep * 2;
             auto lanePointer = [&](Value tile, Value firstRow, Value rowHalf, Value chunkHalf,
                                    int64_t ks) {
+              Value row = g.add(firstRow, g.add(matrixRow, rowHalf));
               return mh.sharedPointer(
-                  tile, mh.elementOf(tile, swizzled(stage, g.add(firstRow, g.add(matrixRow, rowHalf)),
-                                                    g.add(chunkHalf, ks / 8))));
+                  tile, mh.elementOf(tile, swizzled(stage, row, g.add(chunkHalf, ks / 8))));
             };
             for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
               Value aLane = lanePointer(tileA, warpRow, aRowHalf, aChunkHalf, ks);

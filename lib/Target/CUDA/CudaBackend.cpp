@@ -119,9 +119,9 @@ public:
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           flashKeys = options.cudaFlashKeys,
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
-           pm.addPass(createTbcLowerToGPU(TbcLowerToGPUOptions{weightType, flash, flashKeys,
-                                                               tiled.stages, tiled.warps, tiled.wgmma,
-                                                               tiled.cols, tiled.k, cache}));
+           pm.addPass(createTbcLowerToGPU(
+               TbcLowerToGPUOptions{weightType, flash, flashKeys, tiled.stages, tiled.warps,
+                                    tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();

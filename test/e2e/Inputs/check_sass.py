@@ -32,7 +32,8 @@ def k_walk_spills(f):
     first = next((i for i, l in enumerate(lines) if re.search(r"\bH(G)?MMA\b", l)), None)
     if first is None:
         return 0
-    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"(\.L_x_\d+):", l.strip()))}
+    labels = {m.group(1): i for i, l in enumerate(lines)
+              if (m := re.match(r"(\.L_x_\d+):", l.strip()))}
     for j in range(first, len(lines)):
         m = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", lines[j])
         if m and labels.get(m.group(1), len(lines)) < first:
@@ -72,5 +73,6 @@ for chip, ptx in objects:
           + (f" (not: {', '.join(without)})" if without else "")
           + f"; {ldsm}/{tiled} block-tiled ones read fragments with LDSM"
           + f"; {flash}/{attention} attention kernels"
-          + f"; {hgmma}/{tiled} block-tiled ones on wgmma (HGMMA{''.join(' ' + s for s in sorted(shapes))})"
+          + f"; {hgmma}/{tiled} block-tiled ones on wgmma"
+          + f" (HGMMA{''.join(' ' + s for s in sorted(shapes))})"
           + f"; {spills} spill accesses in their k walks")

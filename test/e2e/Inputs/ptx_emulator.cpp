@@ -9,7 +9,8 @@
 // cp.async (16-byte copies, commit_group, wait_group: each copy lands when its
 // thread waits for its group, not earlier, so that reading a stage before
 // waiting for it reads stale data here as it may on a GPU),
-// and the collective ones with their semantics: shfl.sync.bfly, vote.sync (any, all), ldmatrix (.trans too)
+// and the collective ones with their semantics: shfl.sync.bfly, vote.sync
+// (any, all), ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, wgmma.mma_async
 // (sm_90a: m64nNk16, both operands in shared memory by matrix descriptor,
@@ -805,7 +806,8 @@ struct Thread {
   // Shared memory this thread wrote (stores, landed cp.async) since its last
   // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
   std::vector<std::pair<size_t, size_t>> unfenced;
-  enum { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done } state = Running;
+  enum { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done };
+  int state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
