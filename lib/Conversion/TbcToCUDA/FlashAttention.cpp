@@ -219,23 +219,57 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       // group. Positions past the cache copy its last row: the rows beyond
       // may hold anything (a NaN there times the mask's zero weight would
       // still be NaN), the last is a real key and value.
-      auto copyTile = [&](Value j0, Value stage) {
+      //
+      // A tile wholly inside the cache (every one but the last) copies
+      // without the clamp, and where a round of the threads covers whole
+      // rows (threads a multiple of a row's runs: head dims 16-128 but 80
+      // and 96) each thread's copies are one shared and one global pointer
+      // plus constant offsets, which ptxas folds into the instructions
+      // (clamped, each copy cost a 64-bit min and its own 64-bit address).
+      auto copyRuns = [&](Value j0, Value stage, bool clamp) {
         for (auto [cache, tile, colBase, width] :
              {std::tuple{o.keyCache, o.keyTile, kvCol, D},
               std::tuple{o.valueCache, o.valueTile, g.add(kvCol, dimBase), passDims}}) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
+          const bool wholeRows = !clamp && threads % perRow == 0;
+          const int64_t tileRowBytes = cast<MemRefType>(tile.getType()).getDimSize(2) * 2;
+          const int64_t cacheRowBytes = cast<MemRefType>(cache.getType()).getDimSize(1) * 2;
+          Value to, from; // this thread's first run's, with wholeRows
+          if (wholeRows) {
+            Value j = g.div(thread, perRow), d = g.mul(g.rem(thread, perRow), 8);
+            to = half.sharedPointer(tile, half.elementOf(tile, {stage, j, d}));
+            from = half.globalPointer(cache, {g.add(j0, j), g.add(colBase, d)});
+          }
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
             Value e = g.add(thread, e0);
             auto copy = [&, cache = cache, tile = tile, colBase = colBase] {
+              if (wholeRows) {
+                const int64_t rows = e0 / perRow;
+                half.copyAsync16At(half.offsetPointer(to, rows * tileRowBytes),
+                                   half.offsetPointer(from, rows * cacheRowBytes));
+                return;
+              }
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+              Value position = g.add(j0, j);
               half.copyAsync16(tile, {stage, j, d}, cache,
-                               {g.min(g.add(j0, j), lastPosition), g.add(colBase, d)});
+                               {clamp ? g.min(position, lastPosition) : position,
+                                g.add(colBase, d)});
             };
             if (e0 + threads > runs) // the last round's threads past the tile
               g.ifThen(g.lt(e, g.idx(runs)), copy);
             else
               copy();
           }
+        }
+      };
+      auto copyTile = [&](Value j0, Value stage) {
+        auto inside = scf::IfOp::create(b, loc, g.le(g.add(j0, Bc), kvLen), /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(inside.thenBlock());
+          copyRuns(j0, stage, /*clamp=*/false);
+          b.setInsertionPointToStart(inside.elseBlock());
+          copyRuns(j0, stage, /*clamp=*/true);
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };

@@ -368,14 +368,22 @@ struct MmaHalf {
   /// (both identity layouts: elementOf); issued now, landed once a
   /// cp.async.wait_group covers the group it is committed with.
   void copyAsync16(Value tile, ValueRange at, Value src, ValueRange srcAt) {
-    Value element = elementOf(tile, at);
+    copyAsync16At(sharedPointer(tile, elementOf(tile, at)), globalPointer(src, srcAt));
+  }
+  /// The global-memory pointer to indices `at` of the identity-layout
+  /// memref `src` (elementOf), 16-bit elements.
+  Value globalPointer(Value src, ValueRange at) {
     Value generic = mlir::LLVM::IntToPtrOp::create(
         b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
-        byteAddress(src, elementOf(src, srcAt)), mlir::LLVM::DereferenceableAttr());
-    Value global = mlir::LLVM::AddrSpaceCastOp::create(
+        byteAddress(src, elementOf(src, at)), mlir::LLVM::DereferenceableAttr());
+    return mlir::LLVM::AddrSpaceCastOp::create(
         b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
-    mlir::NVVM::CpAsyncOp::create(b, loc, sharedPointer(tile, element), global, 16u,
-                                  mlir::NVVM::LoadCacheModifierKind::CG, Value());
+  }
+  /// copyAsync16 between pointers: the shared `to` and the global `from`
+  /// (either perhaps offsetPointer'd).
+  void copyAsync16At(Value to, Value from) {
+    mlir::NVVM::CpAsyncOp::create(b, loc, to, from, 16u, mlir::NVVM::LoadCacheModifierKind::CG,
+                                  Value());
   }
   /// acc + A * B for one m16n8k16 tile: `a` 4 registers, `bOps` 2, `acc` 4
   /// f32; returns the 4 new accumulators.
