@@ -232,8 +232,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               std::tuple{o.valueCache, o.valueTile, g.add(kvCol, dimBase), passDims}}) {
           const int64_t perRow = width / 8, runs = Bc * perRow;
           const bool wholeRows = !clamp && threads % perRow == 0;
-          const int64_t tileRowBytes = cast<MemRefType>(tile.getType()).getDimSize(2) * 2;
-          const int64_t cacheRowBytes = cast<MemRefType>(cache.getType()).getDimSize(1) * 2;
           Value to, from; // this thread's first run's, with wholeRows
           if (wholeRows) {
             Value j = g.div(thread, perRow), d = g.mul(g.rem(thread, perRow), 8);
@@ -245,8 +243,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             auto copy = [&, cache = cache, tile = tile, colBase = colBase] {
               if (wholeRows) {
                 const int64_t rows = e0 / perRow;
-                half.copyAsync16At(half.offsetPointer(to, rows * tileRowBytes),
-                                   half.offsetPointer(from, rows * cacheRowBytes));
+                half.copyAsync16At(half.offsetPointer(to, rows * MmaHalf::rowBytes(tile)),
+                                   half.offsetPointer(from, rows * MmaHalf::rowBytes(cache)));
                 return;
               }
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
@@ -263,14 +261,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         }
       };
       auto copyTile = [&](Value j0, Value stage) {
-        auto inside = scf::IfOp::create(b, loc, g.le(g.add(j0, Bc), kvLen), /*withElse=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(inside.thenBlock());
-          copyRuns(j0, stage, /*clamp=*/false);
-          b.setInsertionPointToStart(inside.elseBlock());
-          copyRuns(j0, stage, /*clamp=*/true);
-        }
+        g.ifThenElse(
+            g.le(g.add(j0, Bc), kvLen), [&] { copyRuns(j0, stage, /*clamp=*/false); },
+            [&] { copyRuns(j0, stage, /*clamp=*/true); });
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
       if (ring)
@@ -316,7 +309,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             return g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
           };
           SmallVector<SmallVector<Value>> score(keyTiles, SmallVector<Value>(4, g.f32(0.0)));
-          const int64_t keyRowBytes = cast<MemRefType>(o.keyTile.getType()).getDimSize(2) * 2;
           Value keyLane;
           if (ring)
             keyLane = half.sharedPointer(
@@ -329,7 +321,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               ArrayRef<Value> qf = ArrayRef<Value>(q).slice(4 * ks, 4);
               if (ring) {
                 SmallVector<Value, 4> kf = half.loadMatricesAt(half.offsetPointer(
-                    keyLane, nt * kMmaCols * keyRowBytes + ks * kMmaK * 2));
+                    keyLane, nt * kMmaCols * MmaHalf::rowBytes(o.keyTile) + ks * kMmaK * 2));
                 for (int64_t t = 0; t < 2; ++t)
                   score[nt + t] = half.mma(qf, {kf[2 * t], kf[2 * t + 1]}, score[nt + t]);
                 continue;
@@ -428,7 +420,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 return scaled;
               },
               [&] { return SmallVector<Value>(before); });
-          const int64_t valueRowBytes = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) * 2;
           Value valueLane = half.sharedPointer(
               o.valueTile,
               half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
@@ -442,7 +433,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             for (int64_t dt = 0; dt < dimTiles; dt += 2) {
               SmallVector<Value, 4> vf = half.loadMatricesAt(
                   half.offsetPointer(valueLane,
-                                     kt * kMmaK * valueRowBytes + dt * kMmaCols * 2),
+                                     kt * kMmaK * MmaHalf::rowBytes(o.valueTile) +
+                                         dt * kMmaCols * 2),
                   /*transposed=*/true);
               for (int64_t h = 0; h < 2; ++h) {
                 SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},

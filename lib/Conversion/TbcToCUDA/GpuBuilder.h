@@ -150,6 +150,16 @@ struct GpuBuilder {
     b.setInsertionPointToStart(i.thenBlock());
     body();
   }
+  /// scf.if without results: `then` where `cond` holds, else `otherwise`.
+  void ifThenElse(Value cond, llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise) {
+    auto i = scf::IfOp::create(b, loc, cond, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(i.thenBlock());
+    then();
+    b.setInsertionPointToStart(i.elseBlock());
+    otherwise();
+  }
   /// scf.if with results: `then` and `otherwise` each build the values.
   SmallVector<Value> ifElse(Value cond, TypeRange types,
                             llvm::function_ref<SmallVector<Value>()> then,
@@ -338,6 +348,10 @@ struct MmaHalf {
       out.push_back(r);
     }
     return out;
+  }
+  /// The bytes of a row of the 16-bit memref `m` (its last extent, static).
+  static int64_t rowBytes(Value m) {
+    return llvm::cast<mlir::MemRefType>(m.getType()).getShape().back() * 2;
   }
   /// The shared pointer `ptr` plus `bytes`, a constant: where a walk's
   /// ldmatrix addresses differ by constants, ptxas folds them into the

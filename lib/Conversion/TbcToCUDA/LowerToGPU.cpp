@@ -170,6 +170,13 @@ std::string cuda::TiledGemm::check() const {
   return "";
 }
 
+std::string cuda::checkFlashKeys(int64_t keys) {
+  if (keys == kFlashKeys || keys == kFlashWideKeys)
+    return "";
+  return "keys must be " + std::to_string(kFlashKeys) + " or " + std::to_string(kFlashWideKeys) +
+         ", not " + std::to_string(keys);
+}
+
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
                                                bool flashAttention, TiledGemm gemm,
                                                int64_t flashKeys) {
@@ -1634,8 +1641,8 @@ private:
               // done before the barrier past which copies overwrite this
               // stage: by the next step's end (inFlight), else now.
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
+              Value firstRow = g.mul(warpgroup, kWarpgroupRows);
               for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
-                Value firstRow = g.mul(warpgroup, kWarpgroupRows);
                 Value a = mh.swizzledDescriptor(
                     mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
                     kStep * 2);
@@ -2125,9 +2132,8 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
-    if (flashKeys != cuda::kFlashKeys && flashKeys != cuda::kFlashWideKeys) {
-      module.emitError("flash-keys must be ") << cuda::kFlashKeys << " or " << cuda::kFlashWideKeys
-                                              << ", not " << flashKeys;
+    if (std::string why = cuda::checkFlashKeys(flashKeys); !why.empty()) {
+      module.emitError("flash-") << why;
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;

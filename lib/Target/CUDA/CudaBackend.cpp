@@ -92,10 +92,8 @@ public:
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
     if (std::string why = tiledGemm(options).check(); !why.empty())
       return "--cuda-gemm-" + why;
-    if (options.cudaFlashKeys != cuda::kFlashKeys && options.cudaFlashKeys != cuda::kFlashWideKeys)
-      return "--cuda-flash-keys must be " + std::to_string(cuda::kFlashKeys) + " or " +
-             std::to_string(cuda::kFlashWideKeys) + ", not " +
-             std::to_string(options.cudaFlashKeys);
+    if (std::string why = cuda::checkFlashKeys(options.cudaFlashKeys); !why.empty())
+      return "--cuda-flash-" + why;
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
       return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";

@@ -806,8 +806,8 @@ struct Thread {
   // Shared memory this thread wrote (stores, landed cp.async) since its last
   // fence.proxy.async, in functions with wgmma: [offset, offset + bytes).
   std::vector<std::pair<size_t, size_t>> unfenced;
-  enum { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done };
-  int state = Running;
+  enum State { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done };
+  State state = Running;
   bool carry = false;
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;

@@ -175,6 +175,10 @@ constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKe
 /// at 32) and twice the shared memory (104 KB at head dim 128: still two
 /// blocks an SM).
 constexpr int64_t kFlashWideKeys = 64;
+/// Why `keys` is not a flash tile size a build may ask ("" if it is):
+/// "keys must be ...", which the pass option (flash-keys) and `tbc compile`
+/// (--cuda-flash-keys) prefix.
+std::string checkFlashKeys(int64_t keys);
 /// Output dims a flash walk over the positions accumulates: the whole head
 /// up to 128; past that (Gemma's 256) half of it, one walk per half, each
 /// computing the scores again (FlashAttention.cpp). A half of a multiple of
