@@ -270,22 +270,34 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         for (int64_t s = 0; s + 1 < stages; ++s)
           copyTile(g.min(g.add(tileLo, s * Bc), lastTile), g.idx(s));
       // State per lane: max and partial sum of its two rows, its 16 x passDims
-      // output accumulators (dimTiles x 4).
+      // output accumulators (dimTiles x 4) and, with the ring, the tile's
+      // stage as an i32 counted round it (`tile % stages` in the 64-bit
+      // index type had cost ~10 SASS instructions a tile).
       SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
       init.append(dimTiles * 4, g.f32(0.0));
+      const int64_t carried = init.size();
+      if (ring)
+        init.push_back(arith::ConstantIntOp::create(b, loc, 0, 32));
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
-                                                                              ValueRange s) {
-        Value stage = g.idx(0);
+                                                                              ValueRange all) {
+        ValueRange s = all.take_front(carried);
+        Value stage = g.idx(0), nextStage;
         if (ring) {
           // This tile's copies have landed, every thread's (the barrier),
           // and every warp is done with the previous tile's stage, which the
-          // copies issued next overwrite.
-          Value tile = g.div(g.sub(j0, tileLo), Bc);
-          stage = g.rem(tile, stages);
+          // copies issued next overwrite: the stage before this one, where
+          // the tile stages - 1 ahead goes.
+          Value counter = all.back();
+          auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
+          auto is = [&](int64_t v) {
+            return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, counter, i32(v));
+          };
+          stage = g.toIndex(counter);
+          Value before = g.select(is(0), i32(stages - 1), g.add(counter, i32(-1)));
+          nextStage = g.select(is(stages - 1), i32(0), g.add(counter, i32(1)));
           NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
           gpu::BarrierOp::create(b, loc);
-          copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile),
-                   g.rem(g.add(tile, stages - 1), stages));
+          copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile), g.toIndex(before));
         } else {
           stageThroughRegisters(j0, dimBase);
         }
@@ -446,7 +458,10 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           next.append(out);
           scf::YieldOp::create(b, loc, next);
         }
-        return SmallVector<Value>(step.getResults());
+        SmallVector<Value> results(step.getResults());
+        if (ring)
+          results.push_back(nextStage);
+        return results;
       });
       // The copies past the last tile land before the ring is reused (the
       // next row block's first tiles), and every warp is done with it.
