@@ -30,8 +30,15 @@ HostTarget hostTarget(const TargetOptions &options) {
 /// so too: four streams without prefetch against one with 4 KB, interleaved
 /// rounds, 740 against 601 tok/s at hidden 1024 and 264 against 242 at 2048
 /// when the host streamed 80 GB/s, level at 4096; f32 level (bench/NOTES.md
-/// 2026-11-28, "Zen 5"). Zen 4 is unmeasured and keeps one.
-bool readsFourDecodeStreams(StringRef cpu) { return cpu == "znver3" || cpu == "znver5"; }
+/// 2026-11-28, "Zen 5"). An Emerald Rapids reads four as well, but keeps
+/// Intel's 8 KB of prefetch (decodePrefetchFor): four streams with it
+/// against one, interleaved rounds under KVM at 23-26 GB/s, decode +4% in
+/// f32 and +1-4% in bf16 at hidden 1024-4096, where four without prefetch
+/// lost 12-15% in bf16 (bench/NOTES.md 2026-11-29, "Emerald Rapids"). Zen 4
+/// and other Intel cores are unmeasured and keep one.
+bool readsFourDecodeStreams(StringRef cpu) {
+  return cpu == "znver3" || cpu == "znver5" || cpu == "emeraldrapids";
+}
 
 /// How far ahead a decode tile prefetches its weight panel on `cpu`. Intel's
 /// cores stream a panel faster with 8 KB of software prefetch into L2 (f32
@@ -42,11 +49,11 @@ bool readsFourDecodeStreams(StringRef cpu) { return cpu == "znver3" || cpu == "z
 /// where it reads four decode streams, which read bf16 panels faster without
 /// (Zen 3: 1-9%; bench/NOTES.md 2026-11-28, "four decode streams").
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
+  if (!cpu.starts_with("znver"))
+    return kDefaultDecodePrefetch;
   if (readsFourDecodeStreams(cpu))
     return 0;
-  if (cpu.starts_with("znver"))
-    return weightType == "f32" ? 0 : 4096;
-  return kDefaultDecodePrefetch;
+  return weightType == "f32" ? 0 : 4096;
 }
 
 /// How many weight panels a decode tile reads side by side on `cpu`: four
