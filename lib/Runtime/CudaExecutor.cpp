@@ -17,6 +17,7 @@
 #include "CudaLaunchGraph.h"
 #include "DeviceExecutor.h"
 #include "ModuleImpl.h"
+#include "tbc/Support/Limits.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -314,7 +315,12 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
                "clearing the attention scratch"))
       return false;
   }
-  if (stagingWidth_ && !staging_.reserve(size_t(T * stagingWidth_) * 2, false, error))
+  // Whole tiles of rows: the tiled projection reads its last tile's rows
+  // past T without a clamp (limits::kStagingRowMultiple).
+  const int64_t stagingRows = (T + tbc::limits::kStagingRowMultiple - 1) /
+                              tbc::limits::kStagingRowMultiple *
+                              tbc::limits::kStagingRowMultiple;
+  if (stagingWidth_ && !staging_.reserve(size_t(stagingRows * stagingWidth_) * 2, false, error))
     return false;
   std::vector<int64_t> values;
   bool timing = profile && d.canTime();

@@ -43,6 +43,11 @@ inline constexpr int64_t kMaxScratchFloats = int64_t(1) << 28;
 /// Widest row of a kernel's staging array (real ones: a model's widest
 /// projection input, ~50k); with kMaxPositions rows, far from overflowing.
 inline constexpr int64_t kMaxStagingWidth = int64_t(1) << 20;
+/// A CUDA session's staging array (the tiled projection's 16-bit
+/// activations) holds its rows in multiples of this many: the tiled
+/// projection copies whole tiles of 128 rows without clamping the last
+/// (LowerToGPU.cpp, tiledProjection).
+inline constexpr int64_t kStagingRowMultiple = 128;
 /// Most dynamic shared memory a launch may ask a block for (an H100's or
 /// H200's 227 KB; a GPU with less refuses the launch at load).
 inline constexpr int64_t kMaxDynamicSharedBytes = int64_t(227) << 10;

@@ -1585,29 +1585,52 @@ private:
     auto [columnBlock, firstRowTile] = tiledBlockOrder();
     Value n0 = g.mul(columnBlock, cols);
     // The weight rows this thread copies, round by round (slots past S: the
-    // last one's, never stored).
+    // last one's, never stored). Where no block runs past S and no RoPE
+    // permutes the slots, round j's row is the first's plus a constant (j
+    // rowsPerRound slots; with gate and up interleaved, rowsPerRound even,
+    // half as many rows of each): one global pointer a step, as for the
+    // activations below.
+    const bool wholeWeightRounds = !rope && S % cols == 0;
+    const int64_t weightRoundRows = e.glu ? rowsPerRound / 2 : rowsPerRound;
+    assert(rowsPerRound % 2 == 0);
     SmallVector<Value> wRows;
-    for (int64_t j = 0; j < bRounds; ++j)
+    for (int64_t j = 0; j < (wholeWeightRounds ? 1 : bRounds); ++j)
       wRows.push_back(slotRow(
           g.min(g.add(n0, g.add(copyRow, j * rowsPerRound)), g.idx(S - 1)), e, rope));
     const int64_t accs = rowTiles * colTiles * 4, steps = K / kStep;
+    // The staging array holds whole row tiles (the runtime allocates its
+    // rows in multiples of limits::kStagingRowMultiple): a row tile's rows
+    // past T are copied as they are, into accumulators of rows the epilogue
+    // never stores. So a thread's activation rows need no clamp, and its
+    // rounds are constant offsets from one shared and one global pointer a
+    // step (rowsPerRound is a multiple of 8: the rounds' swizzle is the
+    // first's), which ptxas folds into the copies. Clamped, each round had
+    // kept its own 64-bit row address live through the k walk.
+    static_assert(limits::kStagingRowMultiple % kTiledRows == 0);
+    assert(rowsPerRound % 8 == 0 && "a round keeps the swizzle of the thread's first row");
     forRowTiles(kTiledRows, [&](Value t0) {
-      Value last = g.sub(T, g.idx(1));
-      SmallVector<Value> xRows;
-      for (int64_t j = 0; j < aRounds; ++j)
-        xRows.push_back(g.min(g.add(t0, g.add(copyRow, j * rowsPerRound)), last));
+      Value xRow = g.add(t0, copyRow);
       // Step `step`'s copies into stage `stage`, as one group. Steps past
       // the last copy the last again (into a stage nobody reads after):
       // every thread commits a group each step, so that waiting for all
       // but the newest stages - 2 always means the step's own.
       auto copyStep = [&](Value step, Value stage) {
         Value k = g.add(g.mul(g.min(step, g.idx(steps - 1)), kStep), g.mul(copyChunk, 8));
+        Value aTo = mh.sharedPointer(tileA, mh.elementOf(tileA, swizzled(stage, copyRow, copyChunk)));
+        Value aFrom = mh.globalPointer(x, {xRow, k});
+        Value bTo = mh.sharedPointer(tileB, mh.elementOf(tileB, swizzled(stage, copyRow, copyChunk)));
+        Value bFrom = wholeWeightRounds ? mh.globalPointer(w, {wRows[0], k}) : Value();
         for (int64_t j = 0; j < std::max(aRounds, bRounds); ++j) {
-          Value row = g.add(copyRow, j * rowsPerRound);
           if (j < aRounds)
-            mh.copyAsync16(tileA, swizzled(stage, row, copyChunk), x, {xRows[j], k});
+            mh.copyAsync16At(
+                mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)),
+                mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x)));
           if (j < bRounds)
-            mh.copyAsync16(tileB, swizzled(stage, row, copyChunk), w, {wRows[j], k});
+            mh.copyAsync16At(
+                mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
+                wholeWeightRounds
+                    ? mh.offsetPointer(bFrom, j * weightRoundRows * MmaHalf::rowBytes(w))
+                    : mh.globalPointer(w, {wRows[j], k}));
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
