@@ -1585,18 +1585,45 @@ private:
     auto [columnBlock, firstRowTile] = tiledBlockOrder();
     Value n0 = g.mul(columnBlock, cols);
     // The weight rows this thread copies, round by round (slots past S: the
-    // last one's, never stored). Where no block runs past S and no RoPE
-    // permutes the slots, round j's row is the first's plus a constant (j
-    // rowsPerRound slots; with gate and up interleaved, rowsPerRound even,
-    // half as many rows of each): one global pointer a step, as for the
-    // activations below.
-    const bool wholeWeightRounds = !rope && S % cols == 0;
-    const int64_t weightRoundRows = e.glu ? rowsPerRound / 2 : rowsPerRound;
+    // last one's, never stored). Where no block runs past S, round j's row
+    // is the first's plus a constant: j rowsPerRound slots, and with gate
+    // and up interleaved (rowsPerRound even) half as many rows of each;
+    // with a NeoX RoPE's pair halves interleaved, in a block whose slots
+    // all rotate (full rotary dims; the rotated columns whole blocks; a
+    // block within a head or whole heads, rounds within a head or whole
+    // heads apart, so no round wraps a head), offset o's row is o / hd
+    // heads on plus half of o % hd, and in a block past the rotated columns
+    // the slots themselves. Then the copies are one global pointer a step
+    // plus constants, as for the activations below; elsewhere each round
+    // keeps its own row.
     assert(rowsPerRound % 2 == 0);
+    const bool neox = rope && rope->attr.getStyle() == RopeStyle::neox;
+    bool constantWeightRounds = S % cols == 0;
+    if (neox) {
+      const int64_t hd = rope->attr.getHeadDim();
+      constantWeightRounds &= rope->attr.getRotaryDim() == hd &&
+                              rope->attr.getColumns() % cols == 0 &&
+                              (cols % hd == 0 || hd % cols == 0) &&
+                              (rowsPerRound % hd == 0 || hd % rowsPerRound == 0);
+    }
+    // Round j's weight row less round 0's, in a block of plain (or
+    // gate/up) slots and in one of rotated slots.
+    auto weightRoundRows = [&](int64_t j, bool rotated) {
+      const int64_t o = j * rowsPerRound;
+      if (e.glu)
+        return o / 2;
+      if (!rotated)
+        return o;
+      const int64_t hd = rope->attr.getHeadDim();
+      return o / hd * hd + o % hd / 2;
+    };
     SmallVector<Value> wRows;
-    for (int64_t j = 0; j < (wholeWeightRounds ? 1 : bRounds); ++j)
+    for (int64_t j = 0; j < (constantWeightRounds ? 1 : bRounds); ++j)
       wRows.push_back(slotRow(
           g.min(g.add(n0, g.add(copyRow, j * rowsPerRound)), g.idx(S - 1)), e, rope));
+    Value rotatedBlock = neox && constantWeightRounds
+                             ? g.lt(n0, g.idx(rope->attr.getColumns()))
+                             : Value();
     const int64_t accs = rowTiles * colTiles * 4, steps = K / kStep;
     // The staging array holds whole row tiles (the runtime allocates its
     // rows in multiples of limits::kStagingRowMultiple): a row tile's rows
@@ -1619,19 +1646,25 @@ private:
         Value aTo = mh.sharedPointer(tileA, mh.elementOf(tileA, swizzled(stage, copyRow, copyChunk)));
         Value aFrom = mh.globalPointer(x, {xRow, k});
         Value bTo = mh.sharedPointer(tileB, mh.elementOf(tileB, swizzled(stage, copyRow, copyChunk)));
-        Value bFrom = wholeWeightRounds ? mh.globalPointer(w, {wRows[0], k}) : Value();
-        for (int64_t j = 0; j < std::max(aRounds, bRounds); ++j) {
-          if (j < aRounds)
-            mh.copyAsync16At(
-                mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)),
-                mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x)));
-          if (j < bRounds)
-            mh.copyAsync16At(
-                mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
-                wholeWeightRounds
-                    ? mh.offsetPointer(bFrom, j * weightRoundRows * MmaHalf::rowBytes(w))
-                    : mh.globalPointer(w, {wRows[j], k}));
-        }
+        Value bFrom = constantWeightRounds ? mh.globalPointer(w, {wRows[0], k}) : Value();
+        auto weightRound = [&](int64_t j, bool rotated) {
+          mh.copyAsync16At(
+              mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
+              constantWeightRounds
+                  ? mh.offsetPointer(bFrom, weightRoundRows(j, rotated) * MmaHalf::rowBytes(w))
+                  : mh.globalPointer(w, {wRows[j], k}));
+        };
+        for (int64_t j = 0; j < aRounds; ++j)
+          mh.copyAsync16At(mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)),
+                           mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x)));
+        auto weightRounds = [&](bool rotated) {
+          for (int64_t j = 0; j < bRounds; ++j)
+            weightRound(j, rotated);
+        };
+        if (rotatedBlock) // a block-uniform branch
+          g.ifThenElse(rotatedBlock, [&] { weightRounds(true); }, [&] { weightRounds(false); });
+        else
+          weightRounds(false);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
       // On wgmma with 3 stages or more, a step's multiplies stay in flight

@@ -42,11 +42,12 @@ bool readsFourDecodeStreams(StringRef cpu) {
 
 /// How far ahead a decode tile prefetches its weight panel on `cpu`. Intel's
 /// cores stream a panel faster with 8 KB of software prefetch into L2 (f32
-/// decode +31%, bf16 +50% on a Sapphire Rapids; bench/NOTES.md 2026-11-25).
+/// decode +31%, bf16 +50% on a Sapphire Rapids; bench/NOTES.md 2026-11-25),
+/// with four streams too (Emerald Rapids: one stream without it 0.83x).
 /// AMD's Zen streams f32 panels faster with its hardware prefetcher alone
 /// (+6-11% without on Zen 3) and 16-bit ones, which take twice the
 /// instructions per byte, with 4 KB (bench/NOTES.md 2026-11-26) -- except
-/// where it reads four decode streams, which read bf16 panels faster without
+/// a Zen that reads four decode streams, which reads bf16 panels faster without
 /// (Zen 3: 1-9%; bench/NOTES.md 2026-11-28, "four decode streams").
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
   if (!cpu.starts_with("znver"))
