@@ -277,7 +277,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       init.append(dimTiles * 4, g.f32(0.0));
       const int64_t carried = init.size();
       if (ring)
-        init.push_back(arith::ConstantIntOp::create(b, loc, 0, 32));
+        init.push_back(g.i32(0));
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
                                                                               ValueRange all) {
         ValueRange s = all.take_front(carried);
@@ -288,13 +288,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           // copies issued next overwrite: the stage before this one, where
           // the tile stages - 1 ahead goes.
           Value counter = all.back();
-          auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); };
-          auto is = [&](int64_t v) {
-            return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, counter, i32(v));
-          };
           stage = g.toIndex(counter);
-          Value before = g.select(is(0), i32(stages - 1), g.add(counter, i32(-1)));
-          nextStage = g.select(is(stages - 1), i32(0), g.add(counter, i32(1)));
+          Value before = g.select(g.eq(counter, 0), g.i32(stages - 1), g.add(counter, g.i32(-1)));
+          nextStage = g.select(g.eq(counter, stages - 1), g.i32(0), g.add(counter, g.i32(1)));
           NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
           gpu::BarrierOp::create(b, loc);
           copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile), g.toIndex(before));

@@ -66,8 +66,11 @@ struct GpuBuilder {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
   }
   Value i1(bool v) { return arith::ConstantIntOp::create(b, loc, v, 1); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  /// x == c, in x's integer type (index or i32).
   Value eq(Value x, int64_t c) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, idx(c));
+    Value y = x.getType().isIndex() ? idx(c) : arith::ConstantIntOp::create(b, loc, x.getType(), c);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
   }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
   Value ori(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
@@ -248,7 +251,7 @@ struct GpuBuilder {
   /// Whether the i1 `p` holds in some lane of the warp (vote.sync.any,
   /// every lane of the warp taking part): a warp-uniform condition.
   Value warpAny(Value p) {
-    Value everyLane = arith::ConstantIntOp::create(b, loc, -1, 32);
+    Value everyLane = i32(-1);
     return mlir::NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, p,
                                           mlir::NVVM::VoteSyncKind::any);
   }

@@ -1647,19 +1647,16 @@ private:
         Value aFrom = mh.globalPointer(x, {xRow, k});
         Value bTo = mh.sharedPointer(tileB, mh.elementOf(tileB, swizzled(stage, copyRow, copyChunk)));
         Value bFrom = constantWeightRounds ? mh.globalPointer(w, {wRows[0], k}) : Value();
-        auto weightRound = [&](int64_t j, bool rotated) {
-          mh.copyAsync16At(
-              mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
-              constantWeightRounds
-                  ? mh.offsetPointer(bFrom, weightRoundRows(j, rotated) * MmaHalf::rowBytes(w))
-                  : mh.globalPointer(w, {wRows[j], k}));
-        };
         for (int64_t j = 0; j < aRounds; ++j)
           mh.copyAsync16At(mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)),
                            mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x)));
         auto weightRounds = [&](bool rotated) {
           for (int64_t j = 0; j < bRounds; ++j)
-            weightRound(j, rotated);
+            mh.copyAsync16At(
+                mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
+                constantWeightRounds
+                    ? mh.offsetPointer(bFrom, weightRoundRows(j, rotated) * MmaHalf::rowBytes(w))
+                    : mh.globalPointer(w, {wRows[j], k}));
         };
         if (rotatedBlock) // a block-uniform branch
           g.ifThenElse(rotatedBlock, [&] { weightRounds(true); }, [&] { weightRounds(false); });
@@ -2101,7 +2098,7 @@ private:
   /// next launch.
   void mergeIfLast(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    NVVM::SyncWarpOp::create(b, loc, arith::ConstantIntOp::create(b, loc, -1, 32));
+    NVVM::SyncWarpOp::create(b, loc, g.i32(-1));
     Value counter = g.add(g.mul(t, a.getNumHeads()), h);
     Value before = g.ifElse(
         g.eq(lane, 0), {b.getF32Type()},
