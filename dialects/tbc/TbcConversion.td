@@ -100,6 +100,9 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashKeys", "flash-keys", "int64_t", /*default=*/"32",
            "Positions of the flash kernel's key and value tiles: 32, or 64 (head dims "
            "up to 128; past that 32)">,
+    Option<"flashRows", "flash-rows", "int64_t", /*default=*/"64",
+           "Query rows of a flash block: 64 (16 a warp), or 128 (two 16-row MMA tiles a "
+           "warp, queries staged in shared memory; head dims up to 128, past that 64)">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

@@ -203,6 +203,14 @@ int tbc::compileMain(int argc, char **argv) {
                "dims up to 128; past that 32): twice the tensor-core work for "
                "a tile's fixed costs, twice its shared memory. For tuning on a "
                "GPU (bench/gpu_ab.py)"));
+  static cl::opt<int64_t> cudaFlashRows(
+      "cuda-flash-rows", cl::cat(cat), cl::init(64), cl::value_desc("64|128"),
+      cl::desc("--target cuda with 16-bit weights: query rows of a flash "
+               "kernel's block, 64 (the default: 16 a warp) or 128 (two MMA "
+               "tiles a warp, as FlashAttention-2 runs head dim 128: each key "
+               "and value fragment feeds twice the multiplies; queries staged "
+               "in shared memory; head dims up to 128, past that 64). For "
+               "tuning on a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -256,8 +264,8 @@ int tbc::compileMain(int argc, char **argv) {
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "
                "reads side by side, for the prefetchers to follow as many "
-               "streams. 0 (the default): the target CPU's choice (4 on Zen 3 "
-               "and Zen 5, 1 elsewhere). For tuning on another CPU: "
+               "streams. 0 (the default): the target CPU's choice (4 on Zen 3, "
+               "Zen 5 and Emerald Rapids, 1 elsewhere). For tuning on another CPU: "
                "bench/cpu_decode_ab.py times the choices against each other"));
   static cl::opt<int64_t> cpuDecodePrefetch(
       "cpu-decode-prefetch", cl::cat(cat), cl::init(-1), cl::value_desc("bytes"),
@@ -329,6 +337,7 @@ int tbc::compileMain(int argc, char **argv) {
     return fail("unknown --cuda-attention '" + cudaAttention + "' (flash or split-kv)");
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
   targetOptions.cudaFlashKeys = cudaFlashKeys;
+  targetOptions.cudaFlashRows = cudaFlashRows;
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaGemmCols = cudaGemmCols;

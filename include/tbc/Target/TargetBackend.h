@@ -60,6 +60,9 @@ struct TargetOptions {
   /// CUDA: positions of the flash kernel's tiles (`--cuda-flash-keys`, 32
   /// or 64; cuda::flashTileKeys).
   int64_t cudaFlashKeys = 32;
+  /// CUDA: query rows of a flash block (`--cuda-flash-rows`, 64 or 128;
+  /// cuda::flashBlockRows).
+  int64_t cudaFlashRows = 64;
   /// CUDA: stages of the prefill GEMM's shared-memory ring
   /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
   int64_t cudaGemmStages = 4;

@@ -4,7 +4,14 @@
 //
 // * a block of 4 warps owns 64 query rows of one head, a warp 16 of them;
 //   each lane holds its two rows' (group, group + 8) query fragments, scaled
-//   and rounded to 16 bits, for the whole walk;
+//   and rounded to 16 bits, for the whole walk. With --cuda-flash-rows 128
+//   (head dims up to 128) a block owns 128 rows, a warp two 16-row MMA
+//   tiles (m-tiles) of them, as FlashAttention-2 runs head dim 128: each
+//   key and value fragment feeds both m-tiles' MMAs, and a tile's copies,
+//   wait, barrier and loop serve twice the rows. Two m-tiles' query
+//   fragments would take 64 registers beside 128 output accumulators, so
+//   the block stages its queries, scaled and rounded, in shared memory once
+//   a row block and the walk reads them by ldmatrix.x4;
 // * the block walks the positions its rows can see in tiles of 32, whose
 //   keys and values ([position][dim]) all 128 threads copy from the caches
 //   into a ring of 3 stages of shared memory by cp.async, two tiles ahead
@@ -36,6 +43,7 @@
 
 #include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 
+#include <array>
 #include <limits>
 
 using namespace mlir;
@@ -60,6 +68,10 @@ MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim, int6
   return flashRing(ctx, half, headDim, keys, flashPassDims(headDim));
 }
 
+MemRefType flashQueryTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t rows) {
+  return paddedSharedTile(ctx, half, rows, headDim);
+}
+
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
                         const FlashAttentionOperands &o) {
   OpBuilder &b = g.b;
@@ -70,6 +82,13 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const int64_t Bc = cast<MemRefType>(o.keyTile.getType()).getDimSize(1);
   const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
                 dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
+  // A block's query rows, and the 16-row MMA tiles (m-tiles) of a warp's:
+  // one with the lanes' query fragments in registers, two where the block
+  // stages its queries in shared memory (flashStagesQueries).
+  const bool stagedQueries = static_cast<bool>(o.queryTile);
+  const int64_t blockRows =
+      stagedQueries ? cast<MemRefType>(o.queryTile.getType()).getDimSize(0) : kFlashRows;
+  const int64_t M = blockRows / kFlashRows, warpRows = M * kMmaRows;
   std::optional<double> cap;
   if (a.getSoftcap())
     cap = a.getSoftcap()->convertToDouble();
@@ -106,22 +125,65 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
   Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
 
-  Value first = g.mul(g.bid(gpu::Dimension::y), kFlashRows);
-  Value stride = g.mul(g.gridDim(gpu::Dimension::y), kFlashRows);
+  Value first = g.mul(g.bid(gpu::Dimension::y), blockRows);
+  Value stride = g.mul(g.gridDim(gpu::Dimension::y), blockRows);
   g.loop(first, o.T, stride, [&](Value r0) {
-    // This warp's 16 rows and this lane's two of them (clamped for loads;
-    // rows past T compute what row T - 1 does and are never stored).
-    Value w0 = g.add(r0, g.mul(warp, kMmaRows));
-    Value row[2] = {g.add(w0, rowInGroup), g.add(g.add(w0, rowInGroup), 8)};
-    Value position[2] = {g.add(o.past, row[0]), g.add(o.past, row[1])};
+    // This warp's warpRows rows and this lane's two of each m-tile's 16
+    // (clamped for loads; rows past T compute what row T - 1 does and are
+    // never stored).
+    Value w0 = g.add(r0, g.mul(warp, warpRows));
+    SmallVector<std::array<Value, 2>> row, position;
+    for (int64_t m = 0; m < M; ++m) {
+      Value top = g.add(g.add(w0, m * kMmaRows), rowInGroup);
+      row.push_back({top, g.add(top, 8)});
+      position.push_back({g.add(o.past, row[m][0]), g.add(o.past, row[m][1])});
+    }
+    // The query fragments of m-tile m at k step ks (FragmentLayout: rows
+    // group and group + 8, dims 2 quad (+1) and 2 quad + 8 (+1)), scaled
+    // and rounded to 16 bits: a lane's own registers (one m-tile), or by
+    // ldmatrix.x4 from the block's query tile, which every thread fills
+    // here in runs of 8 dims (the previous row block's readers are done:
+    // the barrier first).
     SmallVector<Value> q;
-    for (int64_t ks = 0; ks < kSteps; ++ks)
-      for (int64_t reg = 0; reg < 4; ++reg) {
-        Value t = g.min(row[reg % 2], lastRow);
-        Value d = g.add(g.add(qCol, quadCol), ks * kMmaK + (reg / 2) * 8);
-        q.push_back(half.pack(g.fmul(g.load(o.queries, {t, d}), g.f32(scale)),
-                              g.fmul(g.load(o.queries, {t, g.add(d, 1)}), g.f32(scale))));
+    Value queryLane;
+    if (!stagedQueries) {
+      for (int64_t ks = 0; ks < kSteps; ++ks)
+        for (int64_t reg = 0; reg < 4; ++reg) {
+          Value t = g.min(row[0][reg % 2], lastRow);
+          Value d = g.add(g.add(qCol, quadCol), ks * kMmaK + (reg / 2) * 8);
+          q.push_back(half.pack(g.fmul(g.load(o.queries, {t, d}), g.f32(scale)),
+                                g.fmul(g.load(o.queries, {t, g.add(d, 1)}), g.f32(scale))));
+        }
+    } else {
+      gpu::BarrierOp::create(b, loc);
+      const int64_t perRow = D / 8;
+      assert(blockRows * perRow % threads == 0 && "whole rounds of runs");
+      auto run = VectorType::get({8}, half.type());
+      for (int64_t e0 = 0; e0 < blockRows * perRow; e0 += threads) {
+        Value e = g.add(thread, e0);
+        Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+        Value t = g.min(g.add(r0, j), lastRow);
+        SmallVector<Value> halves;
+        for (int64_t i = 0; i < 8; ++i)
+          halves.push_back(arith::TruncFOp::create(
+              b, loc, half.type(),
+              g.fmul(g.load(o.queries, {t, g.add(g.add(qCol, d), i)}), g.f32(scale))));
+        vector::StoreOp::create(b, loc, vector::FromElementsOp::create(b, loc, run, halves),
+                                o.queryTile, ValueRange{j, d})
+            .setAlignment(16);
       }
+      // Matrices (rows 0-7 | 8-15) x (dims 0-7 | 8-15) of an A fragment.
+      queryLane = half.sharedPointer(
+          o.queryTile, half.elementOf(o.queryTile, {g.add(g.add(g.mul(warp, warpRows), matrixRow),
+                                                          oddMatrix),
+                                                    upperPair}));
+    }
+    auto queryFragment = [&](int64_t m, int64_t ks) -> SmallVector<Value, 4> {
+      if (!stagedQueries)
+        return SmallVector<Value, 4>(ArrayRef<Value>(q).slice(4 * ks, 4));
+      return half.loadMatricesAt(half.offsetPointer(
+          queryLane, m * kMmaRows * MmaHalf::rowBytes(o.queryTile) + ks * kMmaK * 2));
+    };
 
     // Positions some row of the block sees: [lowest(r0), blockHi), walked
     // from tileLo (that rounded down to a tile); some row of the warp:
@@ -133,9 +195,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     auto highest = [&](Value rowEnd) {
       return causal ? g.add(o.past, g.min(rowEnd, o.T)) : kvLen;
     };
-    Value blockHi = highest(g.add(r0, kFlashRows));
+    Value blockHi = highest(g.add(r0, blockRows));
     Value tileLo = g.mul(g.div(lowest(r0), Bc), Bc);
-    Value warpLo = lowest(w0), warpHi = highest(g.add(w0, kMmaRows));
+    Value warpLo = lowest(w0), warpHi = highest(g.add(w0, warpRows));
 
     // Without the ring (head dims past 128, or caches of another type than
     // the weights'): the tile's keys [Bc, D] and the pass's values [Bc,
@@ -269,12 +331,19 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       if (ring)
         for (int64_t s = 0; s + 1 < stages; ++s)
           copyTile(g.min(g.add(tileLo, s * Bc), lastTile), g.idx(s));
-      // State per lane: max and partial sum of its two rows, its 16 x passDims
-      // output accumulators (dimTiles x 4) and, with the ring, the tile's
-      // stage as an i32 counted round it (`tile % stages` in the 64-bit
-      // index type had cost ~10 SASS instructions a tile).
-      SmallVector<Value> init{negInf, negInf, g.f32(0.0), g.f32(0.0)};
-      init.append(dimTiles * 4, g.f32(0.0));
+      // State per lane: max and partial sum of its two rows of each m-tile,
+      // its 16 x passDims output accumulators of each (dimTiles x 4) and,
+      // with the ring, the tile's stage as an i32 counted round it (`tile %
+      // stages` in the 64-bit index type had cost ~10 SASS instructions a
+      // tile). State index of row r of m-tile m: max 2 m + r, sum 2 M +
+      // 2 m + r; accumulator i of its dim tile dt: 4 M + 4 (m dimTiles + dt)
+      // + i.
+      auto maxAt = [&](int64_t m, int64_t r) { return 2 * m + r; };
+      auto sumAt = [&](int64_t m, int64_t r) { return 2 * M + 2 * m + r; };
+      auto outAt = [&](int64_t m, int64_t dt) { return 4 * M + 4 * (m * dimTiles + dt); };
+      SmallVector<Value> init(2 * M, negInf);
+      init.append(2 * M, g.f32(0.0));
+      init.append(M * dimTiles * 4, g.f32(0.0));
       const int64_t carried = init.size();
       if (ring)
         init.push_back(g.i32(0));
@@ -305,18 +374,19 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           b.setInsertionPointToStart(&step.getElseRegion().front());
           scf::YieldOp::create(b, loc, s);
           b.setInsertionPointToStart(&step.getThenRegion().front());
-          // S = Q K^T: score[nt][i] is row (i < 2 ? 0 : 1) of this lane,
-          // position j0 + 8 nt + quadCol + i % 2. With the ring (head dims
-          // up to 128) the keys' B fragments come by ldmatrix.x4, two key
-          // tiles x (dims 0-7 | 8-15) of a k step each: 16 a warp a tile at
-          // head dim 128 where 4-byte pair loads were 64. (The register-
-          // staged stage, past head dim 128 or for a cache of another type,
-          // keeps the pair loads: by ldmatrix ptxas spilled 56 bytes at
-          // head dim 256.)
+          // S = Q K^T: score[m][nt][i] is row (i < 2 ? 0 : 1) of this lane in
+          // m-tile m, position j0 + 8 nt + quadCol + i % 2. With the ring
+          // (head dims up to 128) the keys' B fragments come by ldmatrix.x4,
+          // two key tiles x (dims 0-7 | 8-15) of a k step each: 16 a warp a
+          // tile at head dim 128 where 4-byte pair loads were 64, each
+          // feeding the MMAs of every m-tile. (The register-staged stage,
+          // past head dim 128 or for a cache of another type, keeps the
+          // pair loads: by ldmatrix ptxas spilled 56 bytes at head dim 256.)
           auto scorePos = [&](int64_t nt, int64_t i) {
             return g.add(g.add(j0, quadCol), nt * kMmaCols + i % 2);
           };
-          SmallVector<SmallVector<Value>> score(keyTiles, SmallVector<Value>(4, g.f32(0.0)));
+          SmallVector<SmallVector<SmallVector<Value>>> score(
+              M, SmallVector<SmallVector<Value>>(keyTiles, SmallVector<Value>(4, g.f32(0.0))));
           Value keyLane;
           if (ring)
             keyLane = half.sharedPointer(
@@ -324,36 +394,41 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 half.elementOf(o.keyTile, {stage, g.add(matrixRow, upperPair), oddMatrix}));
           static_assert(kFlashKeys % (2 * kMmaCols) == 0 && kFlashWideKeys % (2 * kMmaCols) == 0,
                         "key tiles in pairs");
-          for (int64_t nt = 0; nt < keyTiles; nt += 2)
-            for (int64_t ks = 0; ks < kSteps; ++ks) {
-              ArrayRef<Value> qf = ArrayRef<Value>(q).slice(4 * ks, 4);
+          for (int64_t ks = 0; ks < kSteps; ++ks) {
+            SmallVector<SmallVector<Value, 4>> qf;
+            for (int64_t m = 0; m < M; ++m)
+              qf.push_back(queryFragment(m, ks));
+            for (int64_t nt = 0; nt < keyTiles; nt += 2) {
+              SmallVector<Value, 4> kf;
               if (ring) {
-                SmallVector<Value, 4> kf = half.loadMatricesAt(half.offsetPointer(
+                kf = half.loadMatricesAt(half.offsetPointer(
                     keyLane, nt * kMmaCols * MmaHalf::rowBytes(o.keyTile) + ks * kMmaK * 2));
+              } else {
+                for (int64_t t = 0; t < 2; ++t) {
+                  Value kr = g.add(rowInGroup, (nt + t) * kMmaCols);
+                  Value k = g.add(quadCol, ks * kMmaK);
+                  kf.push_back(half.loadPair(o.keyTile, {stage, kr, k}));
+                  kf.push_back(half.loadPair(o.keyTile, {stage, kr, g.add(k, 8)}));
+                }
+              }
+              for (int64_t m = 0; m < M; ++m)
                 for (int64_t t = 0; t < 2; ++t)
-                  score[nt + t] = half.mma(qf, {kf[2 * t], kf[2 * t + 1]}, score[nt + t]);
-                continue;
-              }
-              for (int64_t t = 0; t < 2; ++t) {
-                Value kr = g.add(rowInGroup, (nt + t) * kMmaCols);
-                Value k = g.add(quadCol, ks * kMmaK);
-                score[nt + t] = half.mma(qf,
-                                         {half.loadPair(o.keyTile, {stage, kr, k}),
-                                          half.loadPair(o.keyTile, {stage, kr, g.add(k, 8)})},
-                                         score[nt + t]);
-              }
-            }
-          for (int64_t nt = 0; nt < keyTiles; ++nt) {
-            SmallVector<Value> &acc = score[nt];
-            for (int64_t i = 0; i < 4; ++i) {
-              Value v = acc[i];
-              if (cap)
-                v = emitSoftcap(b, loc, *cap, v, /*byReciprocal=*/true); // P is 16-bit
-              if (Value term = bias.at(b, loc, h, position[i / 2], scorePos(nt, i)))
-                v = g.fadd(v, term);
-              acc[i] = v;
+                  score[m][nt + t] =
+                      half.mma(qf[m], {kf[2 * t], kf[2 * t + 1]}, score[m][nt + t]);
             }
           }
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t nt = 0; nt < keyTiles; ++nt) {
+              SmallVector<Value> &acc = score[m][nt];
+              for (int64_t i = 0; i < 4; ++i) {
+                Value v = acc[i];
+                if (cap)
+                  v = emitSoftcap(b, loc, *cap, v, /*byReciprocal=*/true); // P is 16-bit
+                if (Value term = bias.at(b, loc, h, position[m][i / 2], scorePos(nt, i)))
+                  v = g.fadd(v, term);
+                acc[i] = v;
+              }
+            }
           // The causal / window / length masks, only where some row of the
           // warp does not see the whole tile (the diagonal, the window's
           // edge, the cache's end; a warp-uniform branch): elsewhere their
@@ -361,70 +436,82 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           Value firstPosition = g.add(o.past, w0), tileEnd = g.add(j0, Bc);
           Value whole = g.andi(g.le(tileEnd, kvLen),
                                causal ? g.le(tileEnd, g.add(firstPosition, 1)) : g.i1(true));
-          if (window) // j0 >= firstPosition + 16 - window, for the warp's last row
-            whole = g.andi(whole, g.le(g.add(firstPosition, kMmaRows), g.add(j0, window)));
+          if (window) // j0 >= firstPosition + warpRows - window, for the warp's last row
+            whole = g.andi(whole, g.le(g.add(firstPosition, warpRows), g.add(j0, window)));
           SmallVector<Value> flat;
-          for (const SmallVector<Value> &t : score)
-            llvm::append_range(flat, t);
+          for (const auto &tiles : score)
+            for (const SmallVector<Value> &t : tiles)
+              llvm::append_range(flat, t);
           SmallVector<Value> masked = g.ifElse(
               whole, ValueRange(flat).getTypes(), [&] { return flat; },
               [&] {
-                SmallVector<Value> m(flat);
-                for (int64_t nt = 0; nt < keyTiles; ++nt)
-                  for (int64_t i = 0; i < 4; ++i) {
-                    Value pos = scorePos(nt, i), p = position[i / 2];
-                    Value visible = g.lt(pos, kvLen);
-                    if (causal)
-                      visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
-                    if (window)
-                      visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
-                    m[4 * nt + i] = g.select(visible, m[4 * nt + i], negInf);
-                  }
-                return m;
+                SmallVector<Value> mk(flat);
+                for (int64_t m = 0; m < M; ++m)
+                  for (int64_t nt = 0; nt < keyTiles; ++nt)
+                    for (int64_t i = 0; i < 4; ++i) {
+                      Value pos = scorePos(nt, i), p = position[m][i / 2];
+                      Value visible = g.lt(pos, kvLen);
+                      if (causal)
+                        visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
+                      if (window)
+                        visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+                      Value &v = mk[4 * (m * keyTiles + nt) + i];
+                      v = g.select(visible, v, negInf);
+                    }
+                return mk;
               });
-          for (int64_t nt = 0; nt < keyTiles; ++nt)
-            for (int64_t i = 0; i < 4; ++i)
-              score[nt][i] = masked[4 * nt + i];
-          // Online softmax of the two rows; the 4 lanes of a row agree on its
-          // max.
-          Value base[2], corr[2], sum[2], grew = g.i1(false);
-          SmallVector<Value> next(4);
-          for (int r = 0; r < 2; ++r) {
-            Value m = negInf;
+          for (int64_t m = 0; m < M; ++m)
             for (int64_t nt = 0; nt < keyTiles; ++nt)
-              m = g.fmax(m, g.fmax(score[nt][2 * r], score[nt][2 * r + 1]));
-            Value mNew = g.fmax(s[r], g.rowQuadMax(m));
-            Value allMasked =
-                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
-            base[r] = g.select(allMasked, g.f32(0.0), mNew);
-            corr[r] = g.exp2Ftz(g.fmul(g.fsub(s[r], base[r]), g.f32(log2e)));
-            next[r] = mNew;
-            sum[r] = g.fmul(s[2 + r], corr[r]);
-            grew = g.ori(grew,
-                         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, mNew, s[r]));
-          }
-          Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
-          for (int64_t nt = 0; nt < keyTiles; ++nt)
-            for (int64_t i = 0; i < 4; ++i) {
-              score[nt][i] = g.exp2Ftz(g.fma(score[nt][i], g.f32(log2e), baseLog2[i / 2]));
-              sum[i / 2] = g.fadd(sum[i / 2], score[nt][i]);
+              for (int64_t i = 0; i < 4; ++i)
+                score[m][nt][i] = masked[4 * (m * keyTiles + nt) + i];
+          // Online softmax of each m-tile's two rows; the 4 lanes of a row
+          // agree on its max.
+          SmallVector<Value> next(s.take_front(4 * M));
+          SmallVector<std::array<Value, 2>> corr(M);
+          Value grew = g.i1(false);
+          for (int64_t m = 0; m < M; ++m) {
+            Value base[2], sum[2];
+            for (int r = 0; r < 2; ++r) {
+              Value mx = negInf;
+              for (int64_t nt = 0; nt < keyTiles; ++nt)
+                mx = g.fmax(mx, g.fmax(score[m][nt][2 * r], score[m][nt][2 * r + 1]));
+              Value old = s[maxAt(m, r)];
+              Value mNew = g.fmax(old, g.rowQuadMax(mx));
+              Value allMasked =
+                  arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+              base[r] = g.select(allMasked, g.f32(0.0), mNew);
+              corr[m][r] = g.exp2Ftz(g.fmul(g.fsub(old, base[r]), g.f32(log2e)));
+              next[maxAt(m, r)] = mNew;
+              sum[r] = g.fmul(s[sumAt(m, r)], corr[m][r]);
+              grew = g.ori(grew,
+                           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, mNew, old));
             }
-          next[2] = sum[0];
-          next[3] = sum[1];
+            Value baseLog2[2] = {g.fmul(base[0], g.f32(-log2e)), g.fmul(base[1], g.f32(-log2e))};
+            for (int64_t nt = 0; nt < keyTiles; ++nt)
+              for (int64_t i = 0; i < 4; ++i) {
+                score[m][nt][i] =
+                    g.exp2Ftz(g.fma(score[m][nt][i], g.f32(log2e), baseLog2[i / 2]));
+                sum[i / 2] = g.fadd(sum[i / 2], score[m][nt][i]);
+              }
+            next[sumAt(m, 0)] = sum[0];
+            next[sumAt(m, 1)] = sum[1];
+          }
           // O = O * corr + P V, k over the tile's positions 16 at a time.
           // The rescale only where some row of the warp has a new max (a
           // warp-uniform branch, vote.sync.any): elsewhere corr is exp2(0)
-          // = 1 in every lane, and its dimTiles x 4 multiplies a lane (64 at
-          // head dim 128, a tenth of the tile's instructions) change nothing.
-          // Past the first tiles a row's max rarely grows.
-          ValueRange before = s.drop_front(4);
+          // = 1 in every lane, and its dimTiles x 4 multiplies a lane and
+          // m-tile (64 at head dim 128, a tenth of the tile's instructions)
+          // change nothing. Past the first tiles a row's max rarely grows.
+          ValueRange before = s.drop_front(4 * M);
           SmallVector<Value> out = g.ifElse(
               g.warpAny(grew), before.getTypes(),
               [&] {
                 SmallVector<Value> scaled;
-                for (int64_t dt = 0; dt < dimTiles; ++dt)
-                  for (int64_t i = 0; i < 4; ++i)
-                    scaled.push_back(g.fmul(before[4 * dt + i], corr[i / 2]));
+                for (int64_t m = 0; m < M; ++m)
+                  for (int64_t dt = 0; dt < dimTiles; ++dt)
+                    for (int64_t i = 0; i < 4; ++i)
+                      scaled.push_back(
+                          g.fmul(s[outAt(m, dt) + i], corr[m][i / 2]));
                 return scaled;
               },
               [&] { return SmallVector<Value>(before); });
@@ -432,23 +519,28 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               o.valueTile,
               half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
           for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
-            const SmallVector<Value> &lo = score[2 * kt], &hi = score[2 * kt + 1];
-            SmallVector<Value> p{half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
-                                 half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])};
+            SmallVector<SmallVector<Value>> p;
+            for (int64_t m = 0; m < M; ++m) {
+              const SmallVector<Value> &lo = score[m][2 * kt], &hi = score[m][2 * kt + 1];
+              p.push_back({half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
+                           half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])});
+            }
             // The values' B fragments by ldmatrix.x4.trans from the
             // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
-            // | dt + 1).
+            // | dt + 1), each feeding every m-tile's MMAs.
             for (int64_t dt = 0; dt < dimTiles; dt += 2) {
               SmallVector<Value, 4> vf = half.loadMatricesAt(
                   half.offsetPointer(valueLane,
                                      kt * kMmaK * MmaHalf::rowBytes(o.valueTile) +
                                          dt * kMmaCols * 2),
                   /*transposed=*/true);
-              for (int64_t h = 0; h < 2; ++h) {
-                SmallVector<Value> acc = half.mma(p, {vf[2 * h], vf[2 * h + 1]},
-                                                  ArrayRef<Value>(out).slice(4 * (dt + h), 4));
-                std::copy(acc.begin(), acc.end(), out.begin() + 4 * (dt + h));
-              }
+              for (int64_t m = 0; m < M; ++m)
+                for (int64_t h = 0; h < 2; ++h) {
+                  const int64_t at = outAt(m, dt + h) - 4 * M;
+                  SmallVector<Value> acc = half.mma(p[m], {vf[2 * h], vf[2 * h + 1]},
+                                                    ArrayRef<Value>(out).slice(at, 4));
+                  std::copy(acc.begin(), acc.end(), out.begin() + at);
+                }
             }
           }
           next.append(out);
@@ -467,22 +559,25 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       }
 
       // out = O / (the row's sum over its 4 lanes).
-      Value inv[2];
-      for (int r = 0; r < 2; ++r) {
-        Value l = g.rowQuadSum(state[2 + r]);
-        // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
-        // products' result: IEEE division calls a slow-path subroutine whose
-        // calling convention spilled registers on sm_90.
-        inv[r] = arith::DivFOp::create(b, loc, g.f32(1.0), l, arith::FastMathFlags::afn);
+      for (int64_t m = 0; m < M; ++m) {
+        Value inv[2];
+        for (int r = 0; r < 2; ++r) {
+          Value l = g.rowQuadSum(state[sumAt(m, r)]);
+          // An approximate reciprocal (rcp.approx, ~1 ulp) for the 16-bit
+          // products' result: IEEE division calls a slow-path subroutine
+          // whose calling convention spilled registers on sm_90.
+          inv[r] = arith::DivFOp::create(b, loc, g.f32(1.0), l, arith::FastMathFlags::afn);
+        }
+        for (int r = 0; r < 2; ++r)
+          g.ifThen(g.lt(row[m][r], o.T), [&] {
+            for (int64_t dt = 0; dt < dimTiles; ++dt)
+              for (int64_t c = 0; c < 2; ++c) {
+                Value d = g.add(g.add(g.add(qCol, dimBase), quadCol), dt * kMmaCols + c);
+                g.store(g.fmul(state[outAt(m, dt) + 2 * r + c], inv[r]), o.out,
+                        {row[m][r], d});
+              }
+          });
       }
-      for (int r = 0; r < 2; ++r)
-        g.ifThen(g.lt(row[r], o.T), [&] {
-          for (int64_t dt = 0; dt < dimTiles; ++dt)
-            for (int64_t c = 0; c < 2; ++c) {
-              Value d = g.add(g.add(g.add(qCol, dimBase), quadCol), dt * kMmaCols + c);
-              g.store(g.fmul(state[4 + 4 * dt + 2 * r + c], inv[r]), o.out, {row[r], d});
-            }
-        });
     };
     if (passes == 1)
       walk(g.idx(0));

@@ -24,12 +24,18 @@ mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t hea
                                   int64_t keys);
 mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
                                     int64_t keys);
+/// The query tile [rows, D + 8] of a block that stages its queries
+/// (flashStagesQueries): scaled and rounded to 16 bits once a row block,
+/// read as A fragments by ldmatrix.
+mlir::MemRefType flashQueryTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
+                                    int64_t rows);
 
 /// What the kernel reads and writes: the [T, H * D] queries and output, the
 /// [positions, KV * D] f32 caches (the chunk already appended), the chunk's
-/// rows T and the positions cached before it, and the two shared tiles.
+/// rows T and the positions cached before it, and the shared tiles (the
+/// query tile null where the lanes keep their query fragments).
 struct FlashAttentionOperands {
-  Value queries, keyCache, valueCache, out, T, past, keyTile, valueTile;
+  Value queries, keyCache, valueCache, out, T, past, keyTile, valueTile, queryTile;
 };
 
 /// The body of the flash kernel for attention `a` (one block per

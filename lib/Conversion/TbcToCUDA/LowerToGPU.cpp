@@ -170,16 +170,25 @@ std::string cuda::TiledGemm::check() const {
   return "";
 }
 
-std::string cuda::checkFlashKeys(int64_t keys) {
-  if (keys == kFlashKeys || keys == kFlashWideKeys)
-    return "";
-  return "keys must be " + std::to_string(kFlashKeys) + " or " + std::to_string(kFlashWideKeys) +
-         ", not " + std::to_string(keys);
+std::string cuda::FlashTile::check() const {
+  if (keys != kFlashKeys && keys != kFlashWideKeys)
+    return "keys must be " + std::to_string(kFlashKeys) + " or " +
+           std::to_string(kFlashWideKeys) + ", not " + std::to_string(keys);
+  if (rows != kFlashRows && rows != kFlashTallRows)
+    return "rows must be " + std::to_string(kFlashRows) + " or " +
+           std::to_string(kFlashTallRows) + ", not " + std::to_string(rows);
+  // Two m-tiles' scores of 64 positions beside their output accumulators
+  // spilled ~200 bytes in Llama's tile loop (head dim 128).
+  if (rows == kFlashTallRows && keys != kFlashKeys)
+    return "rows " + std::to_string(kFlashTallRows) + " takes tiles of " +
+           std::to_string(kFlashKeys) + " keys (with " + std::to_string(keys) +
+           " its scores and accumulators spill)";
+  return "";
 }
 
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
                                                bool flashAttention, TiledGemm gemm,
-                                               int64_t flashKeys) {
+                                               FlashTile flash) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
@@ -196,8 +205,9 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     static_assert(kDecodeMaxRows + 1 == kFlashMinRows);
     if (usesFlashAttention(a, weightType, flashAttention))
       return {append, slices,
-              Launch{"_attend_flash", 32, kFlashWarps, H, kFlashRows, Body::flash,
-                     kFlashMinRows, 0, flashSharedBytes(a.getHeadDim(), flashKeys)}};
+              Launch{"_attend_flash", 32, kFlashWarps, H,
+                     flashBlockRows(a.getHeadDim(), flash.rows), Body::flash, kFlashMinRows, 0,
+                     flashSharedBytes(a.getHeadDim(), flash)}};
     return {append, slices,
             Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
   }
@@ -359,10 +369,10 @@ Type abiType(Type t, MLIRContext *ctx) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
-          StringRef weightType, bool flash, int64_t flashKeys, cuda::TiledGemm tiled,
+          StringRef weightType, bool flash, cuda::FlashTile flashTile, cuda::TiledGemm tiled,
           StringRef kvCacheType, const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
-        weightType(weightType), flash(flash), flashTileKeys(flashKeys), tiled(tiled),
+        weightType(weightType), flash(flash), flashTile(flashTile), tiled(tiled),
         cacheType(storageElementType(b, kvCacheType)), alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
@@ -403,7 +413,7 @@ public:
       args.push_back(MemRefType::get({ShapedType::kDynamic, stagingK}, halfType()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
     for (const cuda::Launch &launch :
-         cuda::launchesFor(op, weightType, flash, tiled, flashTileKeys)) {
+         cuda::launchesFor(op, weightType, flash, tiled, flashTile)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -416,7 +426,7 @@ public:
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = flashKeys = flashValues = tileA = tileB = Value();
+      workgroup = flashKeys = flashValues = flashQueries = tileA = tileB = Value();
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
       if (auto f = dyn_cast<FusedLinearOp>(op); f && pairsRopeWarps(f.getRopeAttr(), launch))
@@ -438,13 +448,18 @@ public:
         return memref::ViewOp::create(b, loc, type, bytes, offset, ValueRange{});
       };
       if (launch.body == cuda::Body::flash) {
-        // The ring of key tiles, then the ring of value tiles.
+        // The ring of key tiles, the ring of value tiles, then (tall
+        // blocks) the query tile: flashSharedBytes.
         int64_t D = cast<AttentionOp>(op).getHeadDim();
-        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTileKeys);
-        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTileKeys);
+        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTile.keys);
+        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTile.keys);
         Value bytes = dynamicShared();
         flashKeys = view(bytes, keys, g.idx(0));
         flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
+        if (cuda::flashStagesQueries(D, flashTile.rows))
+          flashQueries =
+              view(bytes, cuda::flashQueryTileType(ctx, halfType(), D, flashTile.rows),
+                   g.idx((keys.getNumElements() + values.getNumElements()) * 2));
       }
       if (launch.body == cuda::Body::tiledMma) {
         // The ring of stages in dynamic shared memory (launch.sharedBytes:
@@ -501,7 +516,7 @@ private:
   int index;
   StringRef weightType;
   bool flash; // the pass's flash-attention option
-  int64_t flashTileKeys; // and its flash-keys option
+  cuda::FlashTile flashTile; // and its flash-keys and flash-rows options
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
@@ -509,7 +524,7 @@ private:
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
   Value staging;   // the staging operand (cuda::stagingWidth), if any
   int64_t partialsOffset = 0; // where an attention's partials start in it
-  Value flashKeys, flashValues; // the flash attention kernel's shared tiles
+  Value flashKeys, flashValues, flashQueries; // the flash kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
   const RowAlignment &alignment; // of the schedule's kernel operands
   DenseSet<Value> alignedRows;   // the inputs it finds aligned
@@ -1833,7 +1848,8 @@ private:
                       relativeTable);
     if (body == cuda::Body::flash)
       cuda::emitFlashAttention(g, half(), a, bias,
-                               {q, caches[0], caches[1], out, T, past, flashKeys, flashValues});
+                               {q, caches[0], caches[1], out, T, past, flashKeys, flashValues,
+                                flashQueries});
     else
       splitKvAttention(a, q, k, v, bias, caches, out,
                        body == cuda::Body::decodeSlice ? cuda::decodeSplits(a.getNumHeads()) : 1);
@@ -2185,7 +2201,8 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
-    if (std::string why = cuda::checkFlashKeys(flashKeys); !why.empty()) {
+    cuda::FlashTile flashTile{flashKeys, flashRows};
+    if (std::string why = flashTile.check(); !why.empty()) {
       module.emitError("flash-") << why;
       return signalPassFailure();
     }
@@ -2213,7 +2230,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      flashKeys, tiled, kvCacheType, alignment);
+                      flashTile, tiled, kvCacheType, alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

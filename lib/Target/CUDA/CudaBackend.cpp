@@ -58,6 +58,10 @@ cuda::TiledGemm tiledGemm(const TargetOptions &options) {
           options.cudaGemmK};
 }
 
+cuda::FlashTile flashTile(const TargetOptions &options) {
+  return {options.cudaFlashKeys, options.cudaFlashRows};
+}
+
 /// Kernel groups compiled side by side (each optimised once for every
 /// architecture). Fixed, not the host's core count, so that a module's PTX
 /// is the same on every machine.
@@ -92,7 +96,7 @@ public:
       return "--cuda-arch needs at least one architecture (e.g. sm_80,sm_90)";
     if (std::string why = tiledGemm(options).check(); !why.empty())
       return "--cuda-gemm-" + why;
-    if (std::string why = cuda::checkFlashKeys(options.cudaFlashKeys); !why.empty())
+    if (std::string why = flashTile(options).check(); !why.empty())
       return "--cuda-flash-" + why;
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
@@ -115,10 +119,11 @@ public:
     return {
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
          [weightType = options.weightType, flash = options.cudaFlashAttention,
-          flashKeys = options.cudaFlashKeys,
+          flashShape = flashTile(options),
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
-               TbcLowerToGPUOptions{weightType, flash, flashKeys, tiled.stages, tiled.warps,
+               TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
+                                    tiled.stages, tiled.warps,
                                     tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
@@ -189,7 +194,7 @@ public:
     std::vector<manifest::Launch> out;
     for (const cuda::Launch &l :
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
-                           options.cudaFlashAttention, tiledGemm(options), options.cudaFlashKeys))
+                           options.cudaFlashAttention, tiledGemm(options), flashTile(options)))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
                      l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes});
     return out;

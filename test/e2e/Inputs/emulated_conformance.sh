@@ -18,7 +18,8 @@
 #   activations and P to bf16; once more with split-KV attention, and once
 #   for sm_90a alone, whose projections run on wgmma, as built by default
 #   and at 256 columns a block with k steps of 64; two of them once more
-#   with the flash kernel's 64-position tiles) within the 2e-2 that
+#   with the flash kernel's 64-position tiles and once with its 128-row
+#   blocks) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
@@ -82,6 +83,9 @@ case $set in
     # head dims 128 and 16 (soft-capped, windowed).
     for f in llama-hd128-long gemma2-long; do
       check "$f bf16 flash64" "$bf16/$f" --dtype bf16 --cuda-flash-keys 64 \
+        -- --tolerance 2e-2 --batch-tolerance 2e-2
+      # and its blocks of 128 query rows (--cuda-flash-rows 128).
+      check "$f bf16 flash-rows128" "$bf16/$f" --dtype bf16 --cuda-flash-rows 128 \
         -- --tolerance 2e-2 --batch-tolerance 2e-2
     done ;;
   bf16-sample)

@@ -161,7 +161,8 @@ constexpr int64_t kStagingStatsSlots = 8; // 16 bytes: rows stay 16-byte aligned
 constexpr int64_t kTiledRowGroup = 8;
 /// Flash attention (modules with 16-bit weights, head dims a multiple of 16
 /// up to kFlashMaxHeadDim): a block of kFlashWarps warps takes
-/// kFlashRows query rows of one head, kMmaRows per warp, and walks the
+/// kFlashRows query rows of one head, kMmaRows per warp (or kFlashTallRows,
+/// FlashTile below), and walks the
 /// visible cached positions in tiles of kFlashKeys staged in shared memory,
 /// both products (QK^T and PV) on tensor cores with an online softmax in
 /// registers. A chunk of fewer than kFlashMinRows rows (decoding) runs the
@@ -175,10 +176,26 @@ constexpr int64_t kFlashWarps = 4, kFlashRows = kMmaRows * kFlashWarps, kFlashKe
 /// at 32) and twice the shared memory (104 KB at head dim 128: still two
 /// blocks an SM).
 constexpr int64_t kFlashWideKeys = 64;
-/// Why `keys` is not a flash tile size a build may ask ("" if it is):
-/// "keys must be ...", which the pass option (flash-keys) and `tbc compile`
-/// (--cuda-flash-keys) prefix.
-std::string checkFlashKeys(int64_t keys);
+/// Blocks of kFlashTallRows query rows where a build asks for them
+/// (`--cuda-flash-rows 128`, the flash-rows option: flashBlockRows): two
+/// 16-row MMA tiles a warp, as FlashAttention-2 runs hd128, so that every
+/// key and value fragment a warp loads from shared memory feeds twice the
+/// MMAs, and a tile's fixed costs (copies, wait, barrier, loop) serve twice
+/// the rows. A lane's query fragments of two tiles would take 64 registers
+/// at head dim 128 beside 128 output accumulators: the block stages its
+/// queries, scaled and rounded, in shared memory instead, and the walk
+/// reads them by ldmatrix (flashSharedBytes).
+constexpr int64_t kFlashTallRows = 2 * kFlashRows;
+/// The flash kernel's tile shape a build asks for (`--cuda-flash-keys`,
+/// `--cuda-flash-rows`; the flash-keys and flash-rows pass options).
+struct FlashTile {
+  int64_t keys = kFlashKeys;
+  int64_t rows = kFlashRows;
+  /// Why a choice is not one the kernel takes ("" if it is): "keys must be
+  /// ..." or "rows must be ...", which the pass options and `tbc compile`
+  /// (--cuda-flash-) prefix.
+  std::string check() const;
+};
 /// Output dims a flash walk over the positions accumulates: the whole head
 /// up to 128; past that (Gemma's 256) half of it, one walk per half, each
 /// computing the scores again (FlashAttention.cpp). A half of a multiple of
@@ -203,9 +220,23 @@ constexpr int64_t flashStages(int64_t headDim) {
 constexpr int64_t flashTileKeys(int64_t headDim, int64_t keys) {
   return flashStages(headDim) > 1 ? keys : kFlashKeys;
 }
-constexpr int64_t flashSharedBytes(int64_t headDim, int64_t keys) {
-  return flashStages(headDim) * flashTileKeys(headDim, keys) *
-         (headDim + 8 + flashPassDims(headDim) + 8) * 2;
+/// The query rows of a flash block at `headDim` where the build asks
+/// `rows`: as asked where the ring holds the tiles (head dims up to 128),
+/// else kFlashRows (the two-pass kernel at 256 has no registers to spare).
+constexpr int64_t flashBlockRows(int64_t headDim, int64_t rows) {
+  return flashStages(headDim) > 1 ? rows : kFlashRows;
+}
+/// Whether the block stages its queries in shared memory (two MMA tiles a
+/// warp: kFlashTallRows); else each lane keeps its fragments in registers.
+constexpr bool flashStagesQueries(int64_t headDim, int64_t rows) {
+  return flashBlockRows(headDim, rows) > kFlashRows;
+}
+/// The rings of key and value tiles, then (flashStagesQueries) the query
+/// tile [rows, headDim + 8].
+constexpr int64_t flashSharedBytes(int64_t headDim, FlashTile tile) {
+  return flashStages(headDim) * flashTileKeys(headDim, tile.keys) *
+             (headDim + 8 + flashPassDims(headDim) + 8) * 2 +
+         (flashStagesQueries(headDim, tile.rows) ? tile.rows * (headDim + 8) * 2 : 0);
 }
 
 /// What a gpu.func of an op computes, where the op has more than one.
@@ -254,7 +285,7 @@ bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool al
 /// `gemm`: the tiled projection's shape (TiledGemm above).
 llvm::SmallVector<Launch, 4> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
                                          bool flashAttention = true, TiledGemm gemm = {},
-                                         int64_t flashKeys = kFlashKeys);
+                                         FlashTile flash = {});
 
 /// f32 values of scratch the kernels of `op` take (0: no scratch operand):
 /// attention's decode slices, [kDecodeMaxRows][heads][splits][2 + head dim]
