@@ -103,6 +103,11 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashRows", "flash-rows", "int64_t", /*default=*/"64",
            "Query rows of a flash block: 64 (16 a warp), or 128 (two 16-row MMA tiles a "
            "warp, queries staged in shared memory; head dims up to 128, past that 64)">,
+    Option<"flashPasses", "flash-passes", "int64_t", /*default=*/"2",
+           "Walks of the flash kernel past head dim 128: 2 (one per half of the output dims, "
+           "the scores computed twice), or 1 (queries staged in shared memory, the whole head's "
+           "accumulators in registers, keys and values in a ring of 2 stages; needs caches of "
+           "the weights' type)">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

@@ -211,6 +211,15 @@ int tbc::compileMain(int argc, char **argv) {
                "and value fragment feeds twice the multiplies; queries staged "
                "in shared memory; head dims up to 128, past that 64). For "
                "tuning on a GPU (bench/gpu_ab.py)"));
+  static cl::opt<int64_t> cudaFlashPasses(
+      "cuda-flash-passes", cl::cat(cat), cl::init(2), cl::value_desc("2|1"),
+      cl::desc("--target cuda with 16-bit weights: walks of the flash "
+               "kernel over the positions past head dim 128 (Gemma's 256): "
+               "2 (the default: one per half of the output dims, computing "
+               "the scores twice) or 1 (the queries staged in shared memory "
+               "leave registers for the whole head's accumulators: a third "
+               "fewer tensor-core multiplies; needs the KV cache in the "
+               "weights' type). For tuning on a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -338,6 +347,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaFlashAttention = cudaAttention == "flash";
   targetOptions.cudaFlashKeys = cudaFlashKeys;
   targetOptions.cudaFlashRows = cudaFlashRows;
+  targetOptions.cudaFlashPasses = cudaFlashPasses;
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaGemmCols = cudaGemmCols;

@@ -63,6 +63,9 @@ struct TargetOptions {
   /// CUDA: query rows of a flash block (`--cuda-flash-rows`, 64 or 128;
   /// cuda::flashBlockRows).
   int64_t cudaFlashRows = 64;
+  /// CUDA: walks of the flash kernel past head dim 128
+  /// (`--cuda-flash-passes`, 2 or 1; cuda::flashPassDims).
+  int64_t cudaFlashPasses = 2;
   /// CUDA: stages of the prefill GEMM's shared-memory ring
   /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
   int64_t cudaGemmStages = 4;

@@ -28,7 +28,10 @@
 //   the output dims (flashPassDims), recomputing the scores: a lane's query
 //   fragments (64 registers at 256) and a whole row of output accumulators
 //   (128) spilled at 255 registers, as did 16-position tiles; a half holds
-//   64. It costs the scores' half of the work once more (1.5x the FLOPs);
+//   64. It costs the scores' half of the work once more (1.5x the FLOPs).
+//   With --cuda-flash-passes 1 the block stages its queries in shared
+//   memory instead (as for 128-row blocks) and walks once, the whole row
+//   of accumulators in registers, keys and values in a ring of 2 stages;
 // * a warp skips tiles none of its rows can see (causal blocks walk up to
 //   their last row; the first warps of a block stop earlier).
 //
@@ -50,26 +53,25 @@ using namespace mlir;
 
 namespace tbc::cuda {
 
-/// A ring of flashStages(headDim) [positions, cols + 8] tiles
-/// (paddedSharedTile).
-static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys,
+/// A ring of flashStages [positions, cols + 8] tiles (paddedSharedTile).
+static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash,
                             int64_t cols) {
-  const int64_t positions = flashTileKeys(headDim, keys);
+  const int64_t positions = flashTileKeys(headDim, flash);
   MemRefType tile = paddedSharedTile(ctx, half, positions, cols);
-  return MemRefType::get({flashStages(headDim), positions, tile.getDimSize(1)}, half,
+  return MemRefType::get({flashStages(headDim, flash), positions, tile.getDimSize(1)}, half,
                          MemRefLayoutAttrInterface{}, tile.getMemorySpace());
 }
 
-MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys) {
-  return flashRing(ctx, half, headDim, keys, headDim);
+MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
+  return flashRing(ctx, half, headDim, flash, headDim);
 }
 
-MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t keys) {
-  return flashRing(ctx, half, headDim, keys, flashPassDims(headDim));
+MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
+  return flashRing(ctx, half, headDim, flash, flashPassDims(headDim, flash));
 }
 
-MemRefType flashQueryTileType(MLIRContext *ctx, Type half, int64_t headDim, int64_t rows) {
-  return paddedSharedTile(ctx, half, rows, headDim);
+MemRefType flashQueryTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
+  return paddedSharedTile(ctx, half, flashBlockRows(headDim, flash), headDim);
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -77,9 +79,13 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   OpBuilder &b = g.b;
   Location loc = g.loc;
   const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
-  const int64_t passDims = flashPassDims(D), passes = D / passDims;
-  // The tile's positions: the rings' (flashTileKeys).
-  const int64_t Bc = cast<MemRefType>(o.keyTile.getType()).getDimSize(1);
+  // The tile's positions and the ring's stages (flashTileKeys,
+  // flashStages), and the dims of a walk (flashPassDims): the shared
+  // tiles' shapes.
+  auto keyRing = cast<MemRefType>(o.keyTile.getType());
+  const int64_t Bc = keyRing.getDimSize(1), stages = keyRing.getDimSize(0);
+  const int64_t passDims = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) - 8,
+                passes = D / passDims;
   const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
                 dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
   // A block's query rows, and the 16-row MMA tiles (m-tiles) of a warp's:
@@ -270,7 +276,6 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                                                         g.add(tileLo, 1)),
                                                   Bc),
                                             Bc));
-    const int64_t stages = flashStages(D);
     const bool ring = stages > 1 && cacheType == half.type();
 
     // Output dims [dimBase, dimBase + passDims) of this lane's rows.

@@ -11,6 +11,8 @@
 
 #include "GpuBuilder.h"
 
+#include "tbc/Conversion/TbcToCUDA/KernelABI.h"
+
 #include "../Common/KernelMath.h"
 
 namespace tbc::cuda {
@@ -21,14 +23,14 @@ namespace tbc::cuda {
 /// warp's fragment load touches fall in 8 different banks; together
 /// flashSharedBytes (KernelABI.h) of the launch's dynamic shared memory.
 mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
-                                  int64_t keys);
+                                  FlashTile flash);
 mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
-                                    int64_t keys);
+                                    FlashTile flash);
 /// The query tile [rows, D + 8] of a block that stages its queries
 /// (flashStagesQueries): scaled and rounded to 16 bits once a row block,
 /// read as A fragments by ldmatrix.
 mlir::MemRefType flashQueryTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
-                                    int64_t rows);
+                                    FlashTile flash);
 
 /// What the kernel reads and writes: the [T, H * D] queries and output, the
 /// [positions, KV * D] f32 caches (the chunk already appended), the chunk's

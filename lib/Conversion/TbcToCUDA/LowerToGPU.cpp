@@ -177,6 +177,8 @@ std::string cuda::FlashTile::check() const {
   if (rows != kFlashRows && rows != kFlashTallRows)
     return "rows must be " + std::to_string(kFlashRows) + " or " +
            std::to_string(kFlashTallRows) + ", not " + std::to_string(rows);
+  if (passes != 1 && passes != 2)
+    return "passes must be 1 or 2, not " + std::to_string(passes);
   // Two m-tiles' scores of 64 positions beside their output accumulators
   // spilled ~200 bytes in Llama's tile loop (head dim 128).
   if (rows == kFlashTallRows && keys != kFlashKeys)
@@ -206,7 +208,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     if (usesFlashAttention(a, weightType, flashAttention))
       return {append, slices,
               Launch{"_attend_flash", 32, kFlashWarps, H,
-                     flashBlockRows(a.getHeadDim(), flash.rows), Body::flash, kFlashMinRows, 0,
+                     flashBlockRows(a.getHeadDim(), flash), Body::flash, kFlashMinRows, 0,
                      flashSharedBytes(a.getHeadDim(), flash)}};
     return {append, slices,
             Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
@@ -451,14 +453,14 @@ public:
         // The ring of key tiles, the ring of value tiles, then (tall
         // blocks) the query tile: flashSharedBytes.
         int64_t D = cast<AttentionOp>(op).getHeadDim();
-        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTile.keys);
-        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTile.keys);
+        MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTile);
+        MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTile);
         Value bytes = dynamicShared();
         flashKeys = view(bytes, keys, g.idx(0));
         flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
-        if (cuda::flashStagesQueries(D, flashTile.rows))
+        if (cuda::flashStagesQueries(D, flashTile))
           flashQueries =
-              view(bytes, cuda::flashQueryTileType(ctx, halfType(), D, flashTile.rows),
+              view(bytes, cuda::flashQueryTileType(ctx, halfType(), D, flashTile),
                    g.idx((keys.getNumElements() + values.getNumElements()) * 2));
       }
       if (launch.body == cuda::Body::tiledMma) {
@@ -2201,7 +2203,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
-    cuda::FlashTile flashTile{flashKeys, flashRows};
+    cuda::FlashTile flashTile{flashKeys, flashRows, flashPasses};
     if (std::string why = flashTile.check(); !why.empty()) {
       module.emitError("flash-") << why;
       return signalPassFailure();

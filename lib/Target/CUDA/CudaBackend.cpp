@@ -59,7 +59,7 @@ cuda::TiledGemm tiledGemm(const TargetOptions &options) {
 }
 
 cuda::FlashTile flashTile(const TargetOptions &options) {
-  return {options.cudaFlashKeys, options.cudaFlashRows};
+  return {options.cudaFlashKeys, options.cudaFlashRows, options.cudaFlashPasses};
 }
 
 /// Kernel groups compiled side by side (each optimised once for every
@@ -101,6 +101,13 @@ public:
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
       return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";
+    // One pass copies whole-head tiles by cp.async into its ring; a cache of
+    // another type is converted through registers, which a whole head's
+    // keys and values beside its accumulators do not fit.
+    if (options.cudaFlashPasses == 1 && !options.cudaKvCache.empty() &&
+        options.cudaKvCache != options.weightType)
+      return "--cuda-flash-passes 1 reads the KV cache in the weights' type (--dtype " +
+             options.weightType + "), not --cuda-kv-cache " + options.cudaKvCache;
     for (const std::string &arch : options.cudaArchs) {
       StringRef a(arch);
       unsigned n = 0;
@@ -123,7 +130,7 @@ public:
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
                TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
-                                    tiled.stages, tiled.warps,
+                                    flashShape.passes, tiled.stages, tiled.warps,
                                     tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).

@@ -19,7 +19,7 @@
 #   for sm_90a alone, whose projections run on wgmma, as built by default
 #   and at 256 columns a block with k steps of 64; two of them once more
 #   with the flash kernel's 64-position tiles and once with its 128-row
-#   blocks) within the 2e-2 that
+#   blocks; the head dim 256 one in one pass) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
@@ -87,7 +87,10 @@ case $set in
       # and its blocks of 128 query rows (--cuda-flash-rows 128).
       check "$f bf16 flash-rows128" "$bf16/$f" --dtype bf16 --cuda-flash-rows 128 \
         -- --tolerance 2e-2 --batch-tolerance 2e-2
-    done ;;
+    done
+    # Head dim 256 in one walk (--cuda-flash-passes 1).
+    check "gemma2-hd256-long bf16 flash-passes1" "$bf16/gemma2-hd256-long" --dtype bf16 \
+      --cuda-flash-passes 1 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
   bf16-sample)
     check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32
     check "llama bf16" "$bf16/llama" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2

@@ -191,6 +191,9 @@ constexpr int64_t kFlashTallRows = 2 * kFlashRows;
 struct FlashTile {
   int64_t keys = kFlashKeys;
   int64_t rows = kFlashRows;
+  /// Walks over the positions past head dim 128: 2 (each half of the
+  /// output dims, the scores computed twice) or 1 (flashPassDims).
+  int64_t passes = 2;
   /// Why a choice is not one the kernel takes ("" if it is): "keys must be
   /// ..." or "rows must be ...", which the pass options and `tbc compile`
   /// (--cuda-flash-) prefix.
@@ -198,45 +201,55 @@ struct FlashTile {
 };
 /// Output dims a flash walk over the positions accumulates: the whole head
 /// up to 128; past that (Gemma's 256) half of it, one walk per half, each
-/// computing the scores again (FlashAttention.cpp). A half of a multiple of
-/// 16 is a whole number of 8-wide MMA tiles.
-constexpr int64_t flashPassDims(int64_t headDim) {
-  return headDim > 128 ? headDim / 2 : headDim;
+/// computing the scores again (FlashAttention.cpp), unless the build asks
+/// for one pass (`--cuda-flash-passes 1`: the queries in shared memory
+/// leave room for a whole row of accumulators). A half of a multiple of 16
+/// is a whole number of 8-wide MMA tiles.
+constexpr int64_t flashPassDims(int64_t headDim, FlashTile tile) {
+  return headDim > 128 && tile.passes > 1 ? headDim / 2 : headDim;
 }
 /// The flash kernel's tiles of keys and values sit in a ring of
 /// flashStages stages of dynamic shared memory, each row padded by 8
 /// elements (flashSharedBytes). Up to head dim 128, 3 stages, which
 /// cp.async fills 2 tiles ahead of the one the warps work on (16-bit caches
 /// of the weights' type; others are staged through registers into the first
-/// stage); past it one, staged through registers (Gemma-2's two-pass kernel
-/// at head dim 256 had 252 registers, and copies ahead spilled 44-84 bytes).
-constexpr int64_t flashStages(int64_t headDim) {
-  return flashPassDims(headDim) == headDim ? 3 : 1;
+/// stage); past it in one pass 2 (67 KB of tiles at head dim 256, with the
+/// queries 101 KB: still two blocks an SM); in two passes one, staged
+/// through registers (Gemma-2's two-pass kernel at head dim 256 had 252
+/// registers, and copies ahead spilled 44-84 bytes).
+constexpr int64_t flashStages(int64_t headDim, FlashTile tile) {
+  if (flashPassDims(headDim, tile) != headDim)
+    return 1;
+  return headDim > 128 ? 2 : 3;
 }
-/// The positions of a flash tile at `headDim` where the build asks `keys`:
-/// as asked where the ring holds the tiles (head dims up to 128), else
-/// kFlashKeys (Gemma-2's two-pass kernel at 256, 252-255 registers at 32
-/// positions, spilled 212-252 bytes at 64).
-constexpr int64_t flashTileKeys(int64_t headDim, int64_t keys) {
-  return flashStages(headDim) > 1 ? keys : kFlashKeys;
+/// The positions of a flash tile at `headDim` where the build asks
+/// `tile.keys`: as asked up to head dim 128, else kFlashKeys (Gemma-2's
+/// two-pass kernel at 256, 252-255 registers at 32 positions, spilled
+/// 212-252 bytes at 64).
+constexpr int64_t flashTileKeys(int64_t headDim, FlashTile tile) {
+  return headDim <= 128 ? tile.keys : kFlashKeys;
 }
 /// The query rows of a flash block at `headDim` where the build asks
-/// `rows`: as asked where the ring holds the tiles (head dims up to 128),
-/// else kFlashRows (the two-pass kernel at 256 has no registers to spare).
-constexpr int64_t flashBlockRows(int64_t headDim, int64_t rows) {
-  return flashStages(headDim) > 1 ? rows : kFlashRows;
+/// `tile.rows`: as asked up to head dim 128, else kFlashRows (a row of
+/// accumulators at 256 takes 128 registers a lane and m-tile).
+constexpr int64_t flashBlockRows(int64_t headDim, FlashTile tile) {
+  return headDim <= 128 ? tile.rows : kFlashRows;
 }
 /// Whether the block stages its queries in shared memory (two MMA tiles a
-/// warp: kFlashTallRows); else each lane keeps its fragments in registers.
-constexpr bool flashStagesQueries(int64_t headDim, int64_t rows) {
-  return flashBlockRows(headDim, rows) > kFlashRows;
+/// warp, kFlashTallRows, or one pass past head dim 128); else each lane
+/// keeps its fragments in registers.
+constexpr bool flashStagesQueries(int64_t headDim, FlashTile tile) {
+  return flashBlockRows(headDim, tile) > kFlashRows ||
+         (headDim > 128 && flashPassDims(headDim, tile) == headDim);
 }
 /// The rings of key and value tiles, then (flashStagesQueries) the query
 /// tile [rows, headDim + 8].
 constexpr int64_t flashSharedBytes(int64_t headDim, FlashTile tile) {
-  return flashStages(headDim) * flashTileKeys(headDim, tile.keys) *
-             (headDim + 8 + flashPassDims(headDim) + 8) * 2 +
-         (flashStagesQueries(headDim, tile.rows) ? tile.rows * (headDim + 8) * 2 : 0);
+  return flashStages(headDim, tile) * flashTileKeys(headDim, tile) *
+             (headDim + 8 + flashPassDims(headDim, tile) + 8) * 2 +
+         (flashStagesQueries(headDim, tile)
+              ? flashBlockRows(headDim, tile) * (headDim + 8) * 2
+              : 0);
 }
 
 /// What a gpu.func of an op computes, where the op has more than one.
