@@ -131,9 +131,16 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
   Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
 
+  // Row blocks from the last: a GPU starts blocks in the order of their
+  // index, and with a causal mask the last rows see the most positions, so
+  // the longest blocks start first and the short ones fill in behind them
+  // (longest first: no long block left to start as the others finish).
+  // Every block computes what it did in the order of the rows.
+  Value lastBlock = g.mul(g.div(g.sub(o.T, g.idx(1)), blockRows), blockRows);
   Value first = g.mul(g.bid(gpu::Dimension::y), blockRows);
   Value stride = g.mul(g.gridDim(gpu::Dimension::y), blockRows);
-  g.loop(first, o.T, stride, [&](Value r0) {
+  g.loop(first, o.T, stride, [&](Value fromLast) {
+    Value r0 = g.sub(lastBlock, fromLast);
     // This warp's warpRows rows and this lane's two of each m-tile's 16
     // (clamped for loads; rows past T compute what row T - 1 does and are
     // never stored).
