@@ -151,7 +151,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       row.push_back({top, g.add(top, 8)});
       position.push_back({g.add(o.past, row[m][0]), g.add(o.past, row[m][1])});
     }
-    // The query fragments of m-tile m at k step ks (FragmentLayout: rows
+    // The query fragments of m-tile m at k step ks (MmaHalf's A layout: rows
     // group and group + 8, dims 2 quad (+1) and 2 quad + 8 (+1)), scaled
     // and rounded to 16 bits: a lane's own registers (one m-tile), or by
     // ldmatrix.x4 from the block's query tile, which every thread fills
