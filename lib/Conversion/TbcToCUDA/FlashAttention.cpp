@@ -157,6 +157,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     // ldmatrix.x4 from the block's query tile, which every thread fills
     // here in runs of 8 dims (the previous row block's readers are done:
     // the barrier first).
+    auto scaledQuery = [&](Value t, Value d) {
+      return g.fmul(g.load(o.queries, {t, d}), g.f32(scale));
+    };
     SmallVector<Value> q;
     Value queryLane;
     if (!stagedQueries) {
@@ -164,8 +167,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         for (int64_t reg = 0; reg < 4; ++reg) {
           Value t = g.min(row[0][reg % 2], lastRow);
           Value d = g.add(g.add(qCol, quadCol), ks * kMmaK + (reg / 2) * 8);
-          q.push_back(half.pack(g.fmul(g.load(o.queries, {t, d}), g.f32(scale)),
-                                g.fmul(g.load(o.queries, {t, g.add(d, 1)}), g.f32(scale))));
+          q.push_back(half.pack(scaledQuery(t, d), scaledQuery(t, g.add(d, 1))));
         }
     } else {
       gpu::BarrierOp::create(b, loc);
@@ -178,9 +180,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         Value t = g.min(g.add(r0, j), lastRow);
         SmallVector<Value> halves;
         for (int64_t i = 0; i < 8; ++i)
-          halves.push_back(arith::TruncFOp::create(
-              b, loc, half.type(),
-              g.fmul(g.load(o.queries, {t, g.add(g.add(qCol, d), i)}), g.f32(scale))));
+          halves.push_back(arith::TruncFOp::create(b, loc, half.type(),
+                                                   scaledQuery(t, g.add(g.add(qCol, d), i))));
         vector::StoreOp::create(b, loc, vector::FromElementsOp::create(b, loc, run, halves),
                                 o.queryTile, ValueRange{j, d})
             .setAlignment(16);

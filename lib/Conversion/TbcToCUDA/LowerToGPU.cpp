@@ -518,7 +518,7 @@ private:
   int index;
   StringRef weightType;
   bool flash; // the pass's flash-attention option
-  cuda::FlashTile flashTile; // and its flash-keys and flash-rows options
+  cuda::FlashTile flashTile; // and its flash-keys, -rows and -passes options
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;

@@ -104,8 +104,7 @@ public:
     // One pass copies whole-head tiles by cp.async into its ring; a cache of
     // another type is converted through registers, which a whole head's
     // keys and values beside its accumulators do not fit.
-    if (options.cudaFlashPasses == 1 && !options.cudaKvCache.empty() &&
-        options.cudaKvCache != options.weightType)
+    if (options.cudaFlashPasses == 1 && kvCacheType(options) != options.weightType)
       return "--cuda-flash-passes 1 reads the KV cache in the weights' type (--dtype " +
              options.weightType + "), not --cuda-kv-cache " + options.cudaKvCache;
     for (const std::string &arch : options.cudaArchs) {

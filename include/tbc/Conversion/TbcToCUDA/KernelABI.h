@@ -187,7 +187,8 @@ constexpr int64_t kFlashWideKeys = 64;
 /// reads them by ldmatrix (flashSharedBytes).
 constexpr int64_t kFlashTallRows = 2 * kFlashRows;
 /// The flash kernel's tile shape a build asks for (`--cuda-flash-keys`,
-/// `--cuda-flash-rows`; the flash-keys and flash-rows pass options).
+/// `--cuda-flash-rows`, `--cuda-flash-passes`; the pass options of those
+/// names).
 struct FlashTile {
   int64_t keys = kFlashKeys;
   int64_t rows = kFlashRows;
@@ -195,8 +196,8 @@ struct FlashTile {
   /// output dims, the scores computed twice) or 1 (flashPassDims).
   int64_t passes = 2;
   /// Why a choice is not one the kernel takes ("" if it is): "keys must be
-  /// ..." or "rows must be ...", which the pass options and `tbc compile`
-  /// (--cuda-flash-) prefix.
+  /// ...", "rows ..." or "passes ...", which the pass options and `tbc
+  /// compile` (--cuda-flash-) prefix.
   std::string check() const;
 };
 /// Output dims a flash walk over the positions accumulates: the whole head
