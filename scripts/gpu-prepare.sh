@@ -56,6 +56,12 @@ for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long; do
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
     --cuda-gemm-cols 256 --cuda-gemm-k 64 -o "$out/$f.bf16-sm90a-wide.tbcm" 2>/dev/null
 done
+# The flash kernel on wgmma (--cuda-flash-wgmma: head dims 64 and 128), which
+# has run in the PTX emulator alone.
+for f in qwen3-long llama-hd128-long gpt2-long; do
+  "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
+    --cuda-flash-wgmma -o "$out/$f.bf16-sm90a-flashwg.tbcm" 2>/dev/null
+done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --dtype f32 --taps all -o "$out/$f.taps.tbcm" 2>/dev/null

@@ -108,6 +108,10 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
            "the scores computed twice), or 1 (queries staged in shared memory, the whole head's "
            "accumulators in registers, keys and values in a ring of 2 stages; needs caches of "
            "the weights' type)">,
+    Option<"flashWgmma", "flash-wgmma", "bool", /*default=*/"false",
+           "The flash kernel's scores on sm_90a's wgmma.mma_async (blocks of 64 rows: one "
+           "warpgroup; head dims 64 and 128 with caches of the weights' type), queries and "
+           "keys read from shared memory by descriptor; the module then runs on sm_90a alone">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

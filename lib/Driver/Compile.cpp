@@ -220,6 +220,13 @@ int tbc::compileMain(int argc, char **argv) {
                "leave registers for the whole head's accumulators: a third "
                "fewer tensor-core multiplies; needs the KV cache in the "
                "weights' type). For tuning on a GPU (bench/gpu_ab.py)"));
+  static cl::opt<bool> cudaFlashWgmma(
+      "cuda-flash-wgmma", cl::cat(cat), cl::init(false),
+      cl::desc("--target cuda --cuda-arch sm_90a with 16-bit weights: the "
+               "flash kernel's scores Q K^T on wgmma.mma_async, its queries "
+               "and keys read from shared memory by descriptor (head dims 64 "
+               "and 128, blocks of 64 rows; P V stays on mma.sync). For "
+               "tuning on a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -348,6 +355,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaFlashKeys = cudaFlashKeys;
   targetOptions.cudaFlashRows = cudaFlashRows;
   targetOptions.cudaFlashPasses = cudaFlashPasses;
+  targetOptions.cudaFlashWgmma = cudaFlashWgmma;
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaGemmCols = cudaGemmCols;

@@ -66,6 +66,9 @@ struct TargetOptions {
   /// CUDA: walks of the flash kernel past head dim 128
   /// (`--cuda-flash-passes`, 2 or 1; cuda::flashPassDims).
   int64_t cudaFlashPasses = 2;
+  /// CUDA: the flash kernel's scores on sm_90a's wgmma
+  /// (`--cuda-flash-wgmma`; cuda::flashOnWgmma).
+  bool cudaFlashWgmma = false;
   /// CUDA: stages of the prefill GEMM's shared-memory ring
   /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
   int64_t cudaGemmStages = 4;

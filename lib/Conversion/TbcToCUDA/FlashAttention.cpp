@@ -33,7 +33,16 @@
 //   memory instead (as for 128-row blocks) and walks once, the whole row
 //   of accumulators in registers, keys and values in a ring of 2 stages;
 // * a warp skips tiles none of its rows can see (causal blocks walk up to
-//   their last row; the first warps of a block stop earlier).
+//   their last row; the first warps of a block stop earlier);
+// * with --cuda-flash-wgmma (sm_90a; head dims 64 and 128) both products
+//   run on wgmma.mma_async, the block's 4 warps one warpgroup: S = Q K^T
+//   from the staged queries and the ring's keys, P V from each warp's P
+//   (registers, as mma.sync's A fragments) and the ring's values, read
+//   N-major as stored; queries, keys and values in wgmma's 128-byte
+//   swizzle. The walk is pipelined (FlashAttention-3's overlap within a
+//   warpgroup): a tile's loop issues the next tile's scores before its own
+//   softmax, in a ring of 4 stages; every warp takes part in a tile's
+//   multiplies, a warp that sees none of it with P = 0.
 //
 // Masked scores are -inf. A row whose positions so far are all masked has
 // max -inf; it exponentiates against 0 instead, so that its (zero) sums stay
@@ -62,16 +71,30 @@ static MemRefType flashRing(MLIRContext *ctx, Type half, int64_t headDim, FlashT
                          MemRefLayoutAttrInterface{}, tile.getMemorySpace());
 }
 
+/// wgmma's 128-byte swizzle rows: 64 16-bit values.
+static constexpr int64_t kSwizzleRow = 64;
+
 MemRefType flashKeyTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
-  return flashRing(ctx, half, headDim, flash, headDim);
+  MemRefType padded = flashRing(ctx, half, headDim, flash, headDim);
+  if (!flashOnWgmma(headDim, flash))
+    return padded;
+  return MemRefType::get({padded.getDimSize(0), headDim / kSwizzleRow, padded.getDimSize(1),
+                          kSwizzleRow},
+                         half, MemRefLayoutAttrInterface{}, padded.getMemorySpace());
 }
 
 MemRefType flashValueTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
+  if (flashOnWgmma(headDim, flash)) // one pass: the keys' shape
+    return flashKeyTileType(ctx, half, headDim, flash);
   return flashRing(ctx, half, headDim, flash, flashPassDims(headDim, flash));
 }
 
 MemRefType flashQueryTileType(MLIRContext *ctx, Type half, int64_t headDim, FlashTile flash) {
-  return paddedSharedTile(ctx, half, flashBlockRows(headDim, flash), headDim);
+  MemRefType padded = paddedSharedTile(ctx, half, flashBlockRows(headDim, flash), headDim);
+  if (!flashOnWgmma(headDim, flash))
+    return padded;
+  return MemRefType::get({headDim / kSwizzleRow, padded.getDimSize(0), kSwizzleRow}, half,
+                         MemRefLayoutAttrInterface{}, padded.getMemorySpace());
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
@@ -83,8 +106,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   // flashStages), and the dims of a walk (flashPassDims): the shared
   // tiles' shapes.
   auto keyRing = cast<MemRefType>(o.keyTile.getType());
-  const int64_t Bc = keyRing.getDimSize(1), stages = keyRing.getDimSize(0);
-  const int64_t passDims = cast<MemRefType>(o.valueTile.getType()).getDimSize(2) - 8,
+  // On wgmma (flashOnWgmma): the key and value rings are [stages, D / 64,
+  // Bc, 64] and the query tile [D / 64, rows, 64], in wgmma's swizzle.
+  const bool wgmma = keyRing.getRank() == 4;
+  const int64_t Bc = keyRing.getDimSize(wgmma ? 2 : 1), stages = keyRing.getDimSize(0);
+  const int64_t passDims =
+                    wgmma ? D : cast<MemRefType>(o.valueTile.getType()).getDimSize(2) - 8,
                 passes = D / passDims;
   const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
                 dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
@@ -93,7 +120,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   // stages its queries in shared memory (flashStagesQueries).
   const bool stagedQueries = static_cast<bool>(o.queryTile);
   const int64_t blockRows =
-      stagedQueries ? cast<MemRefType>(o.queryTile.getType()).getDimSize(0) : kFlashRows;
+      stagedQueries ? cast<MemRefType>(o.queryTile.getType()).getDimSize(wgmma ? 1 : 0)
+                    : kFlashRows;
+  assert((!wgmma || blockRows == kWarpgroupRows) && "wgmma's m64: the block's rows");
   const int64_t M = blockRows / kFlashRows, warpRows = M * kMmaRows;
   std::optional<double> cap;
   if (a.getSoftcap())
@@ -130,6 +159,22 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 kFlashWideKeys % 16 == 0);
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
   Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
+  // Where a run of 8 dims (row j, dims d to d + 7, d a multiple of 8) of a
+  // shared tile goes: [stage, j, d], or in wgmma's 128-byte swizzle (the
+  // rings on wgmma) [stage, d / 64, j, chunk], 16-byte chunk c of a
+  // 64-value row at c ^ j % 8; the query tile likewise without the stage.
+  auto swizzledRun = [&](Value j, Value d) -> SmallVector<Value, 3> {
+    Value chunk = g.rem(g.div(d, 8), kSwizzleRow / 8);
+    return {g.div(d, kSwizzleRow), j, g.mul(g.xori(chunk, g.rem(j, 8)), 8)};
+  };
+  auto runAt = [&](Value tile, Value stage, Value j, Value d) -> SmallVector<Value, 4> {
+    SmallVector<Value, 4> at{stage};
+    if (wgmma)
+      llvm::append_range(at, swizzledRun(j, d));
+    else
+      at.append({j, d});
+    return at;
+  };
 
   // Row blocks from the last: a GPU starts blocks in the order of their
   // index, and with a causal mask the last rows see the most positions, so
@@ -182,15 +227,17 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         for (int64_t i = 0; i < 8; ++i)
           halves.push_back(arith::TruncFOp::create(b, loc, half.type(),
                                                    scaledQuery(t, g.add(g.add(qCol, d), i))));
+        SmallVector<Value, 3> at = wgmma ? swizzledRun(j, d) : SmallVector<Value, 3>{j, d};
         vector::StoreOp::create(b, loc, vector::FromElementsOp::create(b, loc, run, halves),
-                                o.queryTile, ValueRange{j, d})
+                                o.queryTile, at)
             .setAlignment(16);
       }
       // Matrices (rows 0-7 | 8-15) x (dims 0-7 | 8-15) of an A fragment.
-      queryLane = half.sharedPointer(
-          o.queryTile, half.elementOf(o.queryTile, {g.add(g.add(g.mul(warp, warpRows), matrixRow),
-                                                          oddMatrix),
-                                                    upperPair}));
+      if (!wgmma)
+        queryLane = half.sharedPointer(
+            o.queryTile,
+            half.elementOf(o.queryTile,
+                           {g.add(g.add(g.mul(warp, warpRows), matrixRow), oddMatrix), upperPair}));
     }
     auto queryFragment = [&](int64_t m, int64_t ks) -> SmallVector<Value, 4> {
       if (!stagedQueries)
@@ -265,7 +312,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       for (auto [runs, tile] : {std::pair{&keys, o.keyTile}, std::pair{&values, o.valueTile}})
         for (const Run &r : *runs) {
           auto store = [&, tile = tile] {
-            vector::StoreOp::create(b, loc, r.v, tile, ValueRange{first, r.j, r.d})
+            vector::StoreOp::create(b, loc, r.v, tile, runAt(tile, first, r.j, r.d))
                 .setAlignment(16);
           };
           if (r.active)
@@ -310,7 +357,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           Value to, from; // this thread's first run's, with wholeRows
           if (wholeRows) {
             Value j = g.div(thread, perRow), d = g.mul(g.rem(thread, perRow), 8);
-            to = half.sharedPointer(tile, half.elementOf(tile, {stage, j, d}));
+            to = half.sharedPointer(tile, half.elementOf(tile, runAt(tile, stage, j, d)));
             from = half.globalPointer(cache, {g.add(j0, j), g.add(colBase, d)});
           }
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
@@ -324,7 +371,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               }
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
               Value position = g.add(j0, j);
-              half.copyAsync16(tile, {stage, j, d}, cache,
+              half.copyAsync16(tile, runAt(tile, stage, j, d), cache,
                                {clamp ? g.min(position, lastPosition) : position,
                                 g.add(colBase, d)});
             };
@@ -344,6 +391,52 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       if (ring)
         for (int64_t s = 0; s + 1 < stages; ++s)
           copyTile(g.min(g.add(tileLo, s * Bc), lastTile), g.idx(s));
+      // Scores on wgmma: the warpgroup's 64 x Bc scores of the tile in
+      // `stage`, k 16 at a time, from the query tile and the stage's keys,
+      // issued as one group (wgmma.wait_group makes them the registers').
+      // Every warp takes part (wgmma is the whole warpgroup's), whether its
+      // rows see the tile or not. The accumulators' layout is mma.sync's, key
+      // tile after key tile: 4 nt + i is score[0][nt][i] below.
+      auto issueScores = [&](Value stage) {
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        SmallVector<Value> acc(Bc / 2, g.f32(0.0));
+        // A k step's operands start 32 bytes on in a swizzle row, or at the
+        // next 64-dim block: its descriptors are the first ones plus that
+        // (descriptorPlus).
+        Value zero = g.idx(0);
+        Value qDesc = half.swizzledDescriptor(
+            half.byteAddress(o.queryTile, half.elementOf(o.queryTile, {zero, zero, zero})),
+            kSwizzleRow * 2);
+        Value kDesc = half.swizzledDescriptor(
+            half.byteAddress(o.keyTile, half.elementOf(o.keyTile, {stage, zero, zero, zero})),
+            kSwizzleRow * 2);
+        const uint32_t high = MmaHalf::swizzledDescriptorHigh(kSwizzleRow * 2);
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          const int64_t k = ks * kMmaK % kSwizzleRow * 2, block = ks * kMmaK / kSwizzleRow;
+          acc = half.warpgroupMma(
+              half.descriptor(half.descriptorPlus(qDesc, block * blockRows * kSwizzleRow * 2 + k),
+                              high),
+              half.descriptor(half.descriptorPlus(kDesc, block * Bc * kSwizzleRow * 2 + k), high),
+              acc);
+        }
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+        return acc;
+      };
+      // On wgmma the walk is software-pipelined, as
+      // FlashAttention-3 overlaps its two products within a warpgroup: a
+      // tile's loop issues the next tile's scores before it works on its
+      // own, which the tile before issued (here, the first tile's), so that
+      // the tensor cores compute them while the warps run the softmax and
+      // P V. The ring then holds the tile the warps work on, the next one
+      // (whose keys the scores read) and stages - 2 in flight.
+      SmallVector<Value> firstScores;
+      if (wgmma) {
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+        half.fenceSharedForWgmma(); // wgmma reads through the async proxy
+        gpu::BarrierOp::create(b, loc);
+        firstScores = issueScores(g.idx(0));
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      }
       // State per lane: max and partial sum of its two rows of each m-tile,
       // its 16 x passDims output accumulators of each (dimTiles x 4) and,
       // with the ring, the tile's stage as an i32 counted round it (`tile %
@@ -360,32 +453,54 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       const int64_t carried = init.size();
       if (ring)
         init.push_back(g.i32(0));
+      llvm::append_range(init, firstScores); // the tile's scores (on wgmma)
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
                                                                               ValueRange all) {
         ValueRange s = all.take_front(carried);
+        assert((!wgmma || ring) && "wgmma reads the keys and values from the ring");
+        ValueRange wgmmaScores = all.drop_front(carried + (ring ? 1 : 0));
         Value stage = g.idx(0), nextStage;
+        SmallVector<Value> nextScores;
         if (ring) {
           // This tile's copies have landed, every thread's (the barrier),
           // and every warp is done with the previous tile's stage, which the
           // copies issued next overwrite: the stage before this one, where
           // the tile stages - 1 ahead goes.
-          Value counter = all.back();
+          // Pipelined (on wgmma): the next tile's copies instead, for
+          // its scores, which the next tile's loop then works on (none past
+          // the block's last tile: a block-uniform branch).
+          Value counter = all[carried];
           stage = g.toIndex(counter);
           Value before = g.select(g.eq(counter, 0), g.i32(stages - 1), g.add(counter, g.i32(-1)));
           nextStage = g.select(g.eq(counter, stages - 1), g.i32(0), g.add(counter, g.i32(1)));
-          NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, wgmma ? stages - 3 : stages - 2);
+          if (wgmma) // wgmma reads the keys (and queries) through the async proxy
+            half.fenceSharedForWgmma();
           gpu::BarrierOp::create(b, loc);
           copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile), g.toIndex(before));
+          if (wgmma)
+            nextScores = g.ifElse(
+                g.lt(g.add(j0, Bc), blockHi), wgmmaScores.getTypes(),
+                [&] { return issueScores(g.toIndex(nextStage)); },
+                [&] { return SmallVector<Value>(wgmmaScores.size(), g.f32(0.0)); });
         } else {
           stageThroughRegisters(j0, dimBase);
         }
 
+        // On wgmma P V is the warpgroup's too: the warp's branch
+        // yields its P (zeros where it does not see the tile), the wgmma
+        // after it adds P V to the accumulators.
+        const int64_t pRegisters = wgmma ? Bc / kMmaK * 4 : 0;
+        SmallVector<Type> stepTypes(s.getTypes());
+        stepTypes.append(pRegisters, b.getI32Type());
         Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
-        auto step = scf::IfOp::create(b, loc, s.getTypes(), seen, /*withElse=*/true);
+        auto step = scf::IfOp::create(b, loc, stepTypes, seen, /*withElse=*/true);
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(&step.getElseRegion().front());
-          scf::YieldOp::create(b, loc, s);
+          SmallVector<Value> unseen(s);
+          unseen.append(pRegisters, g.i32(0)); // P = 0: P V adds nothing
+          scf::YieldOp::create(b, loc, unseen);
           b.setInsertionPointToStart(&step.getThenRegion().front());
           // S = Q K^T: score[m][nt][i] is row (i < 2 ? 0 : 1) of this lane in
           // m-tile m, position j0 + 8 nt + quadCol + i % 2. With the ring
@@ -401,13 +516,16 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           SmallVector<SmallVector<SmallVector<Value>>> score(
               M, SmallVector<SmallVector<Value>>(keyTiles, SmallVector<Value>(4, g.f32(0.0))));
           Value keyLane;
-          if (ring)
+          if (ring && !wgmma)
             keyLane = half.sharedPointer(
                 o.keyTile,
                 half.elementOf(o.keyTile, {stage, g.add(matrixRow, upperPair), oddMatrix}));
           static_assert(kFlashKeys % (2 * kMmaCols) == 0 && kFlashWideKeys % (2 * kMmaCols) == 0,
                         "key tiles in pairs");
-          for (int64_t ks = 0; ks < kSteps; ++ks) {
+          if (wgmma)
+            for (int64_t nt = 0; nt < keyTiles; ++nt)
+              score[0][nt].assign(wgmmaScores.begin() + 4 * nt, wgmmaScores.begin() + 4 * nt + 4);
+          for (int64_t ks = 0; ks < (wgmma ? 0 : kSteps); ++ks) {
             SmallVector<SmallVector<Value, 4>> qf;
             for (int64_t m = 0; m < M; ++m)
               qf.push_back(queryFragment(m, ks));
@@ -528,16 +646,23 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 return scaled;
               },
               [&] { return SmallVector<Value>(before); });
-          Value valueLane = half.sharedPointer(
+          // The A fragments of P: two adjacent 8-column score tiles a k step.
+          auto pFragment = [&](int64_t m, int64_t kt) -> SmallVector<Value> {
+            const SmallVector<Value> &lo = score[m][2 * kt], &hi = score[m][2 * kt + 1];
+            return {half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]), half.pack(hi[0], hi[1]),
+                    half.pack(hi[2], hi[3])};
+          };
+          SmallVector<Value> pRegs; // with P V on wgmma, after the branch
+          for (int64_t kt = 0; kt < (wgmma ? Bc / kMmaK : 0); ++kt)
+            for (Value pair : pFragment(0, kt))
+              pRegs.push_back(half.asI32(pair));
+          Value valueLane = wgmma ? Value() : half.sharedPointer(
               o.valueTile,
               half.elementOf(o.valueTile, {stage, g.add(matrixRow, oddMatrix), upperPair}));
-          for (int64_t kt = 0; kt < Bc / kMmaK; ++kt) {
+          for (int64_t kt = 0; kt < (wgmma ? 0 : Bc / kMmaK); ++kt) {
             SmallVector<SmallVector<Value>> p;
-            for (int64_t m = 0; m < M; ++m) {
-              const SmallVector<Value> &lo = score[m][2 * kt], &hi = score[m][2 * kt + 1];
-              p.push_back({half.pack(lo[0], lo[1]), half.pack(lo[2], lo[3]),
-                           half.pack(hi[0], hi[1]), half.pack(hi[2], hi[3])});
-            }
+            for (int64_t m = 0; m < M; ++m)
+              p.push_back(pFragment(m, kt));
             // The values' B fragments by ldmatrix.x4.trans from the
             // [position][dim] tile: (positions 0-7 | 8-15) x (dim tiles dt
             // | dt + 1), each feeding every m-tile's MMAs.
@@ -557,11 +682,38 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             }
           }
           next.append(out);
+          next.append(pRegs);
           scf::YieldOp::create(b, loc, next);
         }
-        SmallVector<Value> results(step.getResults());
+        SmallVector<Value> results(step.getResults().take_front(carried));
+        if (wgmma) {
+          // O += P V, k over the tile's positions 16 at a time: A is each
+          // warp's P fragments, B the stage's values [position][dim] as
+          // stored, N-major (their 64-dim blocks Bc rows of 128 bytes
+          // apart), all D output dims in one m64nDk16.
+          ValueRange p = step.getResults().drop_front(carried);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value zero = g.idx(0);
+          Value vDesc = half.swizzledDescriptor(
+              half.byteAddress(o.valueTile, half.elementOf(o.valueTile, {stage, zero, zero, zero})),
+              kSwizzleRow * 2, Bc * kSwizzleRow * 2);
+          const uint32_t high = MmaHalf::swizzledDescriptorHigh(kSwizzleRow * 2);
+          const int64_t outputs = outAt(0, 0);
+          SmallVector<Value> acc(ArrayRef<Value>(results).drop_front(outputs));
+          for (int64_t kt = 0; kt < Bc / kMmaK; ++kt)
+            acc = half.warpgroupMmaRegisterA(
+                p.slice(4 * kt, 4),
+                half.descriptor(half.descriptorPlus(vDesc, kt * kMmaK * kSwizzleRow * 2), high),
+                acc);
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          std::copy(acc.begin(), acc.end(), results.begin() + outputs);
+        }
         if (ring)
           results.push_back(nextStage);
+        if (wgmma) { // the next tile's scores are the registers' from here on
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          llvm::append_range(results, nextScores);
+        }
         return results;
       });
       // The copies past the last tile land before the ring is reused (the

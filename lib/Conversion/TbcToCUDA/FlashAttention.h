@@ -26,9 +26,12 @@ mlir::MemRefType flashKeyTileType(mlir::MLIRContext *ctx, Type half, int64_t hea
                                   FlashTile flash);
 mlir::MemRefType flashValueTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
                                     FlashTile flash);
+/// On wgmma (flashOnWgmma) both rings are [stages, D / 64, positions,
+/// 64], unpadded, in wgmma's 128-byte swizzle.
 /// The query tile [rows, D + 8] of a block that stages its queries
 /// (flashStagesQueries): scaled and rounded to 16 bits once a row block,
-/// read as A fragments by ldmatrix.
+/// read as A fragments by ldmatrix; on wgmma [D / 64, rows,
+/// 64] in the 128-byte swizzle, read by wgmma's descriptors.
 mlir::MemRefType flashQueryTileType(mlir::MLIRContext *ctx, Type half, int64_t headDim,
                                     FlashTile flash);
 

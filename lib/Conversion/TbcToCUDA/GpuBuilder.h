@@ -418,7 +418,9 @@ struct MmaHalf {
       out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, op, i));
     return out;
   }
-  /// The wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") of a
+  /// The low word of the wgmma matrix descriptor (PTX ISA, "Matrix
+  /// Descriptor Format"; the high word: swizzledDescriptorHigh, the two
+  /// joined by `descriptor`) of a
   /// K-major operand in the 64- or 128-byte swizzle (`rowBytes`), its first
   /// row at shared address `address` (an i64): rows of 64 bytes whose
   /// 16-byte chunk c sits at c ^ (row / 2) % 4, or of 128 bytes with chunk c
@@ -426,16 +428,104 @@ struct MmaHalf {
   /// offset; the leading one is unused in a swizzled K-major layout). The
   /// hardware XORs the bits of the absolute address: the rows' pattern must
   /// start at a multiple of 8 rowBytes.
-  Value swizzledDescriptor(Value address, int64_t rowBytes) {
+  ///
+  /// An N-major B operand (`leadingBytes`: the bytes between its blocks of
+  /// rowBytes / 2 columns) has its rows of rowBytes along n, 8 k a group 8
+  /// rowBytes apart, the next block of columns leadingBytes on.
+  Value swizzledDescriptor(Value address, int64_t rowBytes, int64_t leadingBytes = 16) {
     assert((rowBytes == 64 || rowBytes == 128) && "wgmma's 64- and 128-byte swizzles");
-    auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64); };
+    assert(leadingBytes % 16 == 0 && leadingBytes < (16 << 14) && "a 14-bit field of 16 bytes");
+    auto i32 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 32); };
+    Value low = mlir::arith::TruncIOp::create(b, loc, b.getI32Type(), address);
     Value start = mlir::arith::AndIOp::create(
-        b, loc, mlir::arith::ShRUIOp::create(b, loc, address, i64(4)), i64(0x3fff));
-    const uint64_t layout = rowBytes == 64 ? 2 : 1; // 64-byte : 128-byte swizzle
-    const uint64_t fields = uint64_t(1) << 16                 // leading byte offset: 16 (unused)
-                            | uint64_t(8 * rowBytes >> 4) << 32 // stride byte offset
-                            | layout << 62;
-    return mlir::arith::OrIOp::create(b, loc, start, i64(int64_t(fields)));
+        b, loc, mlir::arith::ShRUIOp::create(b, loc, low, i32(4)), i32(0x3fff));
+    // The leading byte offset (unused in a swizzled K-major layout: 16).
+    return mlir::arith::OrIOp::create(b, loc, start, i32(leadingBytes / 16 << 16));
+  }
+  /// The high word of a swizzledDescriptor: its stride byte offset (8 rows
+  /// of `rowBytes`) and layout, the same for every operand of a kind.
+  static uint32_t swizzledDescriptorHigh(int64_t rowBytes) {
+    const uint32_t layout = rowBytes == 64 ? 2 : 1; // 64-byte : 128-byte swizzle
+    return uint32_t(8 * rowBytes >> 4) | layout << 30;
+  }
+  /// A descriptor's low word `bytes` further on in shared memory: its start
+  /// address field (bits 0-13, in 16-byte units) plus bytes / 16, which
+  /// does not carry past the field while the address stays inside the
+  /// block's shared memory (under 256 KB).
+  Value descriptorPlus(Value low, int64_t bytes) {
+    assert(bytes % 16 == 0 && "descriptors address 16-byte units");
+    if (bytes == 0)
+      return low;
+    return mlir::arith::AddIOp::create(
+        b, loc, low, mlir::arith::ConstantIntOp::create(b, loc, bytes / 16, 32));
+  }
+  /// The 64-bit descriptor of low word `low` and high word `high`, joined by
+  /// a `mov.b64 {lo, hi}` that LLVM cannot see through: joined in LLVM IR
+  /// it folds a k step's offset into a 64-bit add with its carry, and ptxas
+  /// then moves both words to uniform registers for each wgmma.
+  Value descriptor(Value low, uint32_t high) {
+    Value hi = mlir::arith::ConstantIntOp::create(b, loc, int64_t(high), 32);
+    return mlir::LLVM::InlineAsmOp::create(
+               b, loc, b.getI64Type(), ValueRange{low, hi}, "mov.b64 $0, {$1, $2};", "=l,r,r",
+               /*has_side_effects=*/false, /*is_align_stack=*/false,
+               mlir::LLVM::tailcallkind::TailCallKind::None, mlir::LLVM::AsmDialectAttr(),
+               mlir::ArrayAttr())
+        .getResult(0);
+  }
+  /// fence.proxy.async for shared memory: this thread's writes by the generic
+  /// proxy (st.shared, cp.async once waited for) become visible to wgmma's
+  /// reads, which go through the async proxy (with a barrier after it, for
+  /// the block's threads' writes).
+  void fenceSharedForWgmma() {
+    mlir::NVVM::FenceProxyOp::create(
+        b, loc, mlir::NVVM::ProxyKindAttr::get(b.getContext(), mlir::NVVM::ProxyKind::async_shared),
+        mlir::NVVM::SharedSpaceAttr::get(b.getContext(), mlir::NVVM::SharedSpace::shared_cta));
+  }
+  /// acc + A * B for one wgmma.mma_async m64nNk16 of the warpgroup, A (64 x
+  /// 16) from registers (`a`: each warp's 16 rows as mma.sync's A fragment,
+  /// 4 operand registers) and B (16 x N) N-major in shared memory (`descB`,
+  /// imm-trans-b 1: a [k][n] tile as stored, no transposing copy), `acc` in
+  /// warpgroupMma's layout. NVVM's op takes A by descriptor only: inline
+  /// PTX, as convert-nvvm-to-llvm writes the op's.
+  SmallVector<Value> warpgroupMmaRegisterA(ValueRange a, Value descB, ValueRange acc) {
+    const int64_t n = int64_t(acc.size());
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                       std::to_string(2 * n) + "k16.f32." + (f16 ? "f16.f16" : "bf16.bf16") + " {";
+    std::string constraints;
+    for (int64_t i = 0; i < n; ++i) {
+      text += (i ? ", $" : "$") + std::to_string(i);
+      constraints += (i ? ",=f" : "=f");
+    }
+    for (int64_t i = 0; i < n; ++i) // the accumulators in, tied to the outputs
+      constraints += "," + std::to_string(i);
+    text += "}, {";
+    for (int64_t i = 0; i < 4; ++i)
+      text += (i ? ", $" : "$") + std::to_string(2 * n + i);
+    text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, 1;\n}\n";
+    constraints += ",r,r,r,r,l";
+    SmallVector<Value> operands(acc.begin(), acc.end());
+    for (Value v : a)
+      operands.push_back(asI32(v));
+    operands.push_back(descB);
+    auto type = mlir::LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(n, b.getF32Type()));
+    Value d = mlir::LLVM::InlineAsmOp::create(
+                  b, loc, type, operands, text, constraints, /*has_side_effects=*/true,
+                  /*is_align_stack=*/false, mlir::LLVM::tailcallkind::TailCallKind::None,
+                  mlir::LLVM::AsmDialectAttr(), mlir::ArrayAttr())
+                  .getResult(0);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, d, i));
+    return out;
+  }
+  /// An operand register (operand()) as the i32 an inline PTX "r" takes.
+  Value asI32(Value v) {
+    if (v.getType().isInteger(32))
+      return v;
+    auto one = mlir::VectorType::get({1}, b.getI32Type());
+    return mlir::vector::ExtractOp::create(b, loc, mlir::vector::BitCastOp::create(b, loc, one, v),
+                                           llvm::ArrayRef<int64_t>{0});
   }
   /// acc + A * B for one wgmma.mma_async m64nNk16 of the warpgroup, A (64 x
   /// 16) and B (N x 16) K-major in shared memory (descriptors `descA`,

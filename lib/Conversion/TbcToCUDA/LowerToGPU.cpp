@@ -185,6 +185,16 @@ std::string cuda::FlashTile::check() const {
     return "rows " + std::to_string(kFlashTallRows) + " takes tiles of " +
            std::to_string(kFlashKeys) + " keys (with " + std::to_string(keys) +
            " its scores and accumulators spill)";
+  // A warpgroup's m64 is the block's 64 rows, 16 a warp as mma.sync's.
+  if (wgmma && rows != kFlashRows)
+    return "wgmma takes blocks of " + std::to_string(kFlashRows) +
+           " rows (one warpgroup's m64), not " + std::to_string(rows);
+  // The pipelined walk holds two tiles' scores: at 64 positions Llama's
+  // kernel spilled 32 bytes at 255 registers.
+  if (wgmma && keys != kFlashKeys)
+    return "wgmma takes tiles of " + std::to_string(kFlashKeys) +
+           " keys (the pipelined walk holds two tiles' scores; with " + std::to_string(keys) +
+           " they spill)";
   return "";
 }
 
@@ -450,18 +460,35 @@ public:
         return memref::ViewOp::create(b, loc, type, bytes, offset, ValueRange{});
       };
       if (launch.body == cuda::Body::flash) {
-        // The ring of key tiles, the ring of value tiles, then (tall
-        // blocks) the query tile: flashSharedBytes.
+        // The ring of key tiles, the ring of value tiles, then (staged
+        // queries) the query tile: flashSharedBytes. On wgmma the key
+        // ring, the query tile and the value ring, from the next multiple
+        // of the swizzle's period (wgmma swizzles absolute addresses).
         int64_t D = cast<AttentionOp>(op).getHeadDim();
         MemRefType keys = cuda::flashKeyTileType(ctx, halfType(), D, flashTile);
         MemRefType values = cuda::flashValueTileType(ctx, halfType(), D, flashTile);
         Value bytes = dynamicShared();
-        flashKeys = view(bytes, keys, g.idx(0));
-        flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
-        if (cuda::flashStagesQueries(D, flashTile))
-          flashQueries =
-              view(bytes, cuda::flashQueryTileType(ctx, halfType(), D, flashTile),
-                   g.idx((keys.getNumElements() + values.getNumElements()) * 2));
+        if (cuda::flashOnWgmma(D, flashTile)) {
+          MemRefType queries = cuda::flashQueryTileType(ctx, halfType(), D, flashTile);
+          const int64_t align = cuda::kFlashSwizzleBytes;
+          Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
+          Value start = g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
+          assert(keys.getNumElements() * 2 % cuda::kFlashSwizzleBytes == 0 &&
+                 queries.getNumElements() * 2 % cuda::kFlashSwizzleBytes == 0 &&
+                 "each tile starts at a multiple of the swizzle's period");
+          flashKeys = view(bytes, keys, start);
+          flashQueries = view(bytes, queries, g.add(start, keys.getNumElements() * 2));
+          flashValues =
+              view(bytes, values,
+                   g.add(start, (keys.getNumElements() + queries.getNumElements()) * 2));
+        } else {
+          flashKeys = view(bytes, keys, g.idx(0));
+          flashValues = view(bytes, values, g.idx(keys.getNumElements() * 2));
+          if (cuda::flashStagesQueries(D, flashTile))
+            flashQueries =
+                view(bytes, cuda::flashQueryTileType(ctx, halfType(), D, flashTile),
+                     g.idx((keys.getNumElements() + values.getNumElements()) * 2));
+        }
       }
       if (launch.body == cuda::Body::tiledMma) {
         // The ring of stages in dynamic shared memory (launch.sharedBytes:
@@ -1699,9 +1726,7 @@ private:
             // issued next overwrite.
             NVVM::CpAsyncWaitGroupOp::create(b, loc, ahead - 1);
             if (tiled.wgmma) // wgmma reads through the async proxy
-              NVVM::FenceProxyOp::create(
-                  b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-                  NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+              mh.fenceSharedForWgmma();
             gpu::BarrierOp::create(b, loc);
             Value next = g.add(step, ahead);
             copyStep(next, g.rem(next, stages));
@@ -1713,12 +1738,17 @@ private:
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
               Value firstRow = g.mul(warpgroup, kWarpgroupRows);
               for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
-                Value a = mh.swizzledDescriptor(
-                    mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
-                    kStep * 2);
-                Value bDesc = mh.swizzledDescriptor(
-                    mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})),
-                    kStep * 2);
+                const uint32_t high = MmaHalf::swizzledDescriptorHigh(kStep * 2);
+                Value a = mh.descriptor(
+                    mh.swizzledDescriptor(
+                        mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
+                        kStep * 2),
+                    high);
+                Value bDesc = mh.descriptor(
+                    mh.swizzledDescriptor(
+                        mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})),
+                        kStep * 2),
+                    high);
                 acc = mh.warpgroupMma(a, bDesc, acc);
               }
               NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -2203,9 +2233,14 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
-    cuda::FlashTile flashTile{flashKeys, flashRows, flashPasses};
+    cuda::FlashTile flashTile{flashKeys, flashRows, flashPasses, flashWgmma};
     if (std::string why = flashTile.check(); !why.empty()) {
       module.emitError("flash-") << why;
+      return signalPassFailure();
+    }
+    if (flashWgmma && kvCacheType != weightType) {
+      module.emitError("flash-wgmma reads the KV cache from a ring of cp.async copies: "
+                       "kv-cache-type must be the weight-type");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;

@@ -59,7 +59,8 @@ cuda::TiledGemm tiledGemm(const TargetOptions &options) {
 }
 
 cuda::FlashTile flashTile(const TargetOptions &options) {
-  return {options.cudaFlashKeys, options.cudaFlashRows, options.cudaFlashPasses};
+  return {options.cudaFlashKeys, options.cudaFlashRows, options.cudaFlashPasses,
+          options.cudaFlashWgmma};
 }
 
 /// Kernel groups compiled side by side (each optimised once for every
@@ -98,6 +99,13 @@ public:
       return "--cuda-gemm-" + why;
     if (std::string why = flashTile(options).check(); !why.empty())
       return "--cuda-flash-" + why;
+    if (options.cudaFlashWgmma && !tiledGemm(options).wgmma)
+      return "--cuda-flash-wgmma needs --cuda-arch sm_90a (wgmma is sm_90a's alone)";
+    // wgmma reads the keys from the ring that cp.async fills; a cache of
+    // another type is converted through registers instead.
+    if (options.cudaFlashWgmma && kvCacheType(options) != options.weightType)
+      return "--cuda-flash-wgmma reads the KV cache in the weights' type (--dtype " +
+             options.weightType + "), not --cuda-kv-cache " + options.cudaKvCache;
     // (Without --cuda-kv-cache the cache takes --dtype, checked by checkDtype.)
     if (!options.cudaKvCache.empty() && !isStorageType(options.cudaKvCache))
       return "unknown --cuda-kv-cache '" + options.cudaKvCache + "' (f32, bf16 or f16)";
@@ -129,7 +137,8 @@ public:
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
                TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
-                                    flashShape.passes, tiled.stages, tiled.warps,
+                                    flashShape.passes, flashShape.wgmma, tiled.stages,
+                                    tiled.warps,
                                     tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).

@@ -10,7 +10,10 @@ _attend_combine, decoding's slices and their merge, and _attend_flash) hold
 tensor-core instructions (HMMA; HGMMA, sm_90a's wgmma) and names the
 projections that do not, how many of the block-tiled ones load their
 fragments with ldmatrix (LDSM) and how many run wgmma (HGMMA, and its
-shapes), and the
+shapes), how many flash kernels run on wgmma (and its shapes;
+--cuda-flash-wgmma), the kernels whose wgmma ptxas serializes (its
+performance info C7514: a non-wgmma instruction reads an accumulator in
+flight, so each wgmma waits for the last), and the
 local-memory accesses (STL/LDL: spills) inside the block-tiled kernels' k
 walks, the loops around their tensor-core instructions, where a spill costs
 every k step (one in a row tile's setup or epilogue costs once a tile).
@@ -45,7 +48,9 @@ for chip, ptx in objects:
     with tempfile.TemporaryDirectory() as d:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         open(src, "wb").write(ptx)
-        subprocess.run([ptxas, f"-arch={chip}", src, "-o", cubin], check=True)
+        assembled = subprocess.run([ptxas, f"-arch={chip}", src, "-o", cubin], check=True,
+                                   capture_output=True, text=True)
+        serialized = sorted(set(re.findall(r"C7514\).*in the function '(\w+)'", assembled.stderr)))
         command = [disassembler, cubin] if nvdisasm else [disassembler, "-sass", cubin]
         sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     # One chunk per function: cuobjdump heads each with "Function : name",
@@ -55,6 +60,7 @@ for chip, ptx in objects:
     functions = list(zip(parts[1::2], parts[2::2]))
     projections, without, attention, flash, tiled, ldsm, hgmma, spills = 0, [], 0, 0, 0, 0, 0, 0
     shapes = set()  # of the HGMMA instructions
+    flashKernels, flashWgmma, flashShapes = 0, 0, set()
     for name, f in functions:
         if re.fullmatch(r"k\d+_(fused_)?linear(_tiles)?", name):
             projections += 1
@@ -68,11 +74,19 @@ for chip, ptx in objects:
                 spills += k_walk_spills(f)
         elif re.fullmatch(r"k\d+_attention_attend(_flash|_decode|_combine)?", name):
             attention += 1
-            flash += "HMMA" in f
+            flash += "HMMA" in f or "HGMMA" in f
+            if name.endswith("_flash"):
+                flashKernels += 1
+                flashWgmma += "HGMMA" in f
+                flashShapes.update(re.findall(r"HGMMA\.(\d+x\d+x\d+)", f))
     print(f"{chip}: {projections - len(without)}/{projections} projection kernels use tensor cores"
           + (f" (not: {', '.join(without)})" if without else "")
           + f"; {ldsm}/{tiled} block-tiled ones read fragments with LDSM"
           + f"; {flash}/{attention} attention kernels"
           + f"; {hgmma}/{tiled} block-tiled ones on wgmma"
           + f" (HGMMA{''.join(' ' + s for s in sorted(shapes))})"
-          + f"; {spills} spill accesses in their k walks")
+          + f"; {spills} spill accesses in their k walks"
+          + f"; {flashWgmma}/{flashKernels} flash kernels on wgmma"
+          + f" (HGMMA{''.join(' ' + s for s in sorted(flashShapes))})"
+          + f"; {len(serialized)} with wgmma serialized"
+          + (f" ({', '.join(serialized)})" if serialized else ""))

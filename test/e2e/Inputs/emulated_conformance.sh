@@ -88,6 +88,12 @@ case $set in
       check "$f bf16 flash-rows128" "$bf16/$f" --dtype bf16 --cuda-flash-rows 128 \
         -- --tolerance 2e-2 --batch-tolerance 2e-2
     done
+    # The flash kernel's scores on wgmma (--cuda-flash-wgmma, sm_90a alone)
+    # at head dims 128 and 64.
+    for f in llama-hd128-long qwen3-long gpt2-long; do
+      check "$f bf16 sm_90a flash-wgmma" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
+        --cuda-flash-wgmma -- --tolerance 2e-2 --batch-tolerance 2e-2
+    done
     # Head dim 256 in one walk (--cuda-flash-passes 1).
     check "gemma2-hd256-long bf16 flash-passes1" "$bf16/gemma2-hd256-long" --dtype bf16 \
       --cuda-flash-passes 1 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;

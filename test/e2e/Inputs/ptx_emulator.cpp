@@ -13,8 +13,9 @@
 // (any, all), ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, wgmma.mma_async
-// (sm_90a: m64nNk16, both operands in shared memory by matrix descriptor,
-// any swizzle; results reach the registers at wgmma.wait_group; a shared
+// (sm_90a: m64nNk16, B in shared memory by matrix descriptor, K-major in any
+// layout or N-major in a swizzle, A K-major there too or in registers;
+// results reach the registers at wgmma.wait_group; a shared
 // byte whose writer has not run fence.proxy.async since may not be read,
 // nor one a cp.async in flight writes, from the issue to the wait) for
 // every thread of the warpgroup, bar.sync for every live thread of the block. An
@@ -74,6 +75,8 @@ struct Instr {
   // imm-scale-a, imm-scale-b.
   std::vector<int> accumulators;
   int wgmmaN = 0;                // wgmma: N of m64nNk16
+  std::vector<int> wgmmaA;       // wgmma: A's 4 registers (empty: A by descriptor, ops[0])
+  bool wgmmaTransB = false;      // wgmma: B N-major (imm-trans-b 1)
   char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
   int pred = -1;
   bool predNeg = false;
@@ -456,8 +459,9 @@ private:
   // wgmma.fence.sync.aligned; wgmma.commit_group.sync.aligned;
   // wgmma.wait_group.sync.aligned n; fence.proxy.async.shared::cta;
   // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (or .f16.f16) {d0, .., d(N/2-1)},
-  // a-desc, b-desc, scale-d, 1, 1, 0, 0 (both operands from shared memory,
-  // K-major: the transposes 0; other forms are refused).
+  // a-desc, b-desc, scale-d, 1, 1, 0, trans-b (A from shared memory, K-major;
+  // B K-major, or N-major with trans-b 1), or {d..}, {a0, a1, a2, a3}, b-desc,
+  // scale-d, 1, 1, trans-b (A from registers); other forms are refused.
   bool asyncProxyInstruction(Instr &in, const std::vector<std::string> &parts,
                              const std::string &rest) {
     auto is = [&](std::initializer_list<const char *> want) {
@@ -496,18 +500,32 @@ private:
         parts[5] != "f32" || parts[6] != parts[7] || (parts[6] != "bf16" && parts[6] != "f16"))
       return fail("unsupported wgmma: " + in.text);
     in.half = parts[6] == "f16";
-    if (ops.size() != 8 || ops[0].empty() || ops[0][0] != '{' || ops[6] != "0" || ops[7] != "0")
-      return fail("unsupported wgmma operands (K-major shared operands only): " + in.text);
-    for (const std::string &r : split(ops[0].substr(1, ops[0].size() - 2), ',')) {
-      if (r.empty() || r[0] != '%')
-        return fail("unsupported wgmma accumulator: " + in.text);
-      in.accumulators.push_back(reg(r));
-    }
+    auto registers = [&](const std::string &list, std::vector<int> &out) {
+      if (list.size() < 2 || list[0] != '{' || list.back() != '}')
+        return false;
+      for (const std::string &r : split(list.substr(1, list.size() - 2), ',')) {
+        if (r.empty() || r[0] != '%')
+          return false;
+        out.push_back(reg(r));
+      }
+      return true;
+    };
+    const bool aInRegisters = ops.size() == 7 && !ops[1].empty() && ops[1][0] == '{';
+    const std::string transB = ops.empty() ? "" : ops.back();
+    if (!(aInRegisters || (ops.size() == 8 && ops[6] == "0")) || (transB != "0" && transB != "1"))
+      return fail("unsupported wgmma operands (A K-major or in registers): " + in.text);
+    if (!registers(ops[0], in.accumulators))
+      return fail("unsupported wgmma accumulator: " + in.text);
     if (int(in.accumulators.size()) != n / 2)
       return fail("wgmma accumulator count: " + in.text);
+    if (aInRegisters && (!registers(ops[1], in.wgmmaA) || in.wgmmaA.size() != 4))
+      return fail("unsupported wgmma A registers: " + in.text);
     in.wgmmaN = n;
+    in.wgmmaTransB = transB == "1";
     f->wgmma = true;
     ops.erase(ops.begin());
+    if (aInRegisters)
+      ops[0] = "0"; // no A descriptor
     ops.resize(5);
     return done(Op::Wgmma, 5);
   }
@@ -962,6 +980,7 @@ private:
     uint64_t da, db;
     int n;
     bool half; // f16 operands, else bf16
+    bool aInRegisters = false, transB = false; // A read at the issue; B N-major
     bool checked = false;
   };
   std::vector<WgmmaRead> wgmmaReads;
@@ -1755,12 +1774,24 @@ private:
   /// groups SBO apart, 16-byte chunks XOR the row bits of the absolute
   /// address). Null (with the error set) where it falls outside the block's
   /// shared memory.
-  const uint8_t *operandElement(uint64_t desc, unsigned r, unsigned k, const char *which) {
+  const uint8_t *operandElement(uint64_t desc, unsigned r, unsigned k, const char *which,
+                                bool nMajor = false) {
     size_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
            sbo = ((desc >> 32) & 0x3fff) << 4;
     unsigned layout = unsigned(desc >> 62);
     size_t at;
-    if (layout == 0) {
+    if (nMajor) {
+      // N-major (B transposed): rows of the swizzle's width run along n,
+      // 8 of them (k) a group SBO apart, the next width's worth of n LBO on
+      // (CUTLASS's and ThunderKittens' "MN-major" canonical layouts).
+      if (layout == 0) {
+        fail("unsupported wgmma: an N-major B without a swizzle");
+        return nullptr;
+      }
+      unsigned width = 256 >> layout, bits = 4 - layout, perRow = width / 2;
+      at = start + r / perRow * lbo + k / 8 * sbo + k % 8 * width + r % perRow * 2;
+      at ^= ((at >> 7) & ((1u << bits) - 1)) << 4;
+    } else if (layout == 0) {
       at = start + r / 8 * sbo + k / 8 * lbo + r % 8 * 16 + k % 8 * 2;
     } else {
       unsigned width = 256 >> layout, bits = 4 - layout; // 128 B: 3 bits of chunk
@@ -1804,10 +1835,23 @@ private:
       if ((d >> 49) & 7)
         return fail("wgmma descriptor with a base offset: " + in.text);
     const int N = in.wgmmaN;
-    WgmmaRead read{da, db, N, in.half};
+    WgmmaRead read{da, db, N, in.half, !in.wgmmaA.empty(), in.wgmmaTransB};
     float A[64][16], B[256][16];
     if (!readOperands(read, " at its issue" + where(first), A, B))
       return false;
+    if (read.aInRegisters) // mma.sync's A fragment, warp w's rows 16 w on
+      for (unsigned i = 0; i < 128; ++i) {
+        const Thread &t = ts[lo + i];
+        unsigned w = i / 32, g = i % 32 / 4, q = i % 4;
+        for (int e = 0; e < 4; ++e) {
+          uint32_t pair = uint32_t(t.r[in.wgmmaA[e]]);
+          unsigned row = 16 * w + g + (e % 2 ? 8 : 0), col = 2 * q + (e >= 2 ? 8 : 0);
+          for (int h = 0; h < 2; ++h) {
+            uint16_t bits = uint16_t(pair >> (16 * h));
+            A[row][col + h] = in.half ? f16ToF32(bits) : bf16ToF32(bits);
+          }
+        }
+      }
     float scale = float(int64_t(value(first, in.ops[3]))) * float(int64_t(value(first, in.ops[4])));
     bool accumulate = value(first, in.ops[2]) != 0;
     for (unsigned i = 0; i < 128; ++i) {
@@ -1837,10 +1881,11 @@ private:
   /// wait_group): a copy landing while the hardware reads would race it.
   bool readOperands(const WgmmaRead &r, const std::string &when, float (*A)[16] = nullptr,
                     float (*B)[16] = nullptr) {
-    for (int which = 0; which < 2; ++which)
+    for (int which = r.aInRegisters ? 1 : 0; which < 2; ++which)
       for (unsigned row = 0; row < (which ? unsigned(r.n) : 64u); ++row)
         for (unsigned k = 0; k < 16; ++k) {
-          const uint8_t *p = operandElement(which ? r.db : r.da, row, k, which ? "B" : "A");
+          const uint8_t *p = operandElement(which ? r.db : r.da, row, k, which ? "B" : "A",
+                                            which && r.transB);
           if (!p)
             return false;
           size_t at = size_t(p - shared.get());

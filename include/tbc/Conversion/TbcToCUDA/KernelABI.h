@@ -195,6 +195,16 @@ struct FlashTile {
   /// Walks over the positions past head dim 128: 2 (each half of the
   /// output dims, the scores computed twice) or 1 (flashPassDims).
   int64_t passes = 2;
+  /// Both products on sm_90a's wgmma.mma_async (`--cuda-flash-wgmma`,
+  /// modules for sm_90a alone; flashOnWgmma): the block's 4 warps are one
+  /// warpgroup, whose m64nBck16 multiplies read the staged queries and the
+  /// ring's keys by descriptor, and whose m64nDk16 ones take each warp's P
+  /// from registers (mma.sync's A fragments) and the ring's values as
+  /// stored (N-major), all in wgmma's 128-byte swizzle, where mma.sync
+  /// loads every key and value fragment by ldmatrix (and holds a lane's
+  /// query fragments). The next tile's scores run while the warps work on
+  /// a tile's softmax (FlashAttention.cpp).
+  bool wgmma = false;
   /// Why a choice is not one the kernel takes ("" if it is): "keys must be
   /// ...", "rows ..." or "passes ...", which the pass options and `tbc
   /// compile` (--cuda-flash-) prefix.
@@ -209,6 +219,12 @@ struct FlashTile {
 constexpr int64_t flashPassDims(int64_t headDim, FlashTile tile) {
   return headDim > 128 && tile.passes > 1 ? headDim / 2 : headDim;
 }
+/// Whether a flash kernel at `headDim` runs its products on wgmma
+/// (FlashTile::wgmma): head dims of whole 128-byte swizzle rows (64 16-bit
+/// values) up to 128 (one walk, a ring; P V's N up to wgmma's 256).
+constexpr bool flashOnWgmma(int64_t headDim, FlashTile tile) {
+  return tile.wgmma && headDim % 64 == 0 && headDim <= 128;
+}
 /// The flash kernel's tiles of keys and values sit in a ring of
 /// flashStages stages of dynamic shared memory, each row padded by 8
 /// elements (flashSharedBytes). Up to head dim 128, 3 stages, which
@@ -218,9 +234,15 @@ constexpr int64_t flashPassDims(int64_t headDim, FlashTile tile) {
 /// queries 101 KB: still two blocks an SM); in two passes one, staged
 /// through registers (Gemma-2's two-pass kernel at head dim 256 had 252
 /// registers, and copies ahead spilled 44-84 bytes).
+/// On wgmma (flashOnWgmma) the walk is pipelined: the ring holds the tile
+/// the warps work on and the next, whose scores are in flight, so 4 stages
+/// (81 KB with the queries at head dim 128: two blocks an SM) keep two
+/// tiles' copies in flight as 3 do without.
 constexpr int64_t flashStages(int64_t headDim, FlashTile tile) {
   if (flashPassDims(headDim, tile) != headDim)
     return 1;
+  if (flashOnWgmma(headDim, tile))
+    return 4;
   return headDim > 128 ? 2 : 3;
 }
 /// The positions of a flash tile at `headDim` where the build asks
@@ -236,18 +258,30 @@ constexpr int64_t flashTileKeys(int64_t headDim, FlashTile tile) {
 constexpr int64_t flashBlockRows(int64_t headDim, FlashTile tile) {
   return headDim <= 128 ? tile.rows : kFlashRows;
 }
+/// wgmma's 128-byte swizzle repeats every 8 rows of 128 bytes, and the
+/// hardware swizzles absolute addresses: on wgmma the key ring
+/// and the query tile start at a multiple of this, up to this many bytes
+/// past the dynamic shared memory's start (aligned to 16 bytes only).
+constexpr int64_t kFlashSwizzleBytes = 8 * 128;
 /// Whether the block stages its queries in shared memory (two MMA tiles a
-/// warp, kFlashTallRows, or one pass past head dim 128); else each lane
-/// keeps its fragments in registers.
+/// warp, kFlashTallRows, one pass past head dim 128, or products on wgmma);
+/// else each lane keeps its fragments in registers.
 constexpr bool flashStagesQueries(int64_t headDim, FlashTile tile) {
   return flashBlockRows(headDim, tile) > kFlashRows ||
-         (headDim > 128 && flashPassDims(headDim, tile) == headDim);
+         (headDim > 128 && flashPassDims(headDim, tile) == headDim) ||
+         flashOnWgmma(headDim, tile);
 }
 /// The rings of key and value tiles, then (flashStagesQueries) the query
-/// tile [rows, headDim + 8].
+/// tile [rows, headDim + 8]. On wgmma (flashOnWgmma) the key ring
+/// [stages, headDim / 64, positions, 64], the query tile [headDim / 64,
+/// rows, 64] and the value ring (the keys' shape), unpadded in wgmma's
+/// 128-byte swizzle, from the next multiple of kFlashSwizzleBytes.
 constexpr int64_t flashSharedBytes(int64_t headDim, FlashTile tile) {
-  return flashStages(headDim, tile) * flashTileKeys(headDim, tile) *
-             (headDim + 8 + flashPassDims(headDim, tile) + 8) * 2 +
+  const int64_t stages = flashStages(headDim, tile), keys = flashTileKeys(headDim, tile);
+  const int64_t queries = flashBlockRows(headDim, tile) * headDim * 2;
+  if (flashOnWgmma(headDim, tile))
+    return kFlashSwizzleBytes + 2 * stages * keys * headDim * 2 + queries;
+  return stages * keys * (headDim + 8 + flashPassDims(headDim, tile) + 8) * 2 +
          (flashStagesQueries(headDim, tile)
               ? flashBlockRows(headDim, tile) * (headDim + 8) * 2
               : 0);
