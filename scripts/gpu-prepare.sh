@@ -58,9 +58,12 @@ for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long; do
 done
 # The flash kernel on wgmma (--cuda-flash-wgmma: head dims 64 and 128), which
 # has run in the PTX emulator alone.
+# (and in blocks of two warpgroups: --cuda-flash-rows 128).
 for f in qwen3-long llama-hd128-long gpt2-long; do
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
     --cuda-flash-wgmma -o "$out/$f.bf16-sm90a-flashwg.tbcm" 2>/dev/null
+  "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
+    --cuda-flash-wgmma --cuda-flash-rows 128 -o "$out/$f.bf16-sm90a-flashwg128.tbcm" 2>/dev/null
 done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do

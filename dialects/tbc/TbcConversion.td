@@ -109,9 +109,10 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
            "accumulators in registers, keys and values in a ring of 2 stages; needs caches of "
            "the weights' type)">,
     Option<"flashWgmma", "flash-wgmma", "bool", /*default=*/"false",
-           "The flash kernel's scores on sm_90a's wgmma.mma_async (blocks of 64 rows: one "
-           "warpgroup; head dims 64 and 128 with caches of the weights' type), queries and "
-           "keys read from shared memory by descriptor; the module then runs on sm_90a alone">,
+           "The flash kernel's products on sm_90a's wgmma.mma_async (a warpgroup for each 64 rows of "
+           "the block: one, or two with flash-rows=128; head dims 64 and 128, tiles of 32 "
+           "positions, caches of the weights' type), the next tile's scores in flight behind a "
+           "tile's softmax; the module then runs on sm_90a alone">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

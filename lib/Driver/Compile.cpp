@@ -223,10 +223,12 @@ int tbc::compileMain(int argc, char **argv) {
   static cl::opt<bool> cudaFlashWgmma(
       "cuda-flash-wgmma", cl::cat(cat), cl::init(false),
       cl::desc("--target cuda --cuda-arch sm_90a with 16-bit weights: the "
-               "flash kernel's scores Q K^T on wgmma.mma_async, its queries "
-               "and keys read from shared memory by descriptor (head dims 64 "
-               "and 128, blocks of 64 rows; P V stays on mma.sync). For "
-               "tuning on a GPU (bench/gpu_ab.py)"));
+               "flash kernel's products on wgmma.mma_async, a warpgroup's "
+               "64 rows at a time (two warpgroups a block with "
+               "--cuda-flash-rows 128), the next tile's scores in flight "
+               "behind a tile's softmax (head dims 64 and 128, tiles of 32 "
+               "positions, the KV cache in the weights' type). For tuning "
+               "on a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "

@@ -113,8 +113,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const int64_t passDims =
                     wgmma ? D : cast<MemRefType>(o.valueTile.getType()).getDimSize(2) - 8,
                 passes = D / passDims;
-  const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols,
-                dimTiles = passDims / kMmaCols, threads = 32 * kFlashWarps;
+  const int64_t kSteps = D / kMmaK, keyTiles = Bc / kMmaCols, dimTiles = passDims / kMmaCols;
   // A block's query rows, and the 16-row MMA tiles (m-tiles) of a warp's:
   // one with the lanes' query fragments in registers, two where the block
   // stages its queries in shared memory (flashStagesQueries).
@@ -122,8 +121,12 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   const int64_t blockRows =
       stagedQueries ? cast<MemRefType>(o.queryTile.getType()).getDimSize(wgmma ? 1 : 0)
                     : kFlashRows;
-  assert((!wgmma || blockRows == kWarpgroupRows) && "wgmma's m64: the block's rows");
-  const int64_t M = blockRows / kFlashRows, warpRows = M * kMmaRows;
+  // On wgmma a warp always has one m-tile: a warpgroup's m64 is its 4
+  // warps' 16 rows each, and a block of 128 rows is two warpgroups
+  // (flashBlockWarps).
+  assert((!wgmma || blockRows % kWarpgroupRows == 0) && "wgmma's m64: whole warpgroups");
+  const int64_t M = wgmma ? 1 : blockRows / kFlashRows, warpRows = M * kMmaRows;
+  const int64_t threads = 32 * (blockRows / warpRows);
   std::optional<double> cap;
   if (a.getSoftcap())
     cap = a.getSoftcap()->convertToDouble();
@@ -403,9 +406,10 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         // A k step's operands start 32 bytes on in a swizzle row, or at the
         // next 64-dim block: its descriptors are the first ones plus that
         // (descriptorPlus).
-        Value zero = g.idx(0);
+        // This warpgroup's 64 rows of the query tile.
+        Value zero = g.idx(0), firstRow = g.mul(g.div(warp, 4), kWarpgroupRows);
         Value qDesc = half.swizzledDescriptor(
-            half.byteAddress(o.queryTile, half.elementOf(o.queryTile, {zero, zero, zero})),
+            half.byteAddress(o.queryTile, half.elementOf(o.queryTile, {zero, firstRow, zero})),
             kSwizzleRow * 2);
         Value kDesc = half.swizzledDescriptor(
             half.byteAddress(o.keyTile, half.elementOf(o.keyTile, {stage, zero, zero, zero})),

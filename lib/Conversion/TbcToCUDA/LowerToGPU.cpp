@@ -185,12 +185,8 @@ std::string cuda::FlashTile::check() const {
     return "rows " + std::to_string(kFlashTallRows) + " takes tiles of " +
            std::to_string(kFlashKeys) + " keys (with " + std::to_string(keys) +
            " its scores and accumulators spill)";
-  // A warpgroup's m64 is the block's 64 rows, 16 a warp as mma.sync's.
-  if (wgmma && rows != kFlashRows)
-    return "wgmma takes blocks of " + std::to_string(kFlashRows) +
-           " rows (one warpgroup's m64), not " + std::to_string(rows);
   // The pipelined walk holds two tiles' scores: at 64 positions Llama's
-  // kernel spilled 32 bytes at 255 registers.
+  // kernel spilled 44 bytes at 255 registers.
   if (wgmma && keys != kFlashKeys)
     return "wgmma takes tiles of " + std::to_string(kFlashKeys) +
            " keys (the pipelined walk holds two tiles' scores; with " + std::to_string(keys) +
@@ -217,7 +213,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     static_assert(kDecodeMaxRows + 1 == kFlashMinRows);
     if (usesFlashAttention(a, weightType, flashAttention))
       return {append, slices,
-              Launch{"_attend_flash", 32, kFlashWarps, H,
+              Launch{"_attend_flash", 32, flashBlockWarps(a.getHeadDim(), flash), H,
                      flashBlockRows(a.getHeadDim(), flash), Body::flash, kFlashMinRows, 0,
                      flashSharedBytes(a.getHeadDim(), flash)}};
     return {append, slices,

@@ -94,6 +94,10 @@ case $set in
       check "$f bf16 sm_90a flash-wgmma" "$bf16/$f" --dtype bf16 --cuda-arch sm_90a \
         --cuda-flash-wgmma -- --tolerance 2e-2 --batch-tolerance 2e-2
     done
+    # and its blocks of two warpgroups (--cuda-flash-rows 128).
+    check "llama-hd128-long bf16 sm_90a flash-wgmma-rows128" "$bf16/llama-hd128-long" --dtype bf16 \
+      --cuda-arch sm_90a --cuda-flash-wgmma --cuda-flash-rows 128 \
+      -- --tolerance 2e-2 --batch-tolerance 2e-2
     # Head dim 256 in one walk (--cuda-flash-passes 1).
     check "gemma2-hd256-long bf16 flash-passes1" "$bf16/gemma2-hd256-long" --dtype bf16 \
       --cuda-flash-passes 1 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
