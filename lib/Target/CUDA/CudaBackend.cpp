@@ -101,8 +101,8 @@ public:
       return "--cuda-flash-" + why;
     if (options.cudaFlashWgmma && !tiledGemm(options).wgmma)
       return "--cuda-flash-wgmma needs --cuda-arch sm_90a (wgmma is sm_90a's alone)";
-    // wgmma reads the keys from the ring that cp.async fills; a cache of
-    // another type is converted through registers instead.
+    // wgmma reads the keys and values from the ring that cp.async fills;
+    // a cache of another type is converted through registers instead.
     if (options.cudaFlashWgmma && kvCacheType(options) != options.weightType)
       return "--cuda-flash-wgmma reads the KV cache in the weights' type (--dtype " +
              options.weightType + "), not --cuda-kv-cache " + options.cudaKvCache;

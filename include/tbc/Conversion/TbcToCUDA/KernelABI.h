@@ -196,14 +196,15 @@ struct FlashTile {
   /// output dims, the scores computed twice) or 1 (flashPassDims).
   int64_t passes = 2;
   /// Both products on sm_90a's wgmma.mma_async (`--cuda-flash-wgmma`,
-  /// modules for sm_90a alone; flashOnWgmma): each 4 warps of the block
-  /// are a warpgroup (flashBlockWarps), whose m64nBck16 multiplies read the staged queries and the
-  /// ring's keys by descriptor, and whose m64nDk16 ones take each warp's P
-  /// from registers (mma.sync's A fragments) and the ring's values as
-  /// stored (N-major), all in wgmma's 128-byte swizzle, where mma.sync
-  /// loads every key and value fragment by ldmatrix (and holds a lane's
-  /// query fragments). The next tile's scores run while the warps work on
-  /// a tile's softmax (FlashAttention.cpp).
+  /// modules for sm_90a alone; flashOnWgmma): every 4 warps of the block
+  /// are a warpgroup (flashBlockWarps), whose m64nBck16 multiplies read
+  /// the staged queries and the ring's keys by descriptor, and whose
+  /// m64nDk16 ones take each warp's P from registers (mma.sync's A
+  /// fragments) and the ring's values as stored (N-major), all in wgmma's
+  /// 128-byte swizzle, where mma.sync loads every key and value fragment
+  /// by ldmatrix (and holds a lane's query fragments). The next tile's
+  /// scores run while the warps work on a tile's softmax
+  /// (FlashAttention.cpp).
   bool wgmma = false;
   /// Why a choice is not one the kernel takes ("" if it is): "keys must be
   /// ...", "rows ..." or "passes ...", which the pass options and `tbc
@@ -259,15 +260,15 @@ constexpr int64_t flashBlockRows(int64_t headDim, FlashTile tile) {
   return headDim <= 128 ? tile.rows : kFlashRows;
 }
 /// wgmma's 128-byte swizzle repeats every 8 rows of 128 bytes, and the
-/// hardware swizzles absolute addresses: on wgmma the key ring
-/// and the query tile start at a multiple of this, up to this many bytes
-/// past the dynamic shared memory's start (aligned to 16 bytes only).
+/// hardware swizzles absolute addresses: on wgmma the rings and the query
+/// tile start at multiples of this, the first up to this many bytes past
+/// the dynamic shared memory's start (aligned to 16 bytes only).
 constexpr int64_t kFlashSwizzleBytes = 8 * 128;
 /// The warps of a flash block: kFlashWarps, or on wgmma with 128 rows two
 /// warpgroups (a warp's 16 rows as ever): each key and value tile the
-/// block copies feeds twice the rows, whose registers (208 a thread at head
-/// dim 128) leave room for one such block an SM, the 8 warps two 4-warp
-/// blocks have.
+/// block copies feeds twice the rows, whose registers (200 a thread at head
+/// dim 128) leave room for one such block an SM: the 8 warps that two
+/// 4-warp blocks have.
 constexpr int64_t flashBlockWarps(int64_t headDim, FlashTile tile) {
   return flashOnWgmma(headDim, tile) ? flashBlockRows(headDim, tile) / kMmaRows : kFlashWarps;
 }
