@@ -5,7 +5,9 @@ prints what each offset does: in bounds and aligned runs, the others fail.
 Then a kernel that copies p's 16 bytes by cp.async into its dynamic shared
 memory at `off` and reads the first word back before and after waiting for
 the copy, for launches with 32 bytes of it: the copy lands at the wait, and
-one past the launch's shared memory fails.
+one past the launch's shared memory fails. Then a warpgroup's wgmma with A in
+registers (m64n8k16, B zeros in shared memory) whose A registers are written
+before its wait_group when the offset is not 0: that fails.
 Usage: emulator_faults.py LIBCUDA"""
 import ctypes, sys
 
@@ -47,6 +49,31 @@ COPY = kernel("copy", """\t.shared .align 16 .b8 __dynamic_shmem__0;
 \tst.global.u32 [%rd1], %r1;
 \tst.global.u32 [%rd1+4], %r2;""")
 
+# mov.b64's descriptor: start 0, leading byte offset 16, stride 1024, the
+# 128-byte swizzle.
+WGMMA = kernel("wgmma", """\t.reg .b32 %a<4>;
+\t.reg .f32 %f<4>;
+\t.reg .pred %q;
+\tmov.b32 %a0, 0;
+\tmov.b32 %a1, 0;
+\tmov.b32 %a2, 0;
+\tmov.b32 %a3, 0;
+\tmov.f32 %f0, 0f00000000;
+\tmov.f32 %f1, 0f00000000;
+\tmov.f32 %f2, 0f00000000;
+\tmov.f32 %f3, 0f00000000;
+\tmov.b64 %rd3, 4611686293305360384;
+\tsetp.ne.u64 %q, %rd2, 0;
+\twgmma.fence.sync.aligned;
+\t{
+.reg .pred p;
+setp.ne.b32 p, 1, 0;
+wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, {%a0, %a1, %a2, %a3}, %rd3, p, 1, 1, 0;
+}
+\twgmma.commit_group.sync.aligned;
+\t@%q mov.b32 %a0, 5;
+\twgmma.wait_group.sync.aligned 0;""")
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.ptx_emulator_load.restype = ctypes.c_void_p
 lib.ptx_emulator_function.restype = ctypes.c_void_p
@@ -80,3 +107,15 @@ for off in [16, 32]:
     assert lib.cuMemcpyDtoH_v2(words, base, ctypes.c_size_t(16)) == 0
     print(f"cp.async to shared {off}:",
           f"before the wait {words[0]}, after {words[1]}" if rc == 0 else error.value.decode())
+
+module = lib.ptx_emulator_load(WGMMA, ctypes.byref(error))
+if not module:
+    sys.exit("load failed: " + error.value.decode())
+fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"wgmma")
+warpgroup = (ctypes.c_uint * 3)(128, 1, 1)
+for off in [0, 1]:
+    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
+    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
+    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, warpgroup,
+                                 ctypes.c_uint(1024), params, ctypes.byref(error))
+    print(f"wgmma, A written in flight {off}:", "ok" if rc == 0 else error.value.decode())

@@ -819,6 +819,9 @@ struct Thread {
   struct WgmmaGroup {
     std::vector<PendingWrite> writes;
     std::vector<size_t> reads;
+    // A's registers (register-A wgmma) and what they held at the issue: the
+    // hardware may read them until the wait, so nothing may write them.
+    std::vector<std::pair<int, uint64_t>> aRegisters;
   };
   AsyncGroups<WgmmaGroup> wgmma;
   // Shared memory this thread wrote (stores, landed cp.async) since its last
@@ -1378,6 +1381,10 @@ private:
             if (!readOperands(wgmmaReads[r], " at its wait_group" + where(t)))
               return false;
           }
+        for (const auto &[reg, held] : group.aRegisters)
+          if (t.r[reg] != held)
+            return fail("a wgmma A register was written while the wgmma was in flight" +
+                        where(t) + ": " + in.text);
         for (const PendingWrite &w : group.writes) {
           if (t.r[w.reg] != w.before)
             return fail("a wgmma accumulator register was written while the wgmma was in "
@@ -1868,6 +1875,8 @@ private:
           t.wgmma.open.writes.push_back({reg, fromF32(c), before});
         }
       t.wgmma.open.reads.push_back(wgmmaReads.size());
+      for (int reg : in.wgmmaA)
+        t.wgmma.open.aRegisters.push_back({reg, t.r[reg]});
       t.state = Thread::Running;
       ++t.pc;
     }
