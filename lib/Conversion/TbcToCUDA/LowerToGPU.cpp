@@ -455,6 +455,12 @@ public:
       auto view = [&](Value bytes, MemRefType type, Value offset) {
         return memref::ViewOp::create(b, loc, type, bytes, offset, ValueRange{});
       };
+      // The offset of `bytes`' first multiple of `align` (wgmma's swizzles
+      // XOR the bits of absolute shared addresses).
+      auto alignedStart = [&](Value bytes, int64_t align) {
+        Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
+        return g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
+      };
       if (launch.body == cuda::Body::flash) {
         // The ring of key tiles, the ring of value tiles, then (staged
         // queries) the query tile: flashSharedBytes. On wgmma the key
@@ -466,9 +472,7 @@ public:
         Value bytes = dynamicShared();
         if (cuda::flashOnWgmma(D, flashTile)) {
           MemRefType queries = cuda::flashQueryTileType(ctx, halfType(), D, flashTile);
-          const int64_t align = cuda::kFlashSwizzleBytes;
-          Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
-          Value start = g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
+          Value start = alignedStart(bytes, cuda::kFlashSwizzleBytes);
           assert(keys.getNumElements() * 2 % cuda::kFlashSwizzleBytes == 0 &&
                  queries.getNumElements() * 2 % cuda::kFlashSwizzleBytes == 0 &&
                  "each tile starts at a multiple of the swizzle's period");
@@ -497,10 +501,8 @@ public:
         Value start = g.idx(0);
         const int64_t kStep =
             tiled.kStep(lastDim(cast<ProjectionOpInterface>(op).getInput().getType()));
-        if (int64_t align = tiled.ringAlign(kStep)) {
-          Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bytes);
-          start = g.rem(g.sub(g.idx(align), g.rem(base, align)), align);
-        }
+        if (int64_t align = tiled.ringAlign(kStep))
+          start = alignedStart(bytes, align);
         auto ring = [&](int64_t rows, Value offset) {
           return view(bytes,
                       MemRefType::get({tiled.stages, rows, kStep}, halfType(),
