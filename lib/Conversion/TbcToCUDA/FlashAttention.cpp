@@ -162,20 +162,19 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                 kFlashWideKeys % 16 == 0);
   Value matrix = g.div(lane, 8), matrixRow = g.rem(lane, 8);
   Value oddMatrix = g.mul(g.rem(matrix, 2), 8), upperPair = g.mul(g.div(matrix, 2), 8);
-  // Where a run of 8 dims (row j, dims d to d + 7, d a multiple of 8) of a
-  // shared tile goes: [stage, j, d], or in wgmma's 128-byte swizzle (the
-  // rings on wgmma) [stage, d / 64, j, chunk], 16-byte chunk c of a
-  // 64-value row at c ^ j % 8; the query tile likewise without the stage.
-  auto swizzledRun = [&](Value j, Value d) -> SmallVector<Value, 3> {
+  // Where a run of 8 dims (row j, dims d to d + 7, d a multiple of 8) goes
+  // in the query tile (runIn): [j, d], or on wgmma in its 128-byte swizzle
+  // [d / 64, j, chunk], 16-byte chunk c of a 64-value row at c ^ j % 8;
+  // in a stage of a ring (runAt), the same after the stage.
+  auto runIn = [&](Value j, Value d) -> SmallVector<Value, 3> {
+    if (!wgmma)
+      return {j, d};
     Value chunk = g.rem(g.div(d, 8), kSwizzleRow / 8);
     return {g.div(d, kSwizzleRow), j, g.mul(g.xori(chunk, g.rem(j, 8)), 8)};
   };
-  auto runAt = [&](Value tile, Value stage, Value j, Value d) -> SmallVector<Value, 4> {
+  auto runAt = [&](Value stage, Value j, Value d) {
     SmallVector<Value, 4> at{stage};
-    if (wgmma)
-      llvm::append_range(at, swizzledRun(j, d));
-    else
-      at.append({j, d});
+    llvm::append_range(at, runIn(j, d));
     return at;
   };
 
@@ -230,9 +229,8 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         for (int64_t i = 0; i < 8; ++i)
           halves.push_back(arith::TruncFOp::create(b, loc, half.type(),
                                                    scaledQuery(t, g.add(g.add(qCol, d), i))));
-        SmallVector<Value, 3> at = wgmma ? swizzledRun(j, d) : SmallVector<Value, 3>{j, d};
         vector::StoreOp::create(b, loc, vector::FromElementsOp::create(b, loc, run, halves),
-                                o.queryTile, at)
+                                o.queryTile, runIn(j, d))
             .setAlignment(16);
       }
       // Matrices (rows 0-7 | 8-15) x (dims 0-7 | 8-15) of an A fragment.
@@ -315,7 +313,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       for (auto [runs, tile] : {std::pair{&keys, o.keyTile}, std::pair{&values, o.valueTile}})
         for (const Run &r : *runs) {
           auto store = [&, tile = tile] {
-            vector::StoreOp::create(b, loc, r.v, tile, runAt(tile, first, r.j, r.d))
+            vector::StoreOp::create(b, loc, r.v, tile, runAt(first, r.j, r.d))
                 .setAlignment(16);
           };
           if (r.active)
@@ -360,7 +358,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           Value to, from; // this thread's first run's, with wholeRows
           if (wholeRows) {
             Value j = g.div(thread, perRow), d = g.mul(g.rem(thread, perRow), 8);
-            to = half.sharedPointer(tile, half.elementOf(tile, runAt(tile, stage, j, d)));
+            to = half.sharedPointer(tile, half.elementOf(tile, runAt(stage, j, d)));
             from = half.globalPointer(cache, {g.add(j0, j), g.add(colBase, d)});
           }
           for (int64_t e0 = 0; e0 < runs; e0 += threads) {
@@ -374,7 +372,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
               }
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
               Value position = g.add(j0, j);
-              half.copyAsync16(tile, runAt(tile, stage, j, d), cache,
+              half.copyAsync16(tile, runAt(stage, j, d), cache,
                                {clamp ? g.min(position, lastPosition) : position,
                                 g.add(colBase, d)});
             };
@@ -403,25 +401,21 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       auto issueScores = [&](Value stage) {
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         SmallVector<Value> acc(Bc / 2, g.f32(0.0));
+        // This warpgroup's 64 rows of the query tile, and the stage's keys.
         // A k step's operands start 32 bytes on in a swizzle row, or at the
-        // next 64-dim block: its descriptors are the first ones plus that
-        // (descriptorPlus).
-        // This warpgroup's 64 rows of the query tile.
+        // next 64-dim block: its descriptors are the first ones plus that.
         Value zero = g.idx(0), firstRow = g.mul(g.div(warp, 4), kWarpgroupRows);
-        Value qDesc = half.swizzledDescriptor(
+        MmaHalf::Descriptor qDesc = half.swizzledDescriptor(
             half.byteAddress(o.queryTile, half.elementOf(o.queryTile, {zero, firstRow, zero})),
             kSwizzleRow * 2);
-        Value kDesc = half.swizzledDescriptor(
+        MmaHalf::Descriptor kDesc = half.swizzledDescriptor(
             half.byteAddress(o.keyTile, half.elementOf(o.keyTile, {stage, zero, zero, zero})),
             kSwizzleRow * 2);
-        const uint32_t high = MmaHalf::swizzledDescriptorHigh(kSwizzleRow * 2);
         for (int64_t ks = 0; ks < kSteps; ++ks) {
           const int64_t k = ks * kMmaK % kSwizzleRow * 2, block = ks * kMmaK / kSwizzleRow;
           acc = half.warpgroupMma(
-              half.descriptor(half.descriptorPlus(qDesc, block * blockRows * kSwizzleRow * 2 + k),
-                              high),
-              half.descriptor(half.descriptorPlus(kDesc, block * Bc * kSwizzleRow * 2 + k), high),
-              acc);
+              half.descriptorAt(qDesc, block * blockRows * kSwizzleRow * 2 + k),
+              half.descriptorAt(kDesc, block * Bc * kSwizzleRow * 2 + k), acc);
         }
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         return acc;
@@ -698,17 +692,14 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           ValueRange p = step.getResults().drop_front(carried);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value zero = g.idx(0);
-          Value vDesc = half.swizzledDescriptor(
+          MmaHalf::Descriptor vDesc = half.swizzledDescriptor(
               half.byteAddress(o.valueTile, half.elementOf(o.valueTile, {stage, zero, zero, zero})),
               kSwizzleRow * 2, Bc * kSwizzleRow * 2);
-          const uint32_t high = MmaHalf::swizzledDescriptorHigh(kSwizzleRow * 2);
           const int64_t outputs = outAt(0, 0);
           SmallVector<Value> acc(ArrayRef<Value>(results).drop_front(outputs));
           for (int64_t kt = 0; kt < Bc / kMmaK; ++kt)
             acc = half.warpgroupMmaRegisterA(
-                p.slice(4 * kt, 4),
-                half.descriptor(half.descriptorPlus(vDesc, kt * kMmaK * kSwizzleRow * 2), high),
-                acc);
+                p.slice(4 * kt, 4), half.descriptorAt(vDesc, kt * kMmaK * kSwizzleRow * 2), acc);
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           std::copy(acc.begin(), acc.end(), results.begin() + outputs);
         }

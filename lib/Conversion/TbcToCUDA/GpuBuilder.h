@@ -418,53 +418,49 @@ struct MmaHalf {
       out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, op, i));
     return out;
   }
-  /// The low word of the wgmma matrix descriptor (PTX ISA, "Matrix
-  /// Descriptor Format"; the high word: swizzledDescriptorHigh, the two
-  /// joined by `descriptor`) of a
-  /// K-major operand in the 64- or 128-byte swizzle (`rowBytes`), its first
-  /// row at shared address `address` (an i64): rows of 64 bytes whose
-  /// 16-byte chunk c sits at c ^ (row / 2) % 4, or of 128 bytes with chunk c
-  /// at c ^ row % 8; groups of 8 rows 8 rowBytes apart (the stride byte
-  /// offset; the leading one is unused in a swizzled K-major layout). The
-  /// hardware XORs the bits of the absolute address: the rows' pattern must
-  /// start at a multiple of 8 rowBytes.
+  /// A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") as
+  /// built: its low word (start address and leading byte offset, an i32)
+  /// and its high word (stride byte offset and layout), a constant.
+  struct Descriptor {
+    Value low;
+    uint32_t high;
+  };
+  /// The descriptor of a K-major operand in the 64- or 128-byte swizzle
+  /// (`rowBytes`), its first row at shared address `address` (an i64): rows
+  /// of 64 bytes whose 16-byte chunk c sits at c ^ (row / 2) % 4, or of 128
+  /// bytes with chunk c at c ^ row % 8; groups of 8 rows 8 rowBytes apart
+  /// (the stride byte offset; the leading one is unused in a swizzled
+  /// K-major layout). The hardware XORs the bits of the absolute address:
+  /// the rows' pattern must start at a multiple of 8 rowBytes.
   ///
   /// An N-major B operand (`leadingBytes`: the bytes between its blocks of
   /// rowBytes / 2 columns) has its rows of rowBytes along n, 8 k a group 8
   /// rowBytes apart, the next block of columns leadingBytes on.
-  Value swizzledDescriptor(Value address, int64_t rowBytes, int64_t leadingBytes = 16) {
+  Descriptor swizzledDescriptor(Value address, int64_t rowBytes, int64_t leadingBytes = 16) {
     assert((rowBytes == 64 || rowBytes == 128) && "wgmma's 64- and 128-byte swizzles");
     assert(leadingBytes % 16 == 0 && leadingBytes < (16 << 14) && "a 14-bit field of 16 bytes");
     auto i32 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 32); };
     Value low = mlir::arith::TruncIOp::create(b, loc, b.getI32Type(), address);
     Value start = mlir::arith::AndIOp::create(
         b, loc, mlir::arith::ShRUIOp::create(b, loc, low, i32(4)), i32(0x3fff));
-    // The leading byte offset (unused in a swizzled K-major layout: 16).
-    return mlir::arith::OrIOp::create(b, loc, start, i32(leadingBytes / 16 << 16));
-  }
-  /// The high word of a swizzledDescriptor: its stride byte offset (8 rows
-  /// of `rowBytes`) and layout, the same for every operand of a kind.
-  static uint32_t swizzledDescriptorHigh(int64_t rowBytes) {
     const uint32_t layout = rowBytes == 64 ? 2 : 1; // 64-byte : 128-byte swizzle
-    return uint32_t(8 * rowBytes >> 4) | layout << 30;
+    return {mlir::arith::OrIOp::create(b, loc, start, i32(leadingBytes / 16 << 16)),
+            uint32_t(8 * rowBytes >> 4) | layout << 30};
   }
-  /// A descriptor's low word `bytes` further on in shared memory: its start
-  /// address field (bits 0-13, in 16-byte units) plus bytes / 16, which
-  /// does not carry past the field while the address stays inside the
-  /// block's shared memory (under 256 KB).
-  Value descriptorPlus(Value low, int64_t bytes) {
+  /// The i64 operand wgmma takes for descriptor `d` `bytes` further on in
+  /// shared memory: the start address field (bits 0-13, in 16-byte units)
+  /// plus bytes / 16, which does not carry past the field while the address
+  /// stays inside the block's shared memory (under 256 KB). The words are
+  /// joined by a `mov.b64 {lo, hi}` that LLVM cannot see through: joined in
+  /// LLVM IR it folds a k step's offset into a 64-bit add with its carry,
+  /// and ptxas then moves both words to uniform registers for each wgmma.
+  Value descriptorAt(Descriptor d, int64_t bytes = 0) {
     assert(bytes % 16 == 0 && "descriptors address 16-byte units");
-    if (bytes == 0)
-      return low;
-    return mlir::arith::AddIOp::create(
-        b, loc, low, mlir::arith::ConstantIntOp::create(b, loc, bytes / 16, 32));
-  }
-  /// The 64-bit descriptor of low word `low` and high word `high`, joined by
-  /// a `mov.b64 {lo, hi}` that LLVM cannot see through: joined in LLVM IR
-  /// it folds a k step's offset into a 64-bit add with its carry, and ptxas
-  /// then moves both words to uniform registers for each wgmma.
-  Value descriptor(Value low, uint32_t high) {
-    Value hi = mlir::arith::ConstantIntOp::create(b, loc, int64_t(high), 32);
+    Value low = d.low;
+    if (bytes)
+      low = mlir::arith::AddIOp::create(
+          b, loc, low, mlir::arith::ConstantIntOp::create(b, loc, bytes / 16, 32));
+    Value hi = mlir::arith::ConstantIntOp::create(b, loc, int64_t(d.high), 32);
     return mlir::LLVM::InlineAsmOp::create(
                b, loc, b.getI64Type(), ValueRange{low, hi}, "mov.b64 $0, {$1, $2};", "=l,r,r",
                /*has_side_effects=*/false, /*is_align_stack=*/false,

@@ -1736,17 +1736,12 @@ private:
               NVVM::WgmmaFenceAlignedOp::create(b, loc);
               Value firstRow = g.mul(warpgroup, kWarpgroupRows);
               for (int64_t ks = 0; ks < kStep; ks += kMmaK) {
-                const uint32_t high = MmaHalf::swizzledDescriptorHigh(kStep * 2);
-                Value a = mh.descriptor(
-                    mh.swizzledDescriptor(
-                        mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
-                        kStep * 2),
-                    high);
-                Value bDesc = mh.descriptor(
-                    mh.swizzledDescriptor(
-                        mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})),
-                        kStep * 2),
-                    high);
+                Value a = mh.descriptorAt(mh.swizzledDescriptor(
+                    mh.byteAddress(tileA, mh.elementOf(tileA, {stage, firstRow, g.idx(ks)})),
+                    kStep * 2));
+                Value bDesc = mh.descriptorAt(mh.swizzledDescriptor(
+                    mh.byteAddress(tileB, mh.elementOf(tileB, {stage, g.idx(0), g.idx(ks)})),
+                    kStep * 2));
                 acc = mh.warpgroupMma(a, bDesc, acc);
               }
               NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);

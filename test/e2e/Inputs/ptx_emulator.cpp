@@ -1719,11 +1719,23 @@ private:
     return true;
   }
 
+  /// Lane `lane`'s part of a 16 x 16 A fragment of 16-bit pairs (registers
+  /// `a`), as mma.sync m16n8k16 and a register-A wgmma (each warp's 16 rows)
+  /// take it: a0:(g, 2q..2q+1) a1:(g+8, 2q..) a2:(g, 2q+8..) a3:(g+8,
+  /// 2q+8..), group g = lane / 4, thread q = lane % 4.
+  static void aFragment(const uint64_t (&a)[4], unsigned lane, bool f16, float (*A)[16]) {
+    unsigned g = lane / 4, q = lane % 4;
+    for (int e = 0; e < 4; ++e)
+      for (int h = 0; h < 2; ++h) {
+        uint16_t bits = uint16_t(a[e] >> (16 * h));
+        A[g + (e % 2 ? 8 : 0)][2 * q + (e >= 2 ? 8 : 0) + h] = f16 ? f16ToF32(bits) : bf16ToF32(bits);
+      }
+  }
+
   // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: the fragment layout of
-  // PTX's ISA guide (group g = lane / 4, thread q = lane % 4):
-  // A a0:(g, 2q..2q+1) a1:(g+8, 2q..) a2:(g, 2q+8..) a3:(g+8, 2q+8..);
-  // B b0:(k 2q..2q+1, n g) b1:(k 2q+8.., n g); C/D c0:(g, 2q) c1:(g, 2q+1)
-  // c2:(g+8, 2q) c3:(g+8, 2q+1).
+  // PTX's ISA guide (group g = lane / 4, thread q = lane % 4): A as
+  // aFragment; B b0:(k 2q..2q+1, n g) b1:(k 2q+8.., n g); C/D c0:(g, 2q)
+  // c1:(g, 2q+1) c2:(g+8, 2q) c3:(g+8, 2q+1).
   bool matrixMultiply(unsigned lo) {
     float A[16][16], B[16][8], C[16][8];
     const Instr &in = f.code[ts[lo].pc];
@@ -1738,11 +1750,9 @@ private:
       if (d.count != 4 || a.count != 4 || b.count != 2 || c.count != 4)
         return false;
       unsigned g = lane / 4, q = lane % 4;
+      const uint64_t aRegs[4] = {t.r[a.regs[0]], t.r[a.regs[1]], t.r[a.regs[2]], t.r[a.regs[3]]};
+      aFragment(aRegs, lane, in.half, A);
       for (int k = 0; k < 2; ++k) {
-        A[g][2 * q + k] = half(t.r[a.regs[0]], k);
-        A[g + 8][2 * q + k] = half(t.r[a.regs[1]], k);
-        A[g][2 * q + 8 + k] = half(t.r[a.regs[2]], k);
-        A[g + 8][2 * q + 8 + k] = half(t.r[a.regs[3]], k);
         B[2 * q + k][g] = half(t.r[b.regs[0]], k);
         B[2 * q + 8 + k][g] = half(t.r[b.regs[1]], k);
       }
@@ -1849,15 +1859,9 @@ private:
     if (read.aInRegisters) // mma.sync's A fragment, warp w's rows 16 w on
       for (unsigned i = 0; i < 128; ++i) {
         const Thread &t = ts[lo + i];
-        unsigned w = i / 32, g = i % 32 / 4, q = i % 4;
-        for (int e = 0; e < 4; ++e) {
-          uint32_t pair = uint32_t(t.r[in.wgmmaA[e]]);
-          unsigned row = 16 * w + g + (e % 2 ? 8 : 0), col = 2 * q + (e >= 2 ? 8 : 0);
-          for (int h = 0; h < 2; ++h) {
-            uint16_t bits = uint16_t(pair >> (16 * h));
-            A[row][col + h] = in.half ? f16ToF32(bits) : bf16ToF32(bits);
-          }
-        }
+        const uint64_t aRegs[4] = {t.r[in.wgmmaA[0]], t.r[in.wgmmaA[1]], t.r[in.wgmmaA[2]],
+                                   t.r[in.wgmmaA[3]]};
+        aFragment(aRegs, i % 32, in.half, A + 16 * (i / 32));
       }
     float scale = float(int64_t(value(first, in.ops[3]))) * float(int64_t(value(first, in.ops[4])));
     bool accumulate = value(first, in.ops[2]) != 0;
