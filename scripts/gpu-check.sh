@@ -71,7 +71,8 @@ header "conformance (bf16 checkpoints, test/fixtures-bf16; within 2e-2, greedy t
 sm90=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
 for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
-  for kind in bf16 bf16-splitkv bf16-sm90a bf16-sm90a-wide bf16-sm90a-flashwg bf16-sm90a-flashwg128; do
+  for kind in bf16 bf16-splitkv bf16-sm90a bf16-sm90a-wide bf16-sm90a-flashwg bf16-sm90a-flashwg128 \
+      bf16-sm90a-flashov bf16-sm90a-flashwg128k64; do
     [ -e "$mods/$f.$kind.tbcm" ] || continue
     [[ "$kind" = bf16-sm90a* ]] && [ "$sm90" != 9.0 ] && continue
     # (batch-1 within the same bound: a 16-bit module's kernels are variants

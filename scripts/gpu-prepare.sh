@@ -57,13 +57,16 @@ for f in gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long; do
     --cuda-gemm-cols 256 --cuda-gemm-k 64 -o "$out/$f.bf16-sm90a-wide.tbcm" 2>/dev/null
 done
 # The flash kernel on wgmma (--cuda-flash-wgmma: head dims 64 and 128), which
-# has run in the PTX emulator alone.
-# (and in blocks of two warpgroups: --cuda-flash-rows 128).
-for f in qwen3-long llama-hd128-long gpt2-long; do
+# has run in the PTX emulator alone: in blocks of one and two warpgroups
+# (--cuda-flash-rows 128), in FlashAttention-3's order (--cuda-flash-overlap)
+# and in tiles of 64 positions. Of the fixtures only llama-hd128-long has
+# such a head dim (the others are 16-32: they keep mma.sync).
+f=llama-hd128-long
+for kind in "flashwg:" "flashwg128:--cuda-flash-rows 128" "flashov:--cuda-flash-overlap" \
+    "flashwg128k64:--cuda-flash-rows 128 --cuda-flash-keys 64"; do
+  # shellcheck disable=SC2086 # the kind's options split on purpose
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
-    --cuda-flash-wgmma -o "$out/$f.bf16-sm90a-flashwg.tbcm" 2>/dev/null
-  "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
-    --cuda-flash-wgmma --cuda-flash-rows 128 -o "$out/$f.bf16-sm90a-flashwg128.tbcm" 2>/dev/null
+    --cuda-flash-wgmma ${kind#*:} -o "$out/$f.bf16-sm90a-${kind%%:*}.tbcm" 2>/dev/null
 done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do

@@ -111,8 +111,12 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"flashWgmma", "flash-wgmma", "bool", /*default=*/"false",
            "The flash kernel's products on sm_90a's wgmma.mma_async (a warpgroup for each 64 rows of "
            "the block: one, or two with flash-rows=128; head dims 64 and 128, tiles of 32 "
-           "positions, caches of the weights' type), the next tile's scores in flight behind a "
-           "tile's softmax; the module then runs on sm_90a alone">,
+           "positions, or 64 with flash-rows=128; caches of the weights' type), the next tile's "
+           "scores in flight behind a tile's softmax; the module then runs on sm_90a alone">,
+    Option<"flashOverlap", "flash-overlap", "bool", /*default=*/"false",
+           "With flash-wgmma: each tile's P V stays in flight through the next tile's softmax "
+           "beside that tile's scores (FlashAttention-3's order within a warpgroup), the ring "
+           "of 5 stages then holding the tile P V reads as well">,
     Option<"tiledStages", "tiled-stages", "int64_t", /*default=*/"4",
            "Stages of the block-tiled projection's ring of shared memory (2-8, "
            "16 KB each at 128 columns and k 32; at most 227 KB in all): stages - 1 "

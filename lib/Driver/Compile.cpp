@@ -227,8 +227,14 @@ int tbc::compileMain(int argc, char **argv) {
                "64 rows at a time (two warpgroups a block with "
                "--cuda-flash-rows 128), the next tile's scores in flight "
                "behind a tile's softmax (head dims 64 and 128, tiles of 32 "
-               "positions, the KV cache in the weights' type). For tuning "
-               "on a GPU (bench/gpu_ab.py)"));
+               "positions, or 64 in blocks of 128 rows; the KV cache in the "
+               "weights' type). For tuning on a GPU (bench/gpu_ab.py)"));
+  static cl::opt<bool> cudaFlashOverlap(
+      "cuda-flash-overlap", cl::cat(cat), cl::init(false),
+      cl::desc("--cuda-flash-wgmma: each tile's P V stays in flight "
+               "through the next tile's softmax, beside that tile's scores "
+               "(FlashAttention-3's order within a warpgroup; a ring of 5 "
+               "stages). For tuning on a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -358,6 +364,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaFlashRows = cudaFlashRows;
   targetOptions.cudaFlashPasses = cudaFlashPasses;
   targetOptions.cudaFlashWgmma = cudaFlashWgmma;
+  targetOptions.cudaFlashOverlap = cudaFlashOverlap;
   targetOptions.cudaGemmStages = cudaGemmStages;
   targetOptions.cudaGemmWarps = cudaGemmWarps;
   targetOptions.cudaGemmCols = cudaGemmCols;

@@ -69,6 +69,9 @@ struct TargetOptions {
   /// CUDA: the flash kernel's scores on sm_90a's wgmma
   /// (`--cuda-flash-wgmma`; cuda::flashOnWgmma).
   bool cudaFlashWgmma = false;
+  /// CUDA: on wgmma, a tile's P V in flight through the next tile's
+  /// softmax (`--cuda-flash-overlap`; cuda::FlashTile::overlap).
+  bool cudaFlashOverlap = false;
   /// CUDA: stages of the prefill GEMM's shared-memory ring
   /// (`--cuda-gemm-stages`, 2-8; cuda::kTiledStagesDefault).
   int64_t cudaGemmStages = 4;

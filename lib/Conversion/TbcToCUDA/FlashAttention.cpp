@@ -42,7 +42,10 @@
 //   swizzle. The walk is pipelined (FlashAttention-3's overlap within a
 //   warpgroup): a tile's loop issues the next tile's scores before its own
 //   softmax, in a ring of 4 stages; every warp takes part in a tile's
-//   multiplies, a warp that sees none of it with P = 0.
+//   multiplies, a warp that sees none of it with P = 0. With
+//   --cuda-flash-overlap the previous tile's P V is issued beside the next
+//   tile's scores, both in flight through the tile's softmax, and O is
+//   rescaled after them (a ring of 5 stages keeps the values P V reads).
 //
 // Masked scores are -inf. A row whose positions so far are all masked has
 // max -inf; it exponentiates against 0 instead, so that its (zero) sums stay
@@ -98,7 +101,7 @@ MemRefType flashQueryTileType(MLIRContext *ctx, Type half, int64_t headDim, Flas
 }
 
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
-                        const FlashAttentionOperands &o) {
+                        const FlashAttentionOperands &o, bool overlap) {
   OpBuilder &b = g.b;
   Location loc = g.loc;
   const int64_t H = a.getNumHeads(), D = a.getHeadDim(), group = H / a.getNumKvHeads();
@@ -326,13 +329,18 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
 
     // The last tile the block walks: copies of tiles past it copy it again
     // (into a stage nobody reads after), so that every thread commits one
-    // group a tile and waiting for all but the newest stages - 2 is always
+    // group a tile and waiting for all but the newest ahead - 1 is always
     // the tile's own.
     Value lastTile = g.add(tileLo, g.mul(g.div(g.sub(g.max(blockHi, g.add(tileLo, 1)),
                                                         g.add(tileLo, 1)),
                                                   Bc),
                                             Bc));
     const bool ring = stages > 1 && cacheType == half.type();
+    assert((!overlap || wgmma) && "overlap orders wgmma's products");
+    // How many tiles ahead of the one the warps work on a copy goes: all
+    // but that tile's stage, or with overlap all but the previous tile's
+    // too (its values feed the P V in flight).
+    const int64_t ahead = overlap ? stages - 2 : stages - 1;
 
     // Output dims [dimBase, dimBase + passDims) of this lane's rows.
     auto walk = [&](Value dimBase) {
@@ -389,8 +397,30 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             [&] { copyRuns(j0, stage, /*clamp=*/true); });
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
       };
+      // With overlap the first tile's loop issues P V of the tile before
+      // it, with P = 0, from the last stage: zeros there, since 0 times a
+      // NaN in memory nobody wrote would still be NaN. (The previous row
+      // block's P V, which read it, has finished: its walk waited.)
+      if (overlap) {
+        const int64_t runs = Bc * D / 8;
+        auto run = VectorType::get({8}, half.type());
+        Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(run));
+        for (int64_t e0 = 0; e0 < runs; e0 += threads) {
+          Value e = g.add(thread, e0);
+          auto store = [&] {
+            Value block = g.div(e, Bc * 8), j = g.div(g.rem(e, Bc * 8), 8);
+            vector::StoreOp::create(b, loc, zeros, o.valueTile,
+                                    ValueRange{g.idx(stages - 1), block, j, g.mul(g.rem(e, 8), 8)})
+                .setAlignment(16);
+          };
+          if (e0 + threads > runs)
+            g.ifThen(g.lt(e, g.idx(runs)), store);
+          else
+            store();
+        }
+      }
       if (ring)
-        for (int64_t s = 0; s + 1 < stages; ++s)
+        for (int64_t s = 0; s < ahead; ++s)
           copyTile(g.min(g.add(tileLo, s * Bc), lastTile), g.idx(s));
       // Scores on wgmma: the warpgroup's 64 x Bc scores of the tile in
       // `stage`, k 16 at a time, from the query tile and the stage's keys,
@@ -420,16 +450,34 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         return acc;
       };
+      // O += P V on wgmma, k over a tile's positions 16 at a time: A is each
+      // warp's P fragments, B the values of the tile in `stage` as stored,
+      // N-major (their 64-dim blocks Bc rows of 128 bytes apart), all D
+      // output dims in one m64nDk16; issued as one group.
+      auto issueProduct = [&](ValueRange p, Value stage, ValueRange out) {
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        Value zero = g.idx(0);
+        MmaHalf::Descriptor vDesc = half.swizzledDescriptor(
+            half.byteAddress(o.valueTile, half.elementOf(o.valueTile, {stage, zero, zero, zero})),
+            kSwizzleRow * 2, Bc * kSwizzleRow * 2);
+        SmallVector<Value> acc(out);
+        for (int64_t kt = 0; kt < Bc / kMmaK; ++kt)
+          acc = half.warpgroupMmaRegisterA(
+              p.slice(4 * kt, 4), half.descriptorAt(vDesc, kt * kMmaK * kSwizzleRow * 2), acc);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+        return acc;
+      };
       // On wgmma the walk is software-pipelined, as
       // FlashAttention-3 overlaps its two products within a warpgroup: a
       // tile's loop issues the next tile's scores before it works on its
       // own, which the tile before issued (here, the first tile's), so that
       // the tensor cores compute them while the warps run the softmax and
       // P V. The ring then holds the tile the warps work on, the next one
-      // (whose keys the scores read) and stages - 2 in flight.
+      // (whose keys the scores read), with overlap the one before (whose
+      // values P V reads), and the copies in flight (ahead - 1 tiles).
       SmallVector<Value> firstScores;
       if (wgmma) {
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, ahead - 1);
         half.fenceSharedForWgmma(); // wgmma reads through the async proxy
         gpu::BarrierOp::create(b, loc);
         firstScores = issueScores(g.idx(0));
@@ -452,11 +500,21 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       if (ring)
         init.push_back(g.i32(0));
       llvm::append_range(init, firstScores); // the tile's scores (on wgmma)
+      // With overlap, the previous tile's P, whose P V the loop issues.
+      const int64_t pRegisters = wgmma ? Bc / kMmaK * 4 : 0;
+      init.append(overlap ? pRegisters : 0, g.i32(0));
+      // The stage before `counter` in the ring.
+      auto stageBefore = [&](Value counter) {
+        return g.select(g.eq(counter, 0), g.i32(stages - 1), g.add(counter, g.i32(-1)));
+      };
       SmallVector<Value> state = g.loop(tileLo, blockHi, g.idx(Bc), init, [&](Value j0,
                                                                               ValueRange all) {
         ValueRange s = all.take_front(carried);
         assert((!wgmma || ring) && "wgmma reads the keys and values from the ring");
-        ValueRange wgmmaScores = all.drop_front(carried + (ring ? 1 : 0));
+        ValueRange wgmmaScores =
+            all.slice(carried + (ring ? 1 : 0), wgmma ? Bc / 2 : 0);
+        ValueRange previousP = all.take_back(overlap ? pRegisters : 0);
+        SmallVector<Value> inFlight; // with overlap, O + the previous tile's P V
         Value stage = g.idx(0), nextStage;
         SmallVector<Value> nextScores;
         if (ring) {
@@ -469,34 +527,64 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
           // the block's last tile: a block-uniform branch).
           Value counter = all[carried];
           stage = g.toIndex(counter);
-          Value before = g.select(g.eq(counter, 0), g.i32(stages - 1), g.add(counter, g.i32(-1)));
+          Value before = stageBefore(counter), copyStage = before;
+          if (ahead != stages - 1) {
+            Value at = g.add(counter, g.i32(ahead));
+            copyStage = g.select(g.lt(at, g.i32(stages)), at, g.add(at, g.i32(-stages)));
+          }
           nextStage = g.select(g.eq(counter, stages - 1), g.i32(0), g.add(counter, g.i32(1)));
-          NVVM::CpAsyncWaitGroupOp::create(b, loc, wgmma ? stages - 3 : stages - 2);
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, wgmma ? ahead - 2 : ahead - 1);
           if (wgmma) // wgmma reads the keys (and queries) through the async proxy
             half.fenceSharedForWgmma();
           gpu::BarrierOp::create(b, loc);
-          copyTile(g.min(g.add(j0, (stages - 1) * Bc), lastTile), g.toIndex(before));
+          copyTile(g.min(g.add(j0, ahead * Bc), lastTile), g.toIndex(copyStage));
           if (wgmma)
             nextScores = g.ifElse(
                 g.lt(g.add(j0, Bc), blockHi), wgmmaScores.getTypes(),
                 [&] { return issueScores(g.toIndex(nextStage)); },
                 [&] { return SmallVector<Value>(wgmmaScores.size(), g.f32(0.0)); });
+          if (overlap) // the previous tile's P V (P = 0 before the first)
+            inFlight = issueProduct(previousP, g.toIndex(before), s.drop_front(4 * M));
         } else {
           stageThroughRegisters(j0, dimBase);
         }
 
-        // On wgmma P V is the warpgroup's too: the warp's branch
-        // yields its P (zeros where it does not see the tile), the wgmma
-        // after it adds P V to the accumulators.
-        const int64_t pRegisters = wgmma ? Bc / kMmaK * 4 : 0;
-        SmallVector<Type> stepTypes(s.getTypes());
+        // O = O * corr (the rows' new max), only where some row of the warp
+        // has a new one (a warp-uniform branch, vote.sync.any): elsewhere
+        // corr is exp2(0) = 1 in every lane, and its dimTiles x 4 multiplies
+        // a lane and m-tile (64 at head dim 128, a tenth of the tile's
+        // instructions) change nothing. Past the first tiles a row's max
+        // rarely grows.
+        auto rescale = [&](ValueRange out, ArrayRef<std::array<Value, 2>> corr, Value grew) {
+          return g.ifElse(
+              g.warpAny(grew), out.getTypes(),
+              [&] {
+                SmallVector<Value> scaled;
+                for (int64_t m = 0; m < M; ++m)
+                  for (int64_t dt = 0; dt < dimTiles; ++dt)
+                    for (int64_t i = 0; i < 4; ++i)
+                      scaled.push_back(g.fmul(out[outAt(m, dt) - 4 * M + i], corr[m][i / 2]));
+                return scaled;
+              },
+              [&] { return SmallVector<Value>(out); });
+        };
+        // On wgmma P V is the warpgroup's too: the warp's branch yields its
+        // max and sums, corr and whether a max grew, and its P (zeros where
+        // it does not see the tile); O is rescaled and P V added after it
+        // (with overlap, P V in the next tile's loop). With mma.sync the
+        // branch updates O itself.
+        SmallVector<Type> stepTypes(wgmma ? s.take_front(4 * M).getTypes() : s.getTypes());
+        stepTypes.append(wgmma ? 2 * M : 0, b.getF32Type());
+        stepTypes.append(wgmma ? 1 : 0, b.getI1Type());
         stepTypes.append(pRegisters, b.getI32Type());
         Value seen = g.andi(g.lt(j0, warpHi), g.lt(warpLo, g.add(j0, Bc)));
         auto step = scf::IfOp::create(b, loc, stepTypes, seen, /*withElse=*/true);
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(&step.getElseRegion().front());
-          SmallVector<Value> unseen(s);
+          SmallVector<Value> unseen(wgmma ? s.take_front(4 * M) : s);
+          unseen.append(wgmma ? 2 * M : 0, g.f32(1.0)); // corr 1, no max grew
+          unseen.append(wgmma ? 1 : 0, g.i1(false));
           unseen.append(pRegisters, g.i32(0)); // P = 0: P V adds nothing
           scf::YieldOp::create(b, loc, unseen);
           b.setInsertionPointToStart(&step.getThenRegion().front());
@@ -625,25 +713,11 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             next[sumAt(m, 0)] = sum[0];
             next[sumAt(m, 1)] = sum[1];
           }
-          // O = O * corr + P V, k over the tile's positions 16 at a time.
-          // The rescale only where some row of the warp has a new max (a
-          // warp-uniform branch, vote.sync.any): elsewhere corr is exp2(0)
-          // = 1 in every lane, and its dimTiles x 4 multiplies a lane and
-          // m-tile (64 at head dim 128, a tenth of the tile's instructions)
-          // change nothing. Past the first tiles a row's max rarely grows.
-          ValueRange before = s.drop_front(4 * M);
-          SmallVector<Value> out = g.ifElse(
-              g.warpAny(grew), before.getTypes(),
-              [&] {
-                SmallVector<Value> scaled;
-                for (int64_t m = 0; m < M; ++m)
-                  for (int64_t dt = 0; dt < dimTiles; ++dt)
-                    for (int64_t i = 0; i < 4; ++i)
-                      scaled.push_back(
-                          g.fmul(s[outAt(m, dt) + i], corr[m][i / 2]));
-                return scaled;
-              },
-              [&] { return SmallVector<Value>(before); });
+          // O = O * corr + P V, k over the tile's positions 16 at a time
+          // (on wgmma after the branch).
+          SmallVector<Value> out;
+          if (!wgmma)
+            out = rescale(s.drop_front(4 * M), corr, grew);
           // The A fragments of P: two adjacent 8-column score tiles a k step.
           auto pFragment = [&](int64_t m, int64_t kt) -> SmallVector<Value> {
             const SmallVector<Value> &lo = score[m][2 * kt], &hi = score[m][2 * kt + 1];
@@ -680,37 +754,53 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             }
           }
           next.append(out);
+          if (wgmma) {
+            for (const std::array<Value, 2> &c : corr)
+              next.append({c[0], c[1]});
+            next.push_back(grew);
+          }
           next.append(pRegs);
           scf::YieldOp::create(b, loc, next);
         }
-        SmallVector<Value> results(step.getResults().take_front(carried));
+        SmallVector<Value> results(step.getResults().take_front(wgmma ? 4 * M : carried));
+        SmallVector<Value> p;
         if (wgmma) {
-          // O += P V, k over the tile's positions 16 at a time: A is each
-          // warp's P fragments, B the stage's values [position][dim] as
-          // stored, N-major (their 64-dim blocks Bc rows of 128 bytes
-          // apart), all D output dims in one m64nDk16.
-          ValueRange p = step.getResults().drop_front(carried);
-          NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value zero = g.idx(0);
-          MmaHalf::Descriptor vDesc = half.swizzledDescriptor(
-              half.byteAddress(o.valueTile, half.elementOf(o.valueTile, {stage, zero, zero, zero})),
-              kSwizzleRow * 2, Bc * kSwizzleRow * 2);
-          const int64_t outputs = outAt(0, 0);
-          SmallVector<Value> acc(ArrayRef<Value>(results).drop_front(outputs));
-          for (int64_t kt = 0; kt < Bc / kMmaK; ++kt)
-            acc = half.warpgroupMmaRegisterA(
-                p.slice(4 * kt, 4), half.descriptorAt(vDesc, kt * kMmaK * kSwizzleRow * 2), acc);
-          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-          std::copy(acc.begin(), acc.end(), results.begin() + outputs);
+          ValueRange r = step.getResults().drop_front(4 * M);
+          SmallVector<std::array<Value, 2>> corr;
+          for (int64_t m = 0; m < M; ++m)
+            corr.push_back({r[2 * m], r[2 * m + 1]});
+          Value grew = r[2 * M];
+          p.assign(r.begin() + 2 * M + 1, r.end());
+          // With overlap, the scores of the next tile and the previous
+          // tile's P V land here; then O takes the new max.
+          if (overlap)
+            half.waitForWarpgroupMma(0, previousP);
+          SmallVector<Value> out =
+              rescale(overlap ? ValueRange(inFlight) : s.drop_front(4 * M), corr, grew);
+          if (!overlap)
+            out = issueProduct(p, stage, out);
+          llvm::append_range(results, out);
         }
         if (ring)
           results.push_back(nextStage);
         if (wgmma) { // the next tile's scores are the registers' from here on
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          if (!overlap)
+            NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           llvm::append_range(results, nextScores);
         }
+        if (overlap)
+          llvm::append_range(results, p);
         return results;
       });
+      // With overlap, the last tile's P V.
+      if (overlap) {
+        SmallVector<Value> out =
+            issueProduct(ArrayRef<Value>(state).take_back(pRegisters),
+                         g.toIndex(stageBefore(state[carried])),
+                         ArrayRef<Value>(state).slice(4 * M, carried - 4 * M));
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        std::copy(out.begin(), out.end(), state.begin() + 4 * M);
+      }
       // The copies past the last tile land before the ring is reused (the
       // next row block's first tiles), and every warp is done with it.
       if (ring) {

@@ -45,9 +45,10 @@ struct FlashAttentionOperands {
 
 /// The body of the flash kernel for attention `a` (one block per
 /// (kFlashRows query rows, head)); `bias` adds ALiBi or relative position
-/// terms, if the op has them.
+/// terms, if the op has them. The tiles' shapes come from their types;
+/// `overlap` is FlashTile::overlap, the order of the products on wgmma.
 void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const PositionBias &bias,
-                        const FlashAttentionOperands &o);
+                        const FlashAttentionOperands &o, bool overlap);
 
 } // namespace tbc::cuda
 

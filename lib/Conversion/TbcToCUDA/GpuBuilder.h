@@ -515,6 +515,24 @@ struct MmaHalf {
       out.push_back(mlir::LLVM::ExtractValueOp::create(b, loc, d, i));
     return out;
   }
+  /// wgmma.wait_group `pending` that also reads `aRegisters`: the register
+  /// A operands of a wgmma in flight until it. LLVM sees that wgmma's
+  /// inline PTX read them when issued, and could otherwise give their
+  /// registers to values written before the wait (PTX leaves such a write
+  /// undefined; the emulator faults it).
+  void waitForWarpgroupMma(int64_t pending, ValueRange aRegisters) {
+    std::string constraints;
+    SmallVector<Value> operands;
+    for (Value v : aRegisters) {
+      constraints += constraints.empty() ? "r" : ",r";
+      operands.push_back(asI32(v));
+    }
+    mlir::LLVM::InlineAsmOp::create(
+        b, loc, Type(), operands, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+        mlir::LLVM::tailcallkind::TailCallKind::None, mlir::LLVM::AsmDialectAttr(),
+        mlir::ArrayAttr());
+  }
   /// An operand register (operand()) as the i32 an inline PTX "r" takes.
   Value asI32(Value v) {
     if (v.getType().isInteger(32))

@@ -181,16 +181,21 @@ std::string cuda::FlashTile::check() const {
     return "passes must be 1 or 2, not " + std::to_string(passes);
   // Two m-tiles' scores of 64 positions beside their output accumulators
   // spilled ~200 bytes in Llama's tile loop (head dim 128).
-  if (rows == kFlashTallRows && keys != kFlashKeys)
+  if (!wgmma && rows == kFlashTallRows && keys != kFlashKeys)
     return "rows " + std::to_string(kFlashTallRows) + " takes tiles of " +
            std::to_string(kFlashKeys) + " keys (with " + std::to_string(keys) +
            " its scores and accumulators spill)";
   // The pipelined walk holds two tiles' scores: at 64 positions Llama's
-  // kernel spilled 44 bytes at 255 registers.
-  if (wgmma && keys != kFlashKeys)
-    return "wgmma takes tiles of " + std::to_string(kFlashKeys) +
-           " keys (the pipelined walk holds two tiles' scores; with " + std::to_string(keys) +
+  // kernel spilled 52 bytes at 255 registers in blocks of one warpgroup,
+  // none in blocks of two (241 registers), 20 with overlap's P as well.
+  if (wgmma && keys != kFlashKeys && (rows != kFlashTallRows || overlap))
+    return "wgmma takes tiles of " + std::to_string(keys) + " keys only in blocks of " +
+           std::to_string(kFlashTallRows) +
+           " rows without overlap (the pipelined walk holds two tiles' scores; " +
+           (overlap ? "with overlap's P too" : "in blocks of " + std::to_string(kFlashRows)) +
            " they spill)";
+  if (overlap && !wgmma)
+    return "overlap orders wgmma's products: it needs wgmma too";
   return "";
 }
 
@@ -1874,7 +1879,8 @@ private:
     if (body == cuda::Body::flash)
       cuda::emitFlashAttention(g, half(), a, bias,
                                {q, caches[0], caches[1], out, T, past, flashKeys, flashValues,
-                                flashQueries});
+                                flashQueries},
+                               cuda::flashOverlaps(a.getHeadDim(), flashTile));
     else
       splitKvAttention(a, q, k, v, bias, caches, out,
                        body == cuda::Body::decodeSlice ? cuda::decodeSplits(a.getNumHeads()) : 1);
@@ -2226,7 +2232,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("tiled-") << why;
       return signalPassFailure();
     }
-    cuda::FlashTile flashTile{flashKeys, flashRows, flashPasses, flashWgmma};
+    cuda::FlashTile flashTile{flashKeys, flashRows, flashPasses, flashWgmma, flashOverlap};
     if (std::string why = flashTile.check(); !why.empty()) {
       module.emitError("flash-") << why;
       return signalPassFailure();

@@ -60,7 +60,7 @@ cuda::TiledGemm tiledGemm(const TargetOptions &options) {
 
 cuda::FlashTile flashTile(const TargetOptions &options) {
   return {options.cudaFlashKeys, options.cudaFlashRows, options.cudaFlashPasses,
-          options.cudaFlashWgmma};
+          options.cudaFlashWgmma, options.cudaFlashOverlap};
 }
 
 /// Kernel groups compiled side by side (each optimised once for every
@@ -137,7 +137,8 @@ public:
           tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
                TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
-                                    flashShape.passes, flashShape.wgmma, tiled.stages,
+                                    flashShape.passes, flashShape.wgmma, flashShape.overlap,
+                                    tiled.stages,
                                     tiled.warps,
                                     tiled.wgmma, tiled.cols, tiled.k, cache}));
            // Readable IR for --emit gpu: constants folded and shared, a

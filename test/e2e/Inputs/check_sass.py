@@ -12,8 +12,10 @@ projections that do not, how many of the block-tiled ones load their
 fragments with ldmatrix (LDSM) and how many run wgmma (HGMMA, and its
 shapes), how many flash kernels run on wgmma (and its shapes;
 --cuda-flash-wgmma), the kernels whose wgmma ptxas serializes (its
-performance info C7514: a non-wgmma instruction reads an accumulator in
-flight, so each wgmma waits for the last), and the
+performance infos C7514: a non-wgmma instruction reads an accumulator in
+flight, and C7513: one writes an input register, such as a register A
+operand, of a wgmma in flight; either way each wgmma waits for the last),
+and the
 local-memory accesses (STL/LDL: spills) inside the block-tiled kernels' k
 walks, the loops around their tensor-core instructions, where a spill costs
 every k step (one in a row tile's setup or epilogue costs once a tile).
@@ -50,7 +52,8 @@ for chip, ptx in objects:
         open(src, "wb").write(ptx)
         assembled = subprocess.run([ptxas, f"-arch={chip}", src, "-o", cubin], check=True,
                                    capture_output=True, text=True)
-        serialized = sorted(set(re.findall(r"C7514\).*in the function '(\w+)'", assembled.stderr)))
+        serialized = sorted(set(re.findall(r"C751[34]\).*in the function '(\w+)'",
+                                           assembled.stderr)))
         command = [disassembler, cubin] if nvdisasm else [disassembler, "-sass", cubin]
         sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     # One chunk per function: cuobjdump heads each with "Function : name",

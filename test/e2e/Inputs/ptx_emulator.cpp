@@ -861,6 +861,12 @@ public:
     ctaid[1] = by;
     ctaid[2] = bz;
     std::fill(regs.begin(), regs.end(), 0);
+    // A block's shared memory holds what the block before left, or nothing
+    // defined: with FAKE_CUDA_FILL=nan (as device memory) all NaN bits at
+    // every block's start, so that a kernel reading shared memory it never
+    // wrote, even to multiply it by zero, shows.
+    if (fillSharedWithNan)
+      std::memset(shared.get(), 0xff, sharedBytes);
     unfenced.assign(f.wgmma ? sharedBytes : 0, -1);
     copiesInFlight.assign(f.wgmma ? sharedBytes : 0, 0);
     wgmmaReads.clear();
@@ -961,6 +967,10 @@ private:
   std::string &error;
   unsigned nctaid[3], ntid[3], ctaid[3], threads;
   size_t dynamicOffset, sharedBytes; // the function's own shared memory, then the launch's
+  const bool fillSharedWithNan = [] {
+    const char *fill = std::getenv("FAKE_CUDA_FILL");
+    return fill && std::strcmp(fill, "nan") == 0;
+  }();
   std::vector<uint64_t> regs;
   std::vector<uint8_t> locals;
   // The block's shared memory, at a 256 KB boundary of the host's memory, so

@@ -206,6 +206,13 @@ struct FlashTile {
   /// scores run while the warps work on a tile's softmax
   /// (FlashAttention.cpp).
   bool wgmma = false;
+  /// On wgmma, FlashAttention-3's order within a warpgroup
+  /// (`--cuda-flash-overlap`): a tile's loop issues the next tile's
+  /// scores and then the previous tile's P V, so that both run while the
+  /// warps work on the tile's softmax, and waits for them after it (the
+  /// rescale of O by the new max then follows P V). The ring keeps the tile
+  /// whose values P V reads (flashStages).
+  bool overlap = false;
   /// Why a choice is not one the kernel takes ("" if it is): "keys must be
   /// ...", "rows ..." or "passes ...", which the pass options and `tbc
   /// compile` (--cuda-flash-) prefix.
@@ -226,6 +233,11 @@ constexpr int64_t flashPassDims(int64_t headDim, FlashTile tile) {
 constexpr bool flashOnWgmma(int64_t headDim, FlashTile tile) {
   return tile.wgmma && headDim % 64 == 0 && headDim <= 128;
 }
+/// Whether a flash kernel at `headDim` takes FlashAttention-3's order of
+/// its wgmma products (FlashTile::overlap): where it runs on wgmma.
+constexpr bool flashOverlaps(int64_t headDim, FlashTile tile) {
+  return tile.overlap && flashOnWgmma(headDim, tile);
+}
 /// The flash kernel's tiles of keys and values sit in a ring of
 /// flashStages stages of dynamic shared memory, each row padded by 8
 /// elements (flashSharedBytes). Up to head dim 128, 3 stages, which
@@ -238,26 +250,32 @@ constexpr bool flashOnWgmma(int64_t headDim, FlashTile tile) {
 /// On wgmma (flashOnWgmma) the walk is pipelined: the ring holds the tile
 /// the warps work on and the next, whose scores are in flight, so 4 stages
 /// (81 KB with the queries at head dim 128: two blocks an SM) keep two
-/// tiles' copies in flight as 3 do without.
+/// tiles' copies in flight as 3 do without; with overlap (flashOverlaps)
+/// it holds the tile before too, whose values P V reads, so 5 (97 KB: still
+/// two blocks an SM).
 constexpr int64_t flashStages(int64_t headDim, FlashTile tile) {
   if (flashPassDims(headDim, tile) != headDim)
     return 1;
   if (flashOnWgmma(headDim, tile))
-    return 4;
+    return flashOverlaps(headDim, tile) ? 5 : 4;
   return headDim > 128 ? 2 : 3;
-}
-/// The positions of a flash tile at `headDim` where the build asks
-/// `tile.keys`: as asked up to head dim 128, else kFlashKeys (Gemma-2's
-/// two-pass kernel at 256, 252-255 registers at 32 positions, spilled
-/// 212-252 bytes at 64).
-constexpr int64_t flashTileKeys(int64_t headDim, FlashTile tile) {
-  return headDim <= 128 ? tile.keys : kFlashKeys;
 }
 /// The query rows of a flash block at `headDim` where the build asks
 /// `tile.rows`: as asked up to head dim 128, else kFlashRows (a row of
 /// accumulators at 256 takes 128 registers a lane and m-tile).
 constexpr int64_t flashBlockRows(int64_t headDim, FlashTile tile) {
   return headDim <= 128 ? tile.rows : kFlashRows;
+}
+/// The positions of a flash tile at `headDim` where the build asks
+/// `tile.keys`: as asked up to head dim 128, else kFlashKeys (Gemma-2's
+/// two-pass kernel at 256, 252-255 registers at 32 positions, spilled
+/// 212-252 bytes at 64). Blocks of 128 rows take 64 only on wgmma (two
+/// warpgroups; FlashTile::check): mma.sync's two m-tiles a warp spilled
+/// ~200 bytes with them, so a head dim that keeps mma.sync takes 32.
+constexpr int64_t flashTileKeys(int64_t headDim, FlashTile tile) {
+  if (headDim > 128 || (flashBlockRows(headDim, tile) > kFlashRows && !flashOnWgmma(headDim, tile)))
+    return kFlashKeys;
+  return tile.keys;
 }
 /// wgmma's 128-byte swizzle repeats every 8 rows of 128 bytes, and the
 /// hardware swizzles absolute addresses: on wgmma the rings and the query
