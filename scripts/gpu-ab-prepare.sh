@@ -22,7 +22,7 @@
 #              (mma.sync), FR (mma.sync, 128 rows), FK (mma.sync, 64 keys), FW
 #              (wgmma), FW2 (wgmma, two warpgroups), FO / FO2 (those in
 #              FlashAttention-3's order, --cuda-flash-overlap), FK2 (two
-#              warpgroups, 64 keys)
+#              warpgroups, 64 keys), FOK2 (that in FA3's order)
 #   ab-gemma   Gemma-2-9B's flash kernel (head dim 256, which keeps mma.sync):
 #              WG (two walks) and FP (one walk, --cuda-flash-passes 1)
 set -euo pipefail
@@ -57,7 +57,8 @@ ab ab-attn llama-3-8b "WG=$wg" "FR=$wg --cuda-flash-rows 128" "FK=$wg --cuda-fla
   "FW=$wg --cuda-flash-wgmma" "FW2=$wg --cuda-flash-wgmma --cuda-flash-rows 128" \
   "FO=$wg --cuda-flash-wgmma --cuda-flash-overlap" \
   "FO2=$wg --cuda-flash-wgmma --cuda-flash-overlap --cuda-flash-rows 128" \
-  "FK2=$wg --cuda-flash-wgmma --cuda-flash-rows 128 --cuda-flash-keys 64"
+  "FK2=$wg --cuda-flash-wgmma --cuda-flash-rows 128 --cuda-flash-keys 64" \
+  "FOK2=$wg --cuda-flash-wgmma --cuda-flash-rows 128 --cuda-flash-keys 64 --cuda-flash-overlap"
 ab ab-gemma gemma-2-9b "WG=$wg" "FP=$wg --cuda-flash-passes 1"
 du -sh gpu-modules
 cat <<'EOF'

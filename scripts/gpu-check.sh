@@ -72,7 +72,7 @@ sm90=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | he
 for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
   for kind in bf16 bf16-splitkv bf16-sm90a bf16-sm90a-wide bf16-sm90a-flashwg bf16-sm90a-flashwg128 \
-      bf16-sm90a-flashov bf16-sm90a-flashwg128k64; do
+      bf16-sm90a-flashov bf16-sm90a-flashwg128k64 bf16-sm90a-flashov128k64; do
     [ -e "$mods/$f.$kind.tbcm" ] || continue
     [[ "$kind" = bf16-sm90a* ]] && [ "$sm90" != 9.0 ] && continue
     # (batch-1 within the same bound: a 16-bit module's kernels are variants

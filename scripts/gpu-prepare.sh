@@ -63,7 +63,8 @@ done
 # such a head dim (the others are 16-32: they keep mma.sync).
 f=llama-hd128-long
 for kind in "flashwg:" "flashwg128:--cuda-flash-rows 128" "flashov:--cuda-flash-overlap" \
-    "flashwg128k64:--cuda-flash-rows 128 --cuda-flash-keys 64"; do
+    "flashwg128k64:--cuda-flash-rows 128 --cuda-flash-keys 64" \
+    "flashov128k64:--cuda-flash-rows 128 --cuda-flash-keys 64 --cuda-flash-overlap"; do
   # shellcheck disable=SC2086 # the kind's options split on purpose
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
     --cuda-flash-wgmma ${kind#*:} -o "$out/$f.bf16-sm90a-${kind%%:*}.tbcm" 2>/dev/null

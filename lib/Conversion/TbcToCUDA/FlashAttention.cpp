@@ -428,15 +428,16 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       // Every warp takes part (wgmma is the whole warpgroup's), whether its
       // rows see the tile or not. The accumulators' layout is mma.sync's, key
       // tile after key tile: 4 nt + i is score[0][nt][i] below.
-      auto issueScores = [&](Value stage) {
+      auto issueScoresOf = [&](int64_t firstRow, Value stage) {
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         SmallVector<Value> acc(Bc / 2, g.f32(0.0));
-        // This warpgroup's 64 rows of the query tile, and the stage's keys.
+        // The warpgroup's 64 rows of the query tile, and the stage's keys.
         // A k step's operands start 32 bytes on in a swizzle row, or at the
         // next 64-dim block: its descriptors are the first ones plus that.
-        Value zero = g.idx(0), firstRow = g.mul(g.div(warp, 4), kWarpgroupRows);
+        Value zero = g.idx(0);
         MmaHalf::Descriptor qDesc = half.swizzledDescriptor(
-            half.byteAddress(o.queryTile, half.elementOf(o.queryTile, {zero, firstRow, zero})),
+            half.byteAddress(o.queryTile,
+                             half.elementOf(o.queryTile, {zero, g.idx(firstRow), zero})),
             kSwizzleRow * 2);
         MmaHalf::Descriptor kDesc = half.swizzledDescriptor(
             half.byteAddress(o.keyTile, half.elementOf(o.keyTile, {stage, zero, zero, zero})),
@@ -449,6 +450,19 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         }
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         return acc;
+      };
+      // In a block of two warpgroups each issues its own copy, a branch
+      // on the warpgroup: its query rows are then a constant, and ptxas
+      // keeps their descriptors on the uniform datapath (from `tid.y / 4`
+      // they were 16 registers held through the walk and 16 R2UR a tile).
+      auto issueScores = [&](Value stage) {
+        if (blockRows == kWarpgroupRows)
+          return issueScoresOf(0, stage);
+        assert(blockRows == 2 * kWarpgroupRows && "one or two warpgroups");
+        return g.ifElse(
+            g.lt(warp, g.idx(4)), SmallVector<Type>(Bc / 2, b.getF32Type()),
+            [&] { return issueScoresOf(0, stage); },
+            [&] { return issueScoresOf(kWarpgroupRows, stage); });
       };
       // O += P V on wgmma, k over a tile's positions 16 at a time: A is each
       // warp's P fragments, B the values of the tile in `stage` as stored,

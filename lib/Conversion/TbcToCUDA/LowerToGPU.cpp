@@ -187,13 +187,11 @@ std::string cuda::FlashTile::check() const {
            " its scores and accumulators spill)";
   // The pipelined walk holds two tiles' scores: at 64 positions Llama's
   // kernel spilled 52 bytes at 255 registers in blocks of one warpgroup,
-  // none in blocks of two (241 registers), 20 with overlap's P as well.
-  if (wgmma && keys != kFlashKeys && (rows != kFlashTallRows || overlap))
+  // none in blocks of two (225 registers, 248 with overlap's P as well).
+  if (wgmma && keys != kFlashKeys && rows != kFlashTallRows)
     return "wgmma takes tiles of " + std::to_string(keys) + " keys only in blocks of " +
-           std::to_string(kFlashTallRows) +
-           " rows without overlap (the pipelined walk holds two tiles' scores; " +
-           (overlap ? "with overlap's P too" : "in blocks of " + std::to_string(kFlashRows)) +
-           " they spill)";
+           std::to_string(kFlashTallRows) + " rows (the pipelined walk holds two tiles' scores; " +
+           "a warpgroup's registers in blocks of " + std::to_string(kFlashRows) + " spill)";
   if (overlap && !wgmma)
     return "overlap orders wgmma's products: it needs wgmma too";
   return "";
