@@ -459,8 +459,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
         if (blockRows == kWarpgroupRows)
           return issueScoresOf(0, stage);
         assert(blockRows == 2 * kWarpgroupRows && "one or two warpgroups");
+        Value firstWarpgroup = g.lt(warp, g.idx(kWarpgroupRows / kMmaRows));
         return g.ifElse(
-            g.lt(warp, g.idx(4)), SmallVector<Type>(Bc / 2, b.getF32Type()),
+            firstWarpgroup, SmallVector<Type>(Bc / 2, b.getF32Type()),
             [&] { return issueScoresOf(0, stage); },
             [&] { return issueScoresOf(kWarpgroupRows, stage); });
       };
