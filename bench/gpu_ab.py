@@ -134,8 +134,14 @@ def agree(a, variants, models):
         for v in variants:
             module = os.path.join(a.modules, f"{model}.{v}.tbcm")
             out = os.path.join(a.modules, f"{model}.{v}.check.npy")
-            r = subprocess.run([a.tbc_run, module, "--random-weights", "--tokens-file", tokens,
-                                "--output", out], capture_output=True, text=True)
+            try:
+                r = subprocess.run([a.tbc_run, module, "--random-weights", "--tokens-file", tokens,
+                                    "--output", out], capture_output=True, text=True,
+                                   timeout=gpu_bench.RUN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                print(f"  check {model} {v}: FAILED: no answer after {gpu_bench.RUN_TIMEOUT_S} s",
+                      flush=True)
+                continue
             if r.returncode != 0:
                 print(f"  check {model} {v}: FAILED: {(r.stderr or r.stdout).strip()[-300:]}",
                       flush=True)

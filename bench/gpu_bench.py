@@ -105,16 +105,24 @@ def prepare(a):
 # ---------------------------------------------------------------- tbc side
 
 PROFILE_LOG = None  # run: OUT/tbc-profiles.txt, tbc-run's whole output
+RUN_TIMEOUT_S = 120  # one tbc-run of a one-layer model takes seconds (the 32-layer model: 300)
 
 
-def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all", profile=True, env=None):
+def tbc_bench(tbc_run, module, prompt, decode, repeat=3, logits="all", profile=True, env=None,
+              timeout=RUN_TIMEOUT_S):
     """`tbc-run bench --profile`: wall times (from the unprofiled runs) and per-kernel times
     (ms per forward call); `env`: extra environment variables (TBC_CUDA_GRAPHS=0)."""
     cmd = [tbc_run, "bench", module, "--random-weights", "--prompt", str(prompt),
            "--decode", str(decode), "--repeat", str(repeat), "--logits", logits]
     if profile:
         cmd.append("--profile")
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    # A kernel that hangs the GPU costs its run, not the device call's
+    # remaining minutes: the killed process's context goes with it.
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(cmd)}: no answer after {timeout} s (killed)")
     if PROFILE_LOG:  # every kernel's time, for reading after the run
         with open(PROFILE_LOG, "a") as log:
             log.write(f"$ {' '.join(os.path.basename(c) for c in cmd)}\n{r.stdout}{r.stderr}\n")
@@ -511,7 +519,7 @@ def full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth
     folder, module = os.path.join(a.modules, name), os.path.join(a.modules, f"{name}.tbcm")
     prompt, decode = sh["layer_prompt"], sh["decode"]
     try:
-        t = tbc_bench(a.tbc_run, module, prompt, decode, repeat=2, logits="last")
+        t = tbc_bench(a.tbc_run, module, prompt, decode, repeat=2, logits="last", timeout=300)
     except RuntimeError as e:
         notes.append(f"{name}: tbc failed: {e}")
         return
@@ -534,7 +542,7 @@ def full_model(a, torch, device, timer, sh, compile_on, add, floor_ms, bandwidth
     # made the H200 run of 2026-11-28 compare unlike steps).
     try:
         u = tbc_bench(a.tbc_run, module, prompt, decode, repeat=2, logits="last", profile=False,
-                      env={"TBC_CUDA_GRAPHS": "0"})
+                      env={"TBC_CUDA_GRAPHS": "0"}, timeout=300)
         add(f"{FULL} x{layers}", "decode step, no CUDA graph", u["decode_ms"], e_dec, c_dec,
             copy_ms, "weights/copy bw", floor_ms(2 * params, 2 * params))
     except RuntimeError as e:

@@ -67,7 +67,7 @@ runtime first, since an idle machine is handed back within a minute):
 1. correctness of every module on the GPU, then the flash kernel's A/B:
    scripts/gpu-check.sh --no-bench 2>&1 | tee $OUT/check.txt;
    timeout 300 python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run
-     --modules gpu-modules/ab-attn --prompts 2048,8192 --kernels attention
+     --modules gpu-modules/ab-attn --prompts 512,2048,8192 --kernels attention
      --out $OUT/ab-attn.csv 2>&1 | tee $OUT/ab-attn.txt
 2. the table against PyTorch, then the projections' and Gemma's A/B:
    scripts/gpu-check.sh --bench-only --models llama-3-8b --no-compile --budget-s 200
