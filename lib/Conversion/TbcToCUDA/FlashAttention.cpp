@@ -402,21 +402,15 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
       // NaN in memory nobody wrote would still be NaN. (The previous row
       // block's P V, which read it, has finished: its walk waited.)
       if (overlap) {
-        const int64_t runs = Bc * D / 8;
-        auto run = VectorType::get({8}, half.type());
-        Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(run));
-        for (int64_t e0 = 0; e0 < runs; e0 += threads) {
+        const int64_t perRow = D / 8;
+        assert(Bc * perRow % threads == 0 && "whole rounds of runs");
+        Value zeros = arith::ConstantOp::create(
+            b, loc, b.getZeroAttr(VectorType::get({8}, half.type())));
+        for (int64_t e0 = 0; e0 < Bc * perRow; e0 += threads) {
           Value e = g.add(thread, e0);
-          auto store = [&] {
-            Value block = g.div(e, Bc * 8), j = g.div(g.rem(e, Bc * 8), 8);
-            vector::StoreOp::create(b, loc, zeros, o.valueTile,
-                                    ValueRange{g.idx(stages - 1), block, j, g.mul(g.rem(e, 8), 8)})
-                .setAlignment(16);
-          };
-          if (e0 + threads > runs)
-            g.ifThen(g.lt(e, g.idx(runs)), store);
-          else
-            store();
+          Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);
+          vector::StoreOp::create(b, loc, zeros, o.valueTile, runAt(g.idx(stages - 1), j, d))
+              .setAlignment(16);
         }
       }
       if (ring)

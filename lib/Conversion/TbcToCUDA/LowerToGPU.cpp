@@ -187,7 +187,7 @@ std::string cuda::FlashTile::check() const {
            " its scores and accumulators spill)";
   // The pipelined walk holds two tiles' scores: at 64 positions Llama's
   // kernel spilled 52 bytes at 255 registers in blocks of one warpgroup,
-  // none in blocks of two (225 registers, 248 with overlap's P as well).
+  // none in blocks of two (225 registers, 245 with overlap's P as well).
   if (wgmma && keys != kFlashKeys && rows != kFlashTallRows)
     return "wgmma takes tiles of " + std::to_string(keys) + " keys only in blocks of " +
            std::to_string(kFlashTallRows) + " rows (the pipelined walk holds two tiles' scores; " +
