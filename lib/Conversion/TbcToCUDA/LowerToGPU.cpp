@@ -437,7 +437,7 @@ public:
         fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(blocks));
       // Shared memory first: adding it appends an argument to the entry
       // block, which must not move the arguments taken below.
-      workgroup = flashKeys = flashValues = flashQueries = tileA = tileB = Value();
+      workgroup = flashKeys = flashValues = flashQueries = tileA = tileB = accTile = Value();
       if (launch.body == cuda::Body::splitKv || launch.body == cuda::Body::decodeSlice)
         workgroup = fn.addWorkgroupAttribution(attentionPartsType(cast<AttentionOp>(op)), loc);
       if (auto f = dyn_cast<FusedLinearOp>(op); f && pairsRopeWarps(f.getRopeAttr(), launch))
@@ -515,6 +515,14 @@ public:
         tileA = ring(cuda::kTiledRows, start);
         tileB = ring(tiled.cols,
                      g.add(start, cast<MemRefType>(tileA.getType()).getNumElements() * 2));
+        // The epilogue's accumulators, over the ring (wgmma: accumulatorBytes).
+        if (int64_t bytesOfAccs = tiled.accumulatorBytes()) {
+          const int64_t threads = 32 * tiled.warps;
+          accTile = view(bytes,
+                         MemRefType::get({bytesOfAccs / 4 / threads, threads}, b.getF32Type(),
+                                         MemRefLayoutAttrInterface{}, workgroupSpace),
+                         g.idx(0));
+        }
       }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
       T = all[all.size() - 2];
@@ -556,6 +564,7 @@ private:
   int64_t partialsOffset = 0; // where an attention's partials start in it
   Value flashKeys, flashValues, flashQueries; // the flash kernel's shared tiles
   Value tileA, tileB; // the tiled projection's shared tiles
+  Value accTile;      // and its accumulators for the epilogue (wgmma)
   const RowAlignment &alignment; // of the schedule's kernel operands
   DenseSet<Value> alignedRows;   // the inputs it finds aligned
 
@@ -1800,35 +1809,96 @@ private:
 
       // Epilogue: accumulators 2r and 2r + 1 of tile (mt, nt) are row
       // group + 8 r of row tile mt, slots 2 quad and 2 quad + 1 of column
-      // tile nt: a pair (slotRow). A loop over the lane's 2 rowTiles rows,
-      // each picking its accumulators by selects: unrolled, a RoPE
-      // epilogue's sin/cos 32 times over made the kernel 7000 lines of PTX
-      // and `tbc compile` of an 8B model take seconds.
-      g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
+      // tile nt: a pair (slotRow). A loop over the lane's 2 rowTiles rows;
+      // unrolled, a RoPE epilogue's sin/cos 32 times over made the kernel
+      // 7000 lines of PTX and `tbc compile` of an 8B model take seconds.
+      // The rows' norm statistics from the staging launch (f32 past K).
+      auto rowStatistics = [&](Value t) -> std::pair<Value, Value> {
+        if (!e.norm)
+          return {Value(), Value()};
+        auto load = vector::LoadOp::create(b, loc, VectorType::get({8}, halfType()), x,
+                                           ValueRange{t, g.idx(K)});
+        load.setAlignment(16);
+        Value stats = vector::BitCastOp::create(b, loc, VectorType::get({4}, b.getF32Type()),
+                                                load.getResult());
+        Value rstd = vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{1});
+        Value mean = *e.norm == NormKind::layer
+                         ? Value(vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{0}))
+                         : Value();
+        return {mean, rstd};
+      };
+      // Row t's outputs of slots s0 and s0 + 1, whose accumulators accOf(0)
+      // and accOf(1) are.
+      auto storePair = [&](Value t, Value s0, Value mean, Value rstd,
+                           llvm::function_ref<Value(int64_t)> accOf) {
+        Value s1 = g.add(s0, 1);
+        if (e.glu) { // gate and up of output column s0 / 2
+          Value col = g.div(s0, 2);
+          g.ifThen(g.lt(s0, S), [&] {
+            storeOutput(e, epilogue(e, col, mean, rstd, accOf), out, t, col);
+          });
+          return;
+        }
+        Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
+        Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
+        Value y0 = epilogue(e, row0, mean, rstd, [&](int64_t) { return accOf(0); });
+        Value y1 = epilogue(e, row1, mean, rstd, [&](int64_t) { return accOf(1); });
+        if (rope) {
+          RopeLanes l = rope->lanes(b, loc, row0);
+          auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);
+          y0 = g.select(l.inRot, first, y0);
+          y1 = g.select(l.inRot, second, y1);
+        }
+        g.ifThen(g.lt(s0, S), [&] { storeOutput(e, y0, out, t, row0); });
+        g.ifThen(g.lt(s1, S), [&] { storeOutput(e, y1, out, t, row1); });
+      };
+      // The lane's row i (of 2 rowTiles) of the tile.
+      auto rowOf = [&](Value i) {
         Value inTile = g.add(g.add(warpRow, group),
                              g.add(g.mul(g.div(i, 2), kMmaRows), g.mul(g.rem(i, 2), 8)));
-        Value t = g.add(t0, inTile);
+        return g.add(t0, inTile);
+      };
+      if (accTile) {
+        // wgmma: the accumulators to shared memory (the ring is free: the
+        // barrier above), each thread's own, read back by it alone; then
+        // the column tiles in a loop too, each accumulator loaded where the
+        // epilogue takes it (KernelABI.h, TiledGemm::accumulatorBytes).
+        for (int64_t j = 0; j < accs; ++j)
+          memref::StoreOp::create(b, loc, state[j], accTile, ValueRange{g.idx(j), thread});
+        g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
+          Value t = rowOf(i);
+          g.ifThen(g.lt(t, T), [&] {
+            auto [mean, rstd] = rowStatistics(t);
+            // Accumulator h of row i in column tile nt: (i / 2 colTiles +
+            // nt) 4 + 2 (i % 2) + h.
+            Value rowAcc = g.add(g.mul(g.div(i, 2), colTiles * 4), g.mul(g.rem(i, 2), 2));
+            g.loop(g.idx(0), g.idx(colTiles), g.idx(1), [&](Value nt) {
+              Value first = g.add(rowAcc, g.mul(nt, 4));
+              Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), g.mul(nt, kMmaCols)));
+              storePair(t, s0, mean, rstd, [&](int64_t h) -> Value {
+                return memref::LoadOp::create(b, loc, accTile,
+                                              ValueRange{g.add(first, h), thread});
+              });
+            });
+          });
+        });
+        // Every thread is done with the ring's bytes before the next row
+        // tile's copies write them.
+        gpu::BarrierOp::create(b, loc);
+        return;
+      }
+      g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
+        Value t = rowOf(i);
         SmallVector<Value> isRow;
         for (int64_t j = 0; j < 2 * rowTiles; ++j)
           isRow.push_back(g.eq(i, j));
         g.ifThen(g.lt(t, T), [&] {
-          Value mean, rstd; // none without a norm
-          if (e.norm) {
-            // The row's statistics from the staging launch (f32 past K).
-            auto load = vector::LoadOp::create(b, loc, VectorType::get({8}, halfType()), x,
-                                               ValueRange{t, g.idx(K)});
-            load.setAlignment(16);
-            Value stats = vector::BitCastOp::create(
-                b, loc, VectorType::get({4}, b.getF32Type()), load.getResult());
-            rstd = vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{1});
-            if (*e.norm == NormKind::layer)
-              mean = vector::ExtractOp::create(b, loc, stats, ArrayRef<int64_t>{0});
-          }
+          auto [mean, rstd] = rowStatistics(t);
           for (int64_t nt = 0; nt < colTiles; ++nt) {
             Value s0 = g.add(g.add(n0, warpCol), g.add(g.mul(quad, 2), nt * kMmaCols));
-            Value s1 = g.add(s0, 1);
-            // Row j = 2 mt + r's accumulator h of this column tile.
-            auto accOf = [&](int64_t h) {
+            // Row j = 2 mt + r's accumulator h of this column tile, picked
+            // by selects (registers).
+            storePair(t, s0, mean, rstd, [&](int64_t h) {
               auto at = [&](int64_t j) {
                 return state[(j / 2 * colTiles + nt) * 4 + 2 * (j % 2) + h];
               };
@@ -1836,26 +1906,7 @@ private:
               for (int64_t j = 1; j < 2 * rowTiles; ++j)
                 v = g.select(isRow[j], at(j), v);
               return v;
-            };
-            if (e.glu) { // gate and up of output column s0 / 2
-              Value col = g.div(s0, 2);
-              g.ifThen(g.lt(s0, S), [&] {
-                storeOutput(e, epilogue(e, col, mean, rstd, accOf), out, t, col);
-              });
-              continue;
-            }
-            Value row0 = slotRow(g.min(s0, g.idx(S - 1)), e, rope);
-            Value row1 = slotRow(g.min(s1, g.idx(S - 1)), e, rope);
-            Value y0 = epilogue(e, row0, mean, rstd, [&](int64_t) { return accOf(0); });
-            Value y1 = epilogue(e, row1, mean, rstd, [&](int64_t) { return accOf(1); });
-            if (rope) {
-              RopeLanes l = rope->lanes(b, loc, row0);
-              auto [first, second] = rope->rotatePair(g, b, loc, y0, y1, l, t);
-              y0 = g.select(l.inRot, first, y0);
-              y1 = g.select(l.inRot, second, y1);
-            }
-            g.ifThen(g.lt(s0, S), [&] { storeOutput(e, y0, out, t, row0); });
-            g.ifThen(g.lt(s1, S), [&] { storeOutput(e, y1, out, t, row1); });
+            });
           }
         });
       });

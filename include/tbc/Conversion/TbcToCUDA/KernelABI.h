@@ -35,6 +35,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tbc::cuda {
@@ -119,6 +120,14 @@ constexpr int64_t kTiledStagesDefault = 4, kTiledStagesMin = 2, kTiledStagesMax 
 /// rows are 128 bytes in wgmma's 128-byte swizzle (chunk c of row r at c ^
 /// r % 8), and a step's fence, barrier and wait serve twice the multiplies.
 /// A projection whose input width is not a multiple of it walks kTiledK.
+///
+/// On wgmma the epilogue reads the accumulators from shared memory: once the
+/// k walk is done each thread stores its own into the ring's bytes
+/// (accumulatorBytes: [accumulator, thread] f32, a warp's stores and loads
+/// 32 consecutive floats) and the epilogue walks its column tiles in a loop.
+/// In registers they stayed live through the epilogue's loads, norm,
+/// activation and RoPE (sin, cos), and at the 128 registers of two blocks an
+/// SM every example's kernels spilled 4-730 bytes (ptxas -v, sm_90a).
 constexpr int64_t kWarpgroupRows = 64; // wgmma's M
 constexpr int64_t kTiledWideCols = 256, kTiledWideK = 64;
 struct TiledGemm {
@@ -136,8 +145,11 @@ struct TiledGemm {
   /// wgmma's swizzle repeats every 8 rows: the ring starts at a multiple
   /// of that (0: mma.sync, whose ldmatrix addresses need no alignment).
   int64_t ringAlign(int64_t kStep) const { return wgmma ? 8 * kStep * 2 : 0; }
+  /// The epilogue's accumulators in shared memory (wgmma; else 0): an f32
+  /// for each of the block's kTiledRows x cols outputs, over the ring.
+  int64_t accumulatorBytes() const { return wgmma ? kTiledRows * cols * 4 : 0; }
   int64_t sharedBytes(int64_t kStep) const {
-    return stages * stageBytes(kStep) + ringAlign(kStep);
+    return std::max(stages * stageBytes(kStep) + ringAlign(kStep), accumulatorBytes());
   }
   /// Why a choice is not one the kernel takes ("" if it is).
   std::string check() const;
