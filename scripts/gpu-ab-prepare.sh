@@ -17,7 +17,10 @@
 # A/B sets for bench/gpu_ab.py, each variant's times read against the first:
 #   ab-linear  Llama-3-8B and Gemma-2-9B's prefill projections: WG (sm_90a:
 #              the wgmma GEMM, 128 columns, k 32), D (sm_80,sm_90: mma.sync),
-#              B (the baseline), WGW (256 columns), WGK (k 64), WGWK (both)
+#              B (the baseline), WGW (256 columns), WGK (k 64), WGWK (both),
+#              WGR (WG as ef37ebc built it: the epilogue's accumulators in
+#              registers, 4-730 bytes spilled, where WG reads them from
+#              shared memory; a second baseline build, /tmp/tbc-ab-regs)
 #   ab-attn    Llama-3-8B's flash kernel (head dim 128), all sm_90a: WG
 #              (mma.sync), FR (mma.sync, 128 rows), FK (mma.sync, 64 keys), FW
 #              (wgmma), FW2 (wgmma, two warpgroups), FO / FO2 (those in
@@ -31,12 +34,20 @@ build=$(cd "${1:-$root/build}" && pwd)
 rev=${2:-9b121e4}
 tbc=$build/bin/tbc
 [ -x "$tbc" ] || { echo "gpu-ab-prepare: no $tbc (build tbc first)" >&2; exit 1; }
-base=/tmp/tbc-ab-base
-if [ "$(cut -d' ' -f1 "$base/REVISION" 2>/dev/null)" != "$(git -C "$root" rev-parse "$rev")" ]; then
-  echo "== baseline $rev into $base"
-  rm -rf "$base"
-  "$root/scripts/build-baseline.sh" "$rev" "$base"
-fi
+baseline() { # rev dir: builds rev into dir unless dir already holds it
+  # (REVISION starts with the commit's short hash: resolved, to compare.)
+  local built
+  built=$(git -C "$root" rev-parse --verify --quiet \
+            "$(cut -d' ' -f1 "$2/REVISION" 2>/dev/null)^{commit}" 2>/dev/null || true)
+  if [ "$built" != "$(git -C "$root" rev-parse "$1^{commit}")" ]; then
+    echo "== baseline $1 into $2"
+    rm -rf "$2"
+    "$root/scripts/build-baseline.sh" "$1" "$2"
+  fi
+}
+base=/tmp/tbc-ab-base regs=/tmp/tbc-ab-regs
+baseline "$rev" "$base"
+baseline ef37ebc "$regs"
 cd "$root"
 echo "== conformance modules (scripts/gpu-prepare.sh)"
 scripts/gpu-prepare.sh "$build" "$base/bin/tbc"
@@ -52,7 +63,7 @@ ab() { # set models variants...
 wg="$tbc --cuda-arch sm_90a"
 ab ab-linear llama-3-8b,gemma-2-9b "WG=$wg" "D=$tbc" "B=$base/bin/tbc" \
   "WGW=$wg --cuda-gemm-cols 256" "WGK=$wg --cuda-gemm-k 64" \
-  "WGWK=$wg --cuda-gemm-cols 256 --cuda-gemm-k 64"
+  "WGWK=$wg --cuda-gemm-cols 256 --cuda-gemm-k 64" "WGR=$regs/bin/tbc --cuda-arch sm_90a"
 ab ab-attn llama-3-8b "WG=$wg" "FR=$wg --cuda-flash-rows 128" "FK=$wg --cuda-flash-keys 64" \
   "FW=$wg --cuda-flash-wgmma" "FW2=$wg --cuda-flash-wgmma --cuda-flash-rows 128" \
   "FO=$wg --cuda-flash-wgmma --cuda-flash-overlap" \
