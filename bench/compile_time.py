@@ -2,8 +2,9 @@
 """Compile time of every example model for CUDA, stage by stage.
 
 Runs `tbc compile MODEL --target cuda --dtype D -o X.tbcm --mlir-timing` for
-every example model (Hugging Face configs and native specs) in f32 and bf16,
-several times each, and prints the median wall time of the whole compile and
+every example model (Hugging Face configs and native specs) in f32 and bf16
+(the default architectures, sm_80 and sm_90) and in bf16 for sm_90a alone
+(`--cuda-arch sm_90a`, H100/H200: the prefill GEMM on wgmma), several times each, and prints the median wall time of the whole compile and
 of each top-level stage (frontend, fuse, outline kernels, lower to gpu, lower
 to nvvm, lower to ptx, output), next to the numbers recorded in
 bench/compile_times.json by an earlier run (ratio = now / then; the host is
@@ -43,14 +44,19 @@ def host():
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-def compile_once(tbc, model, dtype, out):
+# (dtype, --cuda-arch or None for the default): the rows of a model.
+CONFIGS = [("f32", None), ("bf16", None), ("bf16", "sm_90a")]
+
+
+def compile_once(tbc, model, dtype, arch, out):
     t0 = time.perf_counter()
     r = subprocess.run([tbc, "compile", model, "--target", "cuda", "--dtype", dtype, "-o", out,
-                        "--mlir-timing", "--mlir-timing-display=tree"],
+                        "--mlir-timing", "--mlir-timing-display=tree"] +
+                       (["--cuda-arch", arch] if arch else []),
                        capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
-        sys.exit(f"compile_time: {model} ({dtype}) failed:\n{r.stderr}")
+        sys.exit(f"compile_time: {model} ({dtype} {arch or ''}) failed:\n{r.stderr}")
     stages = {}
     for line in r.stderr.splitlines():
         m = STAGE.match(line)
@@ -71,24 +77,25 @@ def main():
     if old:
         print(f"baseline: {old.get('date', '?')} on {old.get('host', '?')}")
     cols = ["frontend", "fuse", "lower to gpu", "lower to nvvm", "lower to ptx", "output"]
-    print(f"{'model':44} {'dtype':5} {'total s':>8} {'vs base':>8}  " +
+    print(f"{'model':44} {'dtype':11} {'total s':>8} {'vs base':>8}  " +
           "  ".join(f"{c:>13}" for c in cols))
     with tempfile.TemporaryDirectory() as d:
         for name, path in models():
-            for dtype in ("f32", "bf16"):
+            for dtype, arch in CONFIGS:
                 walls, stages = [], {}
                 for _ in range(a.runs):
-                    wall, s = compile_once(a.tbc, path, dtype, os.path.join(d, "m.tbcm"))
+                    wall, s = compile_once(a.tbc, path, dtype, arch, os.path.join(d, "m.tbcm"))
                     walls.append(wall)
                     for k, v in s.items():
                         stages.setdefault(k, []).append(v)
-                key = f"{name} {dtype}"
+                label = f"{dtype} {arch}" if arch else dtype
+                key = f"{name} {label}"
                 entry = {"total": statistics.median(walls),
                          "stages": {k: statistics.median(v) for k, v in stages.items()}}
                 now["models"][key] = entry
                 before = old.get("models", {}).get(key, {}).get("total")
                 ratio = f"{entry['total'] / before:8.2f}" if before else f"{'-':>8}"
-                print(f"{name:44} {dtype:5} {entry['total']:8.3f} {ratio}  " +
+                print(f"{name:44} {label:11} {entry['total']:8.3f} {ratio}  " +
                       "  ".join(f"{entry['stages'].get(c, 0.0):13.4f}" for c in cols))
     if a.update:
         now["date"] = time.strftime("%Y-%m-%d")
