@@ -202,9 +202,10 @@ static CUresult launch(const struct Function *f, const unsigned grid[3], const u
   // at most 65535: every kernel strides over the row blocks past gridDim.y
   // (KernelABI.h), which the cap makes every launch of a test exercise.
   unsigned cappedGrid[3] = {grid[0], grid[1], grid[2]};
-  const char *cap = getenv("FAKE_CUDA_GRID_Y_CAP");
-  if (cap && atoi(cap) > 0 && cappedGrid[1] > (unsigned)atoi(cap))
-    cappedGrid[1] = (unsigned)atoi(cap);
+  const char *capText = getenv("FAKE_CUDA_GRID_Y_CAP");
+  int cap = capText ? atoi(capText) : 0;
+  if (cap > 0 && cappedGrid[1] > (unsigned)cap)
+    cappedGrid[1] = (unsigned)cap;
   grid = cappedGrid;
   uint64_t values[kMaxNodeParams];
   int count = readParams(f, params, values, kMaxNodeParams);
