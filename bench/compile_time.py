@@ -4,7 +4,8 @@
 Runs `tbc compile MODEL --target cuda --dtype D -o X.tbcm --mlir-timing` for
 every example model (Hugging Face configs and native specs) in f32 and bf16
 (the default architectures, sm_80 and sm_90) and in bf16 for sm_90a alone
-(`--cuda-arch sm_90a`, H100/H200: the prefill GEMM on wgmma), several times each, and prints the median wall time of the whole compile and
+(`--cuda-arch sm_90a`, H100/H200: the prefill GEMM on wgmma), several times
+each, and prints the median wall time of the whole compile and
 of each top-level stage (frontend, fuse, outline kernels, lower to gpu, lower
 to nvvm, lower to ptx, output), next to the numbers recorded in
 bench/compile_times.json by an earlier run (ratio = now / then; the host is
@@ -56,7 +57,7 @@ def compile_once(tbc, model, dtype, arch, out):
                        capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
-        sys.exit(f"compile_time: {model} ({dtype} {arch or ''}) failed:\n{r.stderr}")
+        sys.exit(f"compile_time: {model} ({dtype}{' ' + arch if arch else ''}) failed:\n{r.stderr}")
     stages = {}
     for line in r.stderr.splitlines():
         m = STAGE.match(line)

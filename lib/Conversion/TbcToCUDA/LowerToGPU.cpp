@@ -1863,6 +1863,8 @@ private:
         // barrier above), each thread's own, read back by it alone; then
         // the column tiles in a loop too, each accumulator loaded where the
         // epilogue takes it (KernelABI.h, TiledGemm::accumulatorBytes).
+        assert(cast<MemRefType>(accTile.getType()).getShape()[0] == accs &&
+               "TiledGemm::accumulatorBytes holds every thread's accumulators");
         for (int64_t j = 0; j < accs; ++j)
           memref::StoreOp::create(b, loc, state[j], accTile, ValueRange{g.idx(j), thread});
         g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
