@@ -1870,7 +1870,10 @@ private:
         g.loop(g.idx(0), g.idx(2 * rowTiles), g.idx(1), [&](Value i) {
           Value t = rowOf(i);
           g.ifThen(g.lt(t, T), [&] {
-            auto [mean, rstd] = rowStatistics(t);
+            // Not a structured binding: the column loop's lambda captures
+            // them, which C++17 forbids (clang rejects it, GCC accepts).
+            Value mean, rstd;
+            std::tie(mean, rstd) = rowStatistics(t);
             // Accumulator h of row i in column tile nt: (i / 2 colTiles +
             // nt) 4 + 2 (i % 2) + h.
             Value rowAcc = g.add(g.mul(g.div(i, 2), colTiles * 4), g.mul(g.rem(i, 2), 2));
