@@ -66,7 +66,11 @@ struct Instr {
   Type type, from;        // from: cvt's source type
   char space = 'g';       // ld/st: g(lobal), s(hared), l(ocal), p(aram)
   int vec = 1;            // ld/st .v2 / .v4
-  std::string cmp;        // setp
+  // setp: the comparison, parsed once (comparing its text per executed
+  // setp was a seventh of the emulator's time); `unordered`: its float
+  // form ends in u (true where either operand is NaN).
+  enum class Cmp { Eq, Ne, Lt, Le, Gt, Ge, Num, Nan } cmp = Cmp::Eq;
+  bool unordered = false;
   int round = FE_TONEAREST;
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
   bool trans = false;                          // ldmatrix .trans
@@ -603,8 +607,22 @@ private:
       in.type = lastType();
     } else if (base == "setp") {
       in.op = Op::Setp;
-      in.cmp = parts[1];
       in.type = lastType();
+      std::string c = parts.size() > 1 ? parts[1] : "";
+      in.unordered = in.type.kind == 'f' && c.size() == 3 && c.back() == 'u';
+      if (in.unordered)
+        c.pop_back();
+      using C = Instr::Cmp;
+      static const std::map<std::string, C> kCmps{
+          {"eq", C::Eq}, {"ne", C::Ne}, {"lt", C::Lt}, {"le", C::Le}, {"gt", C::Gt},
+          {"ge", C::Ge}, {"lo", C::Lt}, {"ls", C::Le}, {"hi", C::Gt}, {"hs", C::Ge},
+          {"num", C::Num}, {"nan", C::Nan}};
+      auto it = kCmps.find(c);
+      bool unsignedForm = c == "lo" || c == "ls" || c == "hi" || c == "hs";
+      if (it == kCmps.end() || (in.type.kind == 'f' && unsignedForm) ||
+          (in.type.kind != 'f' && (it->second == C::Num || it->second == C::Nan)))
+        return fail("unsupported comparison: " + in.text);
+      in.cmp = it->second;
     } else if (base == "cvt") {
       in.op = Op::Cvt;
       // 16-bit floats: 'h' bf16, 'e' f16 (packed pairs: x2).
@@ -860,7 +878,10 @@ public:
     ctaid[0] = bx;
     ctaid[1] = by;
     ctaid[2] = bz;
-    std::fill(regs.begin(), regs.end(), 0);
+    // Registers are zero in a launch's first block and hold what the block
+    // before left in the others: PTX registers start undefined, and
+    // clearing a block's thousands of them per thread took a tenth of the
+    // emulator's time in kernels of many small blocks.
     // A block's shared memory holds what the block before left, or nothing
     // defined: with FAKE_CUDA_FILL=nan (as device memory) all NaN bits at
     // every block's start, so that a kernel reading shared memory it never
@@ -1270,53 +1291,34 @@ private:
       set(v(3) ? v(1) : v(2));
       return true;
     case Op::Setp: {
+      using C = Instr::Cmp;
+      auto compare = [&](auto a, auto b) {
+        switch (in.cmp) {
+        case C::Eq: return a == b;
+        case C::Ne: return a != b;
+        case C::Lt: return a < b;
+        case C::Le: return a <= b;
+        case C::Gt: return a > b;
+        case C::Ge: return a >= b;
+        default: return false;
+        }
+      };
       bool r;
-      const std::string &c = in.cmp;
       if (isF) {
         double a = ty.bits == 64 ? D1 : F1, b = ty.bits == 64 ? D2 : F2;
         bool unordered = std::isnan(a) || std::isnan(b);
-        std::string base = c;
-        bool u = c.size() == 3 && c.back() == 'u';
-        if (u)
-          base = c.substr(0, 2);
-        if (c == "num")
+        if (in.cmp == C::Num)
           r = !unordered;
-        else if (c == "nan")
+        else if (in.cmp == C::Nan)
           r = unordered;
         else if (unordered)
-          r = u;
-        else if (base == "eq")
-          r = a == b;
-        else if (base == "ne")
-          r = a != b;
-        else if (base == "lt")
-          r = a < b;
-        else if (base == "le")
-          r = a <= b;
-        else if (base == "gt")
-          r = a > b;
-        else if (base == "ge")
-          r = a >= b;
+          r = in.unordered;
         else
-          return fail("unsupported comparison: " + in.text);
+          r = compare(a, b);
+      } else if (ty.kind == 's') {
+        r = compare(sext(v(1), ty.bits), sext(v(2), ty.bits));
       } else {
-        bool s = ty.kind == 's';
-        int64_t a = s ? sext(v(1), ty.bits) : 0, b = s ? sext(v(2), ty.bits) : 0;
-        uint64_t ua = bits(v(1), ty), ub = bits(v(2), ty);
-        if (c == "eq")
-          r = ua == ub;
-        else if (c == "ne")
-          r = ua != ub;
-        else if (c == "lt" || c == "lo")
-          r = s ? a < b : ua < ub;
-        else if (c == "le" || c == "ls")
-          r = s ? a <= b : ua <= ub;
-        else if (c == "gt" || c == "hi")
-          r = s ? a > b : ua > ub;
-        else if (c == "ge" || c == "hs")
-          r = s ? a >= b : ua >= ub;
-        else
-          return fail("unsupported comparison: " + in.text);
+        r = compare(bits(v(1), ty), bits(v(2), ty));
       }
       set(r);
       return true;
