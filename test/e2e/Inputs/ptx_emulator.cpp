@@ -612,17 +612,17 @@ private:
       in.unordered = in.type.kind == 'f' && c.size() == 3 && c.back() == 'u';
       if (in.unordered)
         c.pop_back();
+      // Each comparison with the types it takes: f(loat), i(nteger) or both.
       using C = Instr::Cmp;
-      static const std::map<std::string, C> kCmps{
-          {"eq", C::Eq}, {"ne", C::Ne}, {"lt", C::Lt}, {"le", C::Le}, {"gt", C::Gt},
-          {"ge", C::Ge}, {"lo", C::Lt}, {"ls", C::Le}, {"hi", C::Gt}, {"hs", C::Ge},
-          {"num", C::Num}, {"nan", C::Nan}};
+      static const std::map<std::string, std::pair<C, const char *>> kCmps{
+          {"eq", {C::Eq, "fi"}}, {"ne", {C::Ne, "fi"}}, {"lt", {C::Lt, "fi"}},
+          {"le", {C::Le, "fi"}}, {"gt", {C::Gt, "fi"}}, {"ge", {C::Ge, "fi"}},
+          {"lo", {C::Lt, "i"}},  {"ls", {C::Le, "i"}},  {"hi", {C::Gt, "i"}},
+          {"hs", {C::Ge, "i"}},  {"num", {C::Num, "f"}}, {"nan", {C::Nan, "f"}}};
       auto it = kCmps.find(c);
-      bool unsignedForm = c == "lo" || c == "ls" || c == "hi" || c == "hs";
-      if (it == kCmps.end() || (in.type.kind == 'f' && unsignedForm) ||
-          (in.type.kind != 'f' && (it->second == C::Num || it->second == C::Nan)))
+      if (it == kCmps.end() || !std::strchr(it->second.second, in.type.kind == 'f' ? 'f' : 'i'))
         return fail("unsupported comparison: " + in.text);
-      in.cmp = it->second;
+      in.cmp = it->second.first;
     } else if (base == "cvt") {
       in.op = Op::Cvt;
       // 16-bit floats: 'h' bf16, 'e' f16 (packed pairs: x2).
@@ -869,6 +869,10 @@ public:
       ntid[k] = block[k];
     }
     threads = block[0] * block[1] * block[2];
+    // Zero here, for the launch's first block; run() leaves them as the
+    // block before left them for the others: PTX registers start undefined,
+    // and clearing a block's thousands of them per thread took a tenth of
+    // the emulator's time in kernels of many small blocks.
     regs.resize(size_t(threads) * f.registers);
     locals.resize(size_t(threads) * (f.localBytes + 16));
     ts.resize(threads);
@@ -878,10 +882,6 @@ public:
     ctaid[0] = bx;
     ctaid[1] = by;
     ctaid[2] = bz;
-    // Registers are zero in a launch's first block and hold what the block
-    // before left in the others: PTX registers start undefined, and
-    // clearing a block's thousands of them per thread took a tenth of the
-    // emulator's time in kernels of many small blocks.
     // A block's shared memory holds what the block before left, or nothing
     // defined: with FAKE_CUDA_FILL=nan (as device memory) all NaN bits at
     // every block's start, so that a kernel reading shared memory it never
