@@ -245,7 +245,7 @@ def Tbc_RopeOp : Tbc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
 }
 
 def Tbc_AttentionOp : Tbc_Op<"attention",
-    [Pure, AllTypesMatch<["query", "result"]>]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>]> {
   let summary = "scaled dot-product attention: MHA, GQA or MQA";
   let description = [{
     `query` is `[..., seq, heads * head_dim]`, `key`/`value`
@@ -255,6 +255,11 @@ def Tbc_AttentionOp : Tbc_Op<"attention",
     (`softcap * tanh(s / softcap)`) if `softcap` is set, then masked: with
     `causal` a query at position p sees keys at positions <= p, with
     `window = W` only keys at positions > p - W. Softmax in float32.
+
+    The window may instead be a value, `window(%w)` (an `i64`, the op's last
+    operand; 0 or less: no window), so that layers differing only in their
+    window share one kernel: `--tbc-outline-kernels` turns Gemma's local and
+    global layers' static windows into it, their calls passing constants.
 
     A position bias may be added to the (capped) logits of a query at p and a
     key at j, computed inside the kernel (never a materialised [T, T] matrix):
@@ -271,6 +276,7 @@ def Tbc_AttentionOp : Tbc_Op<"attention",
   }];
   let arguments = (ins Tbc_FloatTensor:$query, Tbc_FloatTensor:$key, Tbc_FloatTensor:$value,
                        Optional<Tbc_FloatTensor>:$relative_bias,
+                       Optional<I64>:$window_size,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                        F64Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap,
@@ -278,7 +284,8 @@ def Tbc_AttentionOp : Tbc_Op<"attention",
                        OptionalAttr<Tbc_RelativeBucketsAttr>:$buckets);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`relative_bias` $relative_bias^)? `heads` `=` $num_heads
+    $query `,` $key `,` $value (`relative_bias` $relative_bias^)?
+    (`window` `(` $window_size^ `)`)? `heads` `=` $num_heads
     `kv_heads` `=` $num_kv_heads `head_dim` `=` $head_dim `scale` `=` $scale
     (`causal` $causal^)? (`window` `=` $window^)? (`softcap` `=` $softcap^)?
     (`alibi_slopes` `=` $alibi_slopes^)? (`buckets` `=` $buckets^)?

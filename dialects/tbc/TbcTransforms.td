@@ -186,7 +186,15 @@ def TbcOutlineKernels : Pass<"tbc-outline-kernels", "::mlir::ModuleOp"> {
     `tbc.kv_cache`: the runtime passes each call site its own key/value
     cache. How a kernel's work is split (columns of a projection, heads of
     an attention) is each target's kernel ABI, decided from the op.
+
+    Ops share a kernel when they compute the same thing (op, attributes and
+    types). Attention ops that differ only in their static `window` (Gemma's
+    local and global layers) first take it as a value, `window(%c)`, each
+    call passing its own as an `arith.constant` (0: none), so that one
+    attention kernel per variant serves both kinds of layer (the runtime
+    passes the constant per step: the manifest's `scalars`).
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 #endif // TBC_TRANSFORMS_TD

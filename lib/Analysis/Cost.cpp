@@ -4,6 +4,8 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <fmt/format.h>
@@ -41,7 +43,8 @@ int64_t bytesOf(Value v, int64_t tokens) {
 int64_t ioBytes(Operation *op, int64_t tokens) {
   int64_t b = 0;
   for (Value v : op->getOperands())
-    b += bytesOf(v, tokens);
+    if (isa<RankedTensorType>(v.getType())) // not a scalar (an attention's window(%w))
+      b += bytesOf(v, tokens);
   for (Value v : op->getResults())
     b += bytesOf(v, tokens);
   return b;
@@ -102,8 +105,12 @@ Cost tbc::opCost(Operation *op, int64_t tokens) {
           c.flops += 3 * r * (rope.getColumns() / rope.getHeadDim()) * rope.getRotaryDim();
       })
       .Case([&](AttentionOp a) {
-        int64_t pairs = attentionPairs(tokens, a.getCausal(),
-                                       a.getWindow().value_or(0));
+        // A window(%w) counts as its constant, or as none (an upper bound).
+        APInt w;
+        int64_t window = a.getWindow().value_or(0);
+        if (Value size = a.getWindowSize(); size && matchPattern(size, m_ConstantInt(&w)))
+          window = w.getSExtValue();
+        int64_t pairs = attentionPairs(tokens, a.getCausal(), window);
         int64_t perPair = 4 * a.getHeadDim(); // q.k and p.v
         c.flops = pairs * a.getNumHeads() * perPair;
       })

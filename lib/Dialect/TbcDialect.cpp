@@ -149,6 +149,14 @@ LogicalResult TbcDialect::verifyOperationAttribute(Operation *op,
     if (body.getOperations().size() != 2 || first->getDialect() != this ||
         !isa<func::ReturnOp>(body.back()))
       return op->emitError() << "'" << name << "' function must hold exactly one tbc op";
+    if (name == KernelAttrHelper::getNameStr()) {
+      ArrayRef<Type> inputs = fn.getArgumentTypes();
+      auto scalar = [](Type t) { return !isa<ShapedType>(t); };
+      auto firstScalar = llvm::find_if(inputs, scalar);
+      if (!std::all_of(firstScalar, inputs.end(), scalar))
+        return op->emitError() << "'" << name
+                               << "' function must take its scalar operands last";
+    }
     if (name == KvCacheAttrHelper::getNameStr() && !isa<AttentionOp>(first))
       return op->emitError() << "'" << name << "' is for tbc.attention kernels, not '"
                              << first->getName() << "'";
@@ -200,4 +208,9 @@ LogicalResult TbcDialect::verifyRegionArgAttribute(Operation *op, unsigned regio
     return op->emitError() << "'" << name << "' of argument " << argIndex
                            << " must be a non-empty string";
   return success();
+}
+
+unsigned tbc::kernelScalarOperands(func::FuncOp kernel) {
+  return llvm::count_if(kernel.getArgumentTypes(),
+                        [](Type t) { return !isa<ShapedType>(t); });
 }

@@ -373,6 +373,8 @@ LogicalResult AttentionOp::verify() {
   if (auto window = getWindow())
     if (failed(requirePositive(*this, "window", static_cast<int64_t>(*window))))
       return failure();
+  if (getWindow() && getWindowSize())
+    return emitOpError("takes a window attribute or a window(%value), not both");
   if (auto cap = getSoftcap())
     if (failed(requirePositive(*this, "softcap", cap->convertToDouble())))
       return failure();

@@ -230,7 +230,8 @@ public:
     bool relative = s.positions == PositionKind::Relative;
     Value a = AttentionOp::create(
         b, loc, q.getType(), q, k, v,
-        relative ? w.at(s.names.relativeBias + ".weight") : Value(), s.numHeads,
+        relative ? w.at(s.names.relativeBias + ".weight") : Value(), /*window_size=*/Value(),
+        s.numHeads,
         s.numKvHeads, s.headDim, APFloat(scale), s.causal,
         variant.window > 0 ? b.getI64IntegerAttr(variant.window)
                            : IntegerAttr(),

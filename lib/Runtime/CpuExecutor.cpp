@@ -443,6 +443,8 @@ bool CpuSession::runBatch(std::vector<SequenceChunk> &chunks, LogitRows logitRow
       }
       if (split.units)
         desc(range, 0, {2}, {1});
+      for (const int64_t &scalar : step.scalars) // memref<1xi64>s (KernelABI.h)
+        desc(&scalar, 0, {1}, {1});
       std::vector<void *> argv;
       for (std::vector<int64_t> &d : descs)
         argv.push_back(d.data());

@@ -389,6 +389,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
     // get 0, so that their parameters stay the same from one decode step to
     // the next and a graph's nodes for them need no update.
     values.push_back(step.caches.empty() ? 0 : past + firstRow);
+    values.insert(values.end(), step.scalars.begin(), step.scalars.end());
     const std::vector<LaunchInfo> &launches = im.launches[step.kernel];
     for (size_t l = 0; l < launches.size(); ++l) {
       const LaunchInfo &li = launches[l];

@@ -71,6 +71,8 @@ std::string kernel(size_t id, const Kernel &k) {
     s += ", \"scratch\": " + std::to_string(k.scratch);
   if (k.staging)
     s += ", \"staging\": " + std::to_string(k.staging);
+  if (k.scalars)
+    s += ", \"scalars\": " + std::to_string(k.scalars);
   if (k.work)
     s += ", \"work\": {\"unit\": " + json::quote(k.work->unit) +
          ", \"count\": " + std::to_string(k.work->count) +
@@ -105,6 +107,8 @@ std::string step(const Step &st) {
       s += (i ? ", " : "") + arg(Arg{false, st.caches[i]});
     s += "]";
   }
+  if (!st.scalars.empty())
+    s += ", \"scalars\": " + ints(st.scalars);
   return s + "}";
 }
 
@@ -353,6 +357,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
                    std::to_string(limits::kMaxStagingWidth));
       kernel.staging = n->asInt();
     }
+    if (const json::Value *n = k.get("scalars")) {
+      if (!n->isInteger() || n->asInt() < 1 || n->asInt() > limits::kMaxKernelScalars)
+        return bad("kernel '" + kernel.symbol + "': scalars must be a count from 1 to " +
+                   std::to_string(limits::kMaxKernelScalars));
+      kernel.scalars = n->asInt();
+    }
     if (const json::Value *w = k.get("work")) {
       const json::Value *unit = w->get("unit"), *count = w->get("count"),
                         *align = w->get("align");
@@ -430,6 +440,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         st.caches.push_back(arg.id);
       }
     }
+    if (const json::Value *v = s.get("scalars"); v && !readInts(v, st.scalars))
+      return bad("a step's scalars must be a list of integers");
+    if (int64_t(st.scalars.size()) != m.kernels[st.kernel].scalars)
+      return bad("a step of kernel '" + m.kernels[st.kernel].symbol + "' passes " +
+                 std::to_string(st.scalars.size()) + " scalars; the kernel takes " +
+                 std::to_string(m.kernels[st.kernel].scalars));
     m.steps.push_back(std::move(st));
   }
   if (m.steps.empty())

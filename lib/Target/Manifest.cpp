@@ -12,6 +12,8 @@
 #include "tbc/Support/Manifest.h"
 #include "tbc/Target/TargetBackend.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -175,13 +177,20 @@ private:
     // checks every
     // step against them so that a manifest that disagrees with its code is
     // refused, not run.
+    // Scalar operands (last, an attention's window) are not in it: they
+    // are the steps' `scalars`, which the code takes after everything else.
     FunctionType type = kernel.getFunctionType();
     std::optional<PackedOperand> packed = backend.packedOperand(op, options);
     for (auto [i, t] :
-         llvm::enumerate(llvm::concat<const Type>(type.getInputs(), type.getResults())))
+         llvm::enumerate(llvm::concat<const Type>(type.getInputs(), type.getResults()))) {
+      if (!isa<ShapedType>(t)) {
+        ++k.scalars;
+        continue;
+      }
       k.signature.push_back(packed && i == packed->operand && !packed->shape.empty()
                                 ? shapeOf(packed->shape)
                                 : shapeOf(t));
+    }
     if (cached) {
       auto attn = cast<AttentionOp>(op);
       int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
@@ -215,7 +224,14 @@ private:
     DenseMap<Value, Arg> refs;
     for (auto [a, r] : llvm::zip(fn.getArguments(), args))
       refs[a] = r;
+    // The schedule's constants: kernels' scalar operands (an attention's
+    // window), passed by the steps.
+    DenseMap<Value, int64_t> constants;
     for (Operation &op : fn.getBody().front()) {
+      if (auto c = dyn_cast<arith::ConstantIntOp>(op)) {
+        constants[c] = c.value();
+        continue;
+      }
       auto inputs = [&]() {
         SmallVector<Arg> in;
         for (Value v : op.getOperands())
@@ -281,7 +297,18 @@ private:
           continue;
         }
         manifest::Step step;
-        SmallVector<Arg> in = inputs();
+        SmallVector<Arg> in;
+        for (Value v : call.getOperands()) {
+          if (isa<ShapedType>(v.getType())) {
+            in.push_back(refs.lookup(v));
+            continue;
+          }
+          auto c = constants.find(v);
+          if (c == constants.end())
+            return call.emitError("a kernel's scalar operand must be a constant of the "
+                                  "function calling it");
+          step.scalars.push_back(c->second);
+        }
         // Operands the backend reads in its own layout (the CPU's weight
         // panels): the runtime packs them once, at bind time.
         if (std::optional<PackedOperand> p =

@@ -17,6 +17,15 @@ func.func private @k0(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> attributes {tb
 
 // -----
 
+// Targets take a kernel's scalar operands after all its buffers.
+// expected-error @+1 {{'tbc.kernel' function must take its scalar operands last}}
+func.func private @k0(%w: i64, %q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> attributes {tbc.kernel} {
+  %0 = tbc.attention %q, %kv, %kv window(%w) heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 causal : tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'tbc.kernel' belongs on a func.func with a body}}
 func.func private @k0(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> attributes {tbc.kernel}
 

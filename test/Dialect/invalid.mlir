@@ -379,6 +379,14 @@ func.func @attention_gqa_divisible(%q: tensor<?x?x48xf32>, %kv: tensor<?x?x32xf3
 
 // -----
 
+func.func @attention_window_twice(%q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf32>, %w: i64) {
+  // expected-error @+1 {{takes a window attribute or a window(%value), not both}}
+  %0 = tbc.attention %q, %kv, %kv window(%w) heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 causal window = 8 : tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
 func.func @attention_query_width(%q: tensor<?x?x48xf32>, %kv: tensor<?x?x32xf32>) {
   // expected-error @+1 {{query width 48 must be 4 heads x 16 = 64}}
   %0 = tbc.attention %q, %kv, %kv heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 : tensor<?x?x48xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>

@@ -67,6 +67,15 @@ func.func @rope(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>) -> (tensor<?x?x64
   return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
 
+// CHECK-LABEL: func.func @attention_window_value
+func.func @attention_window_value(%q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf32>, %w: i64)
+    -> tensor<?x?x64xf32> {
+  // CHECK: tbc.attention %{{.*}}, %{{.*}}, %{{.*}} window(%{{.*}}) heads = 4 kv_heads = 2 head_dim = 16 scale = 2.500000e-01 causal :
+  %0 = tbc.attention %q, %kv, %kv window(%w) heads = 4 kv_heads = 2 head_dim = 16 scale = 0.25 causal
+         : tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
 // CHECK-LABEL: func.func @rope_long_context
 func.func @rope_long_context(%x: tensor<?x?x64xf32>, %pos: tensor<?x?xi32>, %len: tensor<?x?xi32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
   // CHECK: scaling = <kind = yarn, factor = 4.000000e+00, original_max_position = 32768, attention_factor = 1.138600e+00, beta_fast = 1.600000e+01, truncate = false>

@@ -77,7 +77,7 @@ TEST_F(DialectTest, VerifierRejectsGqaWithIndivisibleHeads) {
   Type f32 = b.getF32Type();
   auto q = tbc::ParamOp::create(b, loc, RankedTensorType::get({1, 4, 96}, f32), "q");
   auto kv = tbc::ParamOp::create(b, loc, RankedTensorType::get({1, 4, 64}, f32), "kv");
-  tbc::AttentionOp::create(b, loc, q.getType(), q, kv, kv, Value(), 3, 2, 32,
+  tbc::AttentionOp::create(b, loc, q.getType(), q, kv, kv, Value(), Value(), 3, 2, 32,
                            llvm::APFloat(0.125), true, IntegerAttr(), FloatAttr(),
                            DenseF64ArrayAttr(), tbc::RelativeBucketsAttr());
   std::string diag;

@@ -75,13 +75,13 @@ TEST(Manifest, WrittenManifestReadsBack) {
 
 TEST(Manifest, AnotherVersionIsRefused) {
   std::string text = write(sample());
-  size_t at = text.find("\"version\": 3");
+  size_t at = text.find("\"version\": 4");
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 12, "\"version\": 2");
+  text.replace(at, 12, "\"version\": 3");
   Manifest out;
   std::string error;
   EXPECT_FALSE(read(text, out, error));
-  EXPECT_NE(error.find("this runtime reads version 3; compile the model again"),
+  EXPECT_NE(error.find("this runtime reads version 4; compile the model again"),
             std::string::npos)
       << error;
 }
@@ -120,6 +120,34 @@ TEST(Manifest, ScratchCountReadsBackAndIsBounded) {
     EXPECT_FALSE(read(t, out, error)) << bad;
     EXPECT_NE(error.find("scratch must be a count of f32 values"), std::string::npos) << error;
   }
+}
+
+// A kernel's scalar operands (an attention's window): the count reads back
+// (bounded), and each step passes exactly that many values of its own.
+TEST(Manifest, ScalarsReadBackAndEveryStepPassesThem) {
+  Manifest m = sample();
+  m.kernels[1].scalars = 1;
+  m.steps[1].scalars = {4096};
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.kernels[0].scalars, 0);
+  EXPECT_EQ(out.kernels[1].scalars, 1);
+  EXPECT_TRUE(out.steps[0].scalars.empty());
+  EXPECT_EQ(out.steps[1].scalars, std::vector<int64_t>{4096});
+  EXPECT_EQ(write(out), write(m));
+
+  for (std::vector<int64_t> wrong : {std::vector<int64_t>{}, std::vector<int64_t>{0, 4096}}) {
+    Manifest bad = m;
+    bad.steps[1].scalars = wrong;
+    EXPECT_FALSE(read(write(bad), out, error));
+    EXPECT_EQ(error, "manifest: a step of kernel 'k1_linear_packed' passes " +
+                         std::to_string(wrong.size()) + " scalars; the kernel takes 1");
+  }
+  Manifest many = m;
+  many.kernels[1].scalars = 9;
+  EXPECT_FALSE(read(write(many), out, error));
+  EXPECT_NE(error.find("scalars must be a count from 1 to 8"), std::string::npos) << error;
 }
 
 // Launch variants by chunk size: each serves its row range, and together

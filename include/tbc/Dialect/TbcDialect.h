@@ -45,4 +45,12 @@ class WeightTransform
 #define GET_OP_CLASSES
 #include "tbc/TbcOps.h.inc"
 
+namespace tbc {
+/// How many scalar operands a tbc.kernel function takes (i64: an
+/// attention's `window(%w)`). They are its last arguments (the kernel
+/// attribute's verifier checks it), and every target takes them after all
+/// its buffers (tbc/Conversion/*/KernelABI.h; the manifest's `scalars`).
+unsigned kernelScalarOperands(mlir::func::FuncOp kernel);
+} // namespace tbc
+
 #endif // TBC_DIALECT_TBCDIALECT_H

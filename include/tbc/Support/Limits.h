@@ -43,6 +43,9 @@ inline constexpr int64_t kMaxScratchFloats = int64_t(1) << 28;
 /// Widest row of a kernel's staging array (real ones: a model's widest
 /// projection input, ~50k); with kMaxPositions rows, far from overflowing.
 inline constexpr int64_t kMaxStagingWidth = int64_t(1) << 20;
+/// Most i64 scalars a kernel may take after its buffers (real ones: an
+/// attention's window, 1).
+inline constexpr int64_t kMaxKernelScalars = 8;
 /// A CUDA session's staging array (the tiled projection's 16-bit
 /// activations) holds its rows in multiples of this many: the tiled
 /// projection copies whole tiles of 128 rows without clamping the last

@@ -24,7 +24,7 @@
 namespace tbc::manifest {
 
 /// The manifest's format version: a runtime refuses any other.
-inline constexpr int64_t kVersion = 3;
+inline constexpr int64_t kVersion = 4;
 
 struct Model {
   std::string architecture;
@@ -127,12 +127,17 @@ struct Kernel {
   /// The width K of a [T, K] array of 16-bit values the code takes after
   /// its scratch (T: the chunk's rows; the session's, reused; 0: none).
   int64_t staging = 0;
+  /// i64 values the code takes last, each step's own (`Step::scalars`):
+  /// its op's scalar operands (an attention's `window(%w)`, which lets
+  /// layers of different windows share the kernel; tbc/Target/Manifest.h).
+  int64_t scalars = 0;
 };
 
 struct Step {
   int kernel = -1;
   std::vector<Arg> args;
   std::vector<int> caches; // kv_cache buffer ids (attention)
+  std::vector<int64_t> scalars; // as many as the kernel's `scalars`
 };
 
 /// A tensor tap (tbc compile --taps): buffer `buffer` holds, once written,

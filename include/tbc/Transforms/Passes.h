@@ -11,6 +11,7 @@
 
 #include "tbc/Dialect/TbcDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 

@@ -4,6 +4,7 @@
 
 #include "tbc/Dialect/PositionBias.h"
 #include "tbc/Dialect/Rope.h"
+#include "tbc/Support/Limits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -21,6 +22,19 @@ Type tbc::storageElementType(Builder &b, StringRef name) {
   if (name == "f16")
     return b.getF16Type();
   return b.getF32Type();
+}
+
+Value tbc::emitAttentionWindow(OpBuilder &b, Location loc, AttentionOp a, Value windowSize) {
+  if (std::optional<uint64_t> w = a.getWindow())
+    return arith::ConstantIndexOp::create(b, loc, int64_t(*w));
+  if (!a.getWindowSize())
+    return Value();
+  assert(windowSize && "a kernel of window(%w) takes its value");
+  Value w = arith::IndexCastOp::create(b, loc, b.getIndexType(), windowSize);
+  Value none = arith::ConstantIndexOp::create(b, loc, limits::kMaxPositions + 1);
+  Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, w,
+                                         arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::SelectOp::create(b, loc, positive, w, none);
 }
 
 Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {

@@ -19,6 +19,12 @@ namespace tbc {
 /// The element type a storage name of the options (--dtype, --cuda-kv-cache:
 /// "bf16", "f16" or "f32") stands for.
 mlir::Type storageElementType(mlir::Builder &b, llvm::StringRef name);
+/// An attention's sliding window as an index value, null where it has none:
+/// its `window` attribute, or the value of its `window(%w)` (`windowSize`,
+/// the i64 a kernel takes), a value of 0 or less standing for no window as
+/// one past any position (limits::kMaxPositions) does.
+mlir::Value emitAttentionWindow(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a,
+                                mlir::Value windowSize);
 /// act(x) in f32 with the math dialect (gelu = exact erf form).
 mlir::Value emitActivation(mlir::OpBuilder &b, mlir::Location loc,
                            Activation act, mlir::Value x);

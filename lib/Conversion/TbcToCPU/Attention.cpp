@@ -72,7 +72,7 @@ static SmallVector<Value> horizontalSums(OpBuilder &b, Location loc, ArrayRef<Va
 }
 
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
-                        Value kNew, Value vNew, Value out, Value kCache,
+                        Value kNew, Value vNew, Value windowSize, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
                         const PositionBias &bias, int64_t vectorFloats) {
   KernelBuilder kb(b, loc);
@@ -82,7 +82,6 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   std::optional<double> cap;
   if (a.getSoftcap())
     cap = a.getSoftcap()->convertToDouble();
-  int64_t window = a.getWindow().value_or(0);
   bool causal = a.getCausal();
   int64_t width = 16;
   while (D % width != 0)
@@ -96,6 +95,7 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     return arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(float(v)));
   };
   Value zero = idx(b, 0), one = idx(b, 1);
+  Value window = emitAttentionWindow(b, loc, a, windowSize);
   Value T = memref::DimOp::create(b, loc, q, 1);
   Value L = memref::DimOp::create(b, loc, kCache, 0);
   Value past = arith::SubIOp::create(b, loc, L, T);
@@ -145,10 +145,10 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     Value p = arith::AddIOp::create(tb, loc, past, t);
     Value jEnd = causal ? arith::AddIOp::create(tb, loc, p, one).getResult() : L;
     Value jBegin = zero;
-    if (causal && window > 0) {
+    if (causal && window) {
       // j > p - window  <=>  j >= p + 1 - window (clamped at 0).
       Value pw = arith::AddIOp::create(tb, loc, p, idx(tb, 1));
-      Value w = idx(tb, window);
+      Value w = window;
       jBegin = arith::SelectOp::create(
           tb, loc, arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, pw, w),
           arith::SubIOp::create(tb, loc, pw, w), zero);

@@ -677,8 +677,8 @@ private:
                           ValueRange caches) {
     PositionBias bias(b, loc, a, module, "attention_" + std::to_string(kernelIndex),
                       a.getRelativeBias() ? in[3] : Value());
-    emitAttention(b, loc, a, in[0], in[1], in[2], out, caches[0], caches[1],
-                  rangeBegin, rangeEnd, bias, tile.vector);
+    emitAttention(b, loc, a, in[0], in[1], in[2], a.getWindowSize() ? in.back() : Value(),
+                  out, caches[0], caches[1], rangeBegin, rangeEnd, bias, tile.vector);
     return success();
   }
 };
@@ -696,7 +696,7 @@ struct TbcLowerToCPUPass
     };
     for (Type t : llvm::concat<const Type>(kernel.getArgumentTypes(),
                                            kernel.getResultTypes()))
-      if (!supported(t))
+      if (isa<ShapedType>(t) && !supported(t))
         return kernel.emitError("the CPU backend computes in f32 (ids in i32); kernel @")
                << kernel.getSymName() << " uses " << t
                << ": compile with --dtype f32 (bf16/f16 checkpoints are "
@@ -743,8 +743,12 @@ struct TbcLowerToCPUPass
     for (func::FuncOp old : kernels) {
       Operation *op = &old.getBody().front().front();
       Location loc = op->getLoc();
+      // Scalar operands (an attention's window) come last: memref<1xi64>s
+      // after the work range (KernelABI.h).
+      const unsigned nScalars = kernelScalarOperands(old);
+      const unsigned nIn = old.getNumArguments() - nScalars, nOut = old.getNumResults();
       SmallVector<Type> args;
-      for (Type t : old.getArgumentTypes())
+      for (Type t : old.getArgumentTypes().take_front(nIn))
         args.push_back(operandType(t));
       // Projections read their weight, embeddings their table, packed in
       // panels (KernelABI.h).
@@ -779,29 +783,35 @@ struct TbcLowerToCPUPass
       std::optional<manifest::WorkRange> units = workRange(old, tile.panel);
       if (units)
         args.push_back(MemRefType::get({2}, b.getI64Type()));
+      args.append(nScalars, MemRefType::get({1}, b.getI64Type()));
       b.setInsertionPoint(old);
       auto fn = func::FuncOp::create(b, loc, old.getSymName(),
                                      b.getFunctionType(args, {}));
       fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
       Block *body = fn.addEntryBlock();
       b.setInsertionPointToEnd(body);
-      unsigned nIn = old.getNumArguments(), nOut = old.getNumResults();
       ValueRange all = body->getArguments();
       Emitter emitter(b, loc, module, index++, tile);
+      auto loadAt = [&](Value from, int64_t i) -> Value {
+        return memref::LoadOp::create(b, loc, from,
+                                      ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+      };
+      // The op's operands: its tensors, then its scalars' values.
+      SmallVector<Value> in(all.take_front(nIn));
+      for (Value scalar : all.take_back(nScalars))
+        in.push_back(loadAt(scalar, 0));
       if (units) {
         // The range, clamped to what the kernel was compiled for, so that
         // no range a manifest passes makes it step outside its buffers.
-        Value range = body->getArguments().back();
+        Value range = all[all.size() - nScalars - 1];
         auto load = [&](int64_t i) -> Value {
-          Value v = memref::LoadOp::create(
-              b, loc, range, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-          return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+          return arith::IndexCastOp::create(b, loc, b.getIndexType(), loadAt(range, i));
         };
         Value end = arith::MinUIOp::create(
             b, loc, load(1), arith::ConstantIndexOp::create(b, loc, units->count));
         emitter.setRange(arith::MinUIOp::create(b, loc, load(0), end), end);
       }
-      if (failed(emitter.emit(op, all.take_front(nIn), all.slice(nIn, nOut),
+      if (failed(emitter.emit(op, in, all.slice(nIn, nOut),
                               cached ? all.slice(nIn + nOut, 2) : ValueRange{})))
         return signalPassFailure();
       func::ReturnOp::create(b, loc);

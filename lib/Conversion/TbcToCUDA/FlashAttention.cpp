@@ -140,7 +140,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
   // into the query scale instead changed the rounding of Q to 16 bits and
   // took cuda-flash-window.test's worst row from 1.3e-2 to 1.9e-2.
   const double log2e = 1.4426950408889634;
-  const int64_t window = a.getWindow().value_or(0);
+  const Value window = o.window;
   const bool causal = a.getCausal();
   Value negInf = g.f32(-std::numeric_limits<float>::infinity());
   Type cacheType = cast<MemRefType>(o.keyCache.getType()).getElementType();
@@ -254,7 +254,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     // from tileLo (that rounded down to a tile); some row of the warp:
     // [warpLo, warpHi).
     auto lowest = [&](Value rowBegin) {
-      return window ? g.max(g.idx(0), g.sub(g.add(o.past, rowBegin), g.idx(window - 1)))
+      return window ? g.max(g.idx(0), g.sub(g.add(g.add(o.past, rowBegin), 1), window))
                     : g.idx(0);
     };
     auto highest = [&](Value rowEnd) {
@@ -680,7 +680,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
                       if (causal)
                         visible = g.andi(visible, g.lt(pos, g.add(p, 1)));
                       if (window)
-                        visible = g.andi(visible, g.lt(p, g.add(pos, g.idx(window))));
+                        visible = g.andi(visible, g.lt(p, g.add(pos, window)));
                       Value &v = mk[4 * (m * keyTiles + nt) + i];
                       v = g.select(visible, v, negInf);
                     }

@@ -37,10 +37,11 @@ mlir::MemRefType flashQueryTileType(mlir::MLIRContext *ctx, Type half, int64_t h
 
 /// What the kernel reads and writes: the [T, H * D] queries and output, the
 /// [positions, KV * D] f32 caches (the chunk already appended), the chunk's
-/// rows T and the positions cached before it, and the shared tiles (the
-/// query tile null where the lanes keep their query fragments).
+/// rows T and the positions cached before it, the window (an index,
+/// emitAttentionWindow; null: none), and the shared tiles (the query tile
+/// null where the lanes keep their query fragments).
 struct FlashAttentionOperands {
-  Value queries, keyCache, valueCache, out, T, past, keyTile, valueTile, queryTile;
+  Value queries, keyCache, valueCache, out, T, past, window, keyTile, valueTile, queryTile;
 };
 
 /// The body of the flash kernel for attention `a` (one block per

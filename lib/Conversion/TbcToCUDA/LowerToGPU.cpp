@@ -390,8 +390,12 @@ public:
   LogicalResult lower(func::FuncOp kernel) {
     Operation *op = &kernel.getBody().front().front();
     MLIRContext *ctx = b.getContext();
+    // Scalar operands (an attention's window) come last, after T and past
+    // (KernelABI.h).
+    const unsigned nScalars = kernelScalarOperands(kernel);
+    const unsigned nIn = kernel.getNumArguments() - nScalars, nOut = kernel.getNumResults();
     SmallVector<Type> args;
-    for (Type t : kernel.getArgumentTypes())
+    for (Type t : kernel.getArgumentTypes().take_front(nIn))
       args.push_back(abiType(t, ctx));
     // The weight as the runtime stores it: 16-bit where tensor cores read
     // it, and GPT-2's [in, out] transposed at bind time to [out, in, 1].
@@ -406,7 +410,6 @@ public:
     }
     for (Type t : kernel.getResultTypes())
       args.push_back(abiType(t, ctx));
-    unsigned nIn = kernel.getNumArguments(), nOut = kernel.getNumResults();
     bool cached = kernel->hasAttr(TbcDialect::KvCacheAttrHelper::getNameStr());
     if (cached) {
       auto a = cast<AttentionOp>(op);
@@ -423,6 +426,7 @@ public:
     if (stagingK)
       args.push_back(MemRefType::get({ShapedType::kDynamic, stagingK}, halfType()));
     args.append({b.getIndexType(), b.getIndexType()}); // T, past
+    args.append(nScalars, b.getI64Type());
     for (const cuda::Launch &launch :
          cuda::launchesFor(op, weightType, flash, tiled, flashTile)) {
       OpBuilder::InsertionGuard guard(b);
@@ -525,8 +529,12 @@ public:
         }
       }
       ValueRange all = fn.getArguments().take_front(fn.getFunctionType().getNumInputs());
-      T = all[all.size() - 2];
-      past = all.back();
+      ValueRange scalars = all.take_back(nScalars);
+      T = all[all.size() - nScalars - 2];
+      past = all[all.size() - nScalars - 1];
+      window = Value();
+      if (auto a = dyn_cast<AttentionOp>(op))
+        window = emitAttentionWindow(b, loc, a, a.getWindowSize() ? scalars.back() : Value());
       ValueRange in = all.take_front(nIn), out = all.slice(nIn, nOut);
       alignedRows.clear();
       for (unsigned i = 0; i < nIn; ++i)
@@ -558,6 +566,7 @@ private:
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   Value T, past;
+  Value window;    // an attention's window (emitAttentionWindow), if it has one
   Value workgroup; // the gpu.func's shared memory, if it has any
   Value scratch;   // the scratch operand (cuda::scratchFloats), if any
   Value staging;   // the staging operand (cuda::stagingWidth), if any
@@ -1932,8 +1941,8 @@ private:
                       relativeTable);
     if (body == cuda::Body::flash)
       cuda::emitFlashAttention(g, half(), a, bias,
-                               {q, caches[0], caches[1], out, T, past, flashKeys, flashValues,
-                                flashQueries},
+                               {q, caches[0], caches[1], out, T, past, window, flashKeys,
+                                flashValues, flashQueries},
                                cuda::flashOverlaps(a.getHeadDim(), flashTile));
     else
       splitKvAttention(a, q, k, v, bias, caches, out,
@@ -2167,10 +2176,9 @@ private:
 
   /// The visible cached positions [lo, hi) of chunk row t, at position p.
   std::tuple<Value, Value, Value> visibleRange(AttentionOp a, Value t) {
-    int64_t window = a.getWindow().value_or(0);
     Value p = g.add(past, t);
     Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
-    Value lo = window ? g.max(g.idx(0), g.sub(p, g.idx(window - 1))) : g.idx(0);
+    Value lo = window ? g.max(g.idx(0), g.sub(g.add(p, 1), window)) : g.idx(0);
     return {p, lo, hi};
   }
 
@@ -2301,8 +2309,9 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
     for (func::FuncOp fn : kernels)
       for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(), fn.getResultTypes())) {
-        Type e = cast<ShapedType>(t).getElementType();
-        if (!e.isF32() && !e.isInteger(32)) {
+        auto shaped = dyn_cast<ShapedType>(t); // else a scalar operand: an i64
+        if (shaped && !shaped.getElementType().isF32() &&
+            !shaped.getElementType().isInteger(32)) {
           fn.emitError("the CUDA backend computes in f32 so far; kernel @")
               << fn.getSymName() << " uses " << t << ": compile with --dtype f32";
           return signalPassFailure();

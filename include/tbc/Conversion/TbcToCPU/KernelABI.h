@@ -20,6 +20,9 @@
 // * Work ranges. Projections take the [begin, end) of their output columns
 //   as a last operand, attention of its key/value heads, so that the runtime can
 //   give each core a share.
+// * Scalar operands (i64: an attention's `window(%w)`), the kernel function's
+//   last, come after everything else, each a memref<1xi64> (the steps'
+//   `scalars` in the manifest).
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,7 +13,9 @@
 //   memref<N x f32>, N = scratchFloats, the session's, reused by every
 //   step), a staging array where the kernel has one (the tiled projection:
 //   memref<? x width x bf16|f16>, the chunk's rows; stagingWidth), then two i64 scalars: T (rows of the chunk) and the number of
-//   positions cached before it. Only attention (the kernels with caches)
+//   positions cached before it, then the kernel's scalar operands (i64: an
+//   attention's `window(%w)`; the manifest steps' `scalars`, the same in
+//   every decode step). Only attention (the kernels with caches)
 //   reads the latter; the runtime passes 0 to the others, so that their
 //   parameters are the same in every decode step (a CUDA graph's nodes for
 //   them need no update: the runtime's CudaLaunchGraph.h), and the
