@@ -221,11 +221,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
     return false;
   };
   const json::Value *version = root->get("version");
-  if (!version || !version->isInteger() || version->asInt() != kVersion)
+  if (!version || !version->isInteger() || version->asInt() < kOldestVersion ||
+      version->asInt() > kVersion)
     return bad("format version " +
                (version ? json::serialize(*version) : std::string("(none)")) +
-               ", this runtime reads version " + std::to_string(kVersion) +
-               "; compile the model again (tbc compile)");
+               ", this runtime reads versions " + std::to_string(kOldestVersion) + " to " +
+               std::to_string(kVersion) + "; compile the model again (tbc compile)");
   const json::Value *model = root->get("model");
   if (!model || !model->get("vocab_size") || !model->get("vocab_size")->isInteger())
     return bad("missing model.vocab_size");

@@ -73,17 +73,23 @@ TEST(Manifest, WrittenManifestReadsBack) {
   EXPECT_EQ(write(out), text);
 }
 
+// Version 3 (before kernels took scalars) still reads, as it was written;
+// older and newer versions are refused.
 TEST(Manifest, AnotherVersionIsRefused) {
   std::string text = write(sample());
   size_t at = text.find("\"version\": 4");
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 12, "\"version\": 3");
   Manifest out;
   std::string error;
-  EXPECT_FALSE(read(text, out, error));
-  EXPECT_NE(error.find("this runtime reads version 4; compile the model again"),
-            std::string::npos)
-      << error;
+  std::string v3 = text;
+  EXPECT_TRUE(read(v3.replace(at, 12, "\"version\": 3"), out, error)) << error;
+  for (const char *other : {"\"version\": 2", "\"version\": 5"}) {
+    std::string t = text;
+    EXPECT_FALSE(read(t.replace(at, 12, other), out, error)) << other;
+    EXPECT_NE(error.find("this runtime reads versions 3 to 4; compile the model again"),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(Manifest, ReferencesAreChecked) {

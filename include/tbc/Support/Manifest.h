@@ -23,8 +23,11 @@
 
 namespace tbc::manifest {
 
-/// The manifest's format version: a runtime refuses any other.
-inline constexpr int64_t kVersion = 4;
+/// The manifest's format version, and the oldest one a runtime still
+/// reads: it refuses any other. 4 added the kernels' and steps' `scalars`
+/// (a version 3 manifest has none, so it reads as it was written), so that
+/// a runtime without them refuses a module whose steps pass them.
+inline constexpr int64_t kVersion = 4, kOldestVersion = 3;
 
 struct Model {
   std::string architecture;

@@ -148,10 +148,9 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     if (causal && window) {
       // j > p - window  <=>  j >= p + 1 - window (clamped at 0).
       Value pw = arith::AddIOp::create(tb, loc, p, idx(tb, 1));
-      Value w = window;
       jBegin = arith::SelectOp::create(
-          tb, loc, arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, pw, w),
-          arith::SubIOp::create(tb, loc, pw, w), zero);
+          tb, loc, arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, pw, window),
+          arith::SubIOp::create(tb, loc, pw, window), zero);
     }
     scf::ForOp::create(tb, loc, headBegin, headEnd, idx(tb, heads), ValueRange{},
                        [&](OpBuilder &hb, Location, Value h0, ValueRange) {
