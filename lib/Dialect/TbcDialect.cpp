@@ -151,9 +151,7 @@ LogicalResult TbcDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' function must hold exactly one tbc op";
     if (name == KernelAttrHelper::getNameStr()) {
       ArrayRef<Type> inputs = fn.getArgumentTypes();
-      auto scalar = [](Type t) { return !isa<ShapedType>(t); };
-      auto firstScalar = llvm::find_if(inputs, scalar);
-      if (!std::all_of(firstScalar, inputs.end(), scalar))
+      if (!std::all_of(llvm::find_if(inputs, isScalarOperand), inputs.end(), isScalarOperand))
         return op->emitError() << "'" << name
                                << "' function must take its scalar operands last";
     }
@@ -211,6 +209,5 @@ LogicalResult TbcDialect::verifyRegionArgAttribute(Operation *op, unsigned regio
 }
 
 unsigned tbc::kernelScalarOperands(func::FuncOp kernel) {
-  return llvm::count_if(kernel.getArgumentTypes(),
-                        [](Type t) { return !isa<ShapedType>(t); });
+  return llvm::count_if(kernel.getArgumentTypes(), isScalarOperand);
 }

@@ -180,17 +180,13 @@ private:
     // Scalar operands (last, an attention's window) are not in it: they
     // are the steps' `scalars`, which the code takes after everything else.
     FunctionType type = kernel.getFunctionType();
+    k.scalars = kernelScalarOperands(kernel);
     std::optional<PackedOperand> packed = backend.packedOperand(op, options);
-    for (auto [i, t] :
-         llvm::enumerate(llvm::concat<const Type>(type.getInputs(), type.getResults()))) {
-      if (!isa<ShapedType>(t)) {
-        ++k.scalars;
-        continue;
-      }
+    for (auto [i, t] : llvm::enumerate(llvm::concat<const Type>(
+             type.getInputs().drop_back(k.scalars), type.getResults())))
       k.signature.push_back(packed && i == packed->operand && !packed->shape.empty()
                                 ? shapeOf(packed->shape)
                                 : shapeOf(t));
-    }
     if (cached) {
       auto attn = cast<AttentionOp>(op);
       int64_t width = attn.getNumKvHeads() * attn.getHeadDim();
@@ -299,7 +295,7 @@ private:
         manifest::Step step;
         SmallVector<Arg> in;
         for (Value v : call.getOperands()) {
-          if (isa<ShapedType>(v.getType())) {
+          if (!isScalarOperand(v.getType())) {
             in.push_back(refs.lookup(v));
             continue;
           }

@@ -46,10 +46,13 @@ class WeightTransform
 #include "tbc/TbcOps.h.inc"
 
 namespace tbc {
-/// How many scalar operands a tbc.kernel function takes (i64: an
-/// attention's `window(%w)`). They are its last arguments (the kernel
-/// attribute's verifier checks it), and every target takes them after all
-/// its buffers (tbc/Conversion/*/KernelABI.h; the manifest's `scalars`).
+/// Whether a kernel operand of this type is a scalar (i64: an attention's
+/// `window(%w)`) rather than a buffer (a tensor).
+inline bool isScalarOperand(mlir::Type t) { return !mlir::isa<mlir::ShapedType>(t); }
+/// How many scalar operands a tbc.kernel function takes. They are its last
+/// arguments (the kernel attribute's verifier checks it), and every target
+/// takes them after all its buffers (tbc/Conversion/*/KernelABI.h; the
+/// manifest's `scalars`).
 unsigned kernelScalarOperands(mlir::func::FuncOp kernel);
 } // namespace tbc
 

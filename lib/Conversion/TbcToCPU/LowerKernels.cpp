@@ -696,7 +696,7 @@ struct TbcLowerToCPUPass
     };
     for (Type t : llvm::concat<const Type>(kernel.getArgumentTypes(),
                                            kernel.getResultTypes()))
-      if (isa<ShapedType>(t) && !supported(t))
+      if (!isScalarOperand(t) && !supported(t))
         return kernel.emitError("the CPU backend computes in f32 (ids in i32); kernel @")
                << kernel.getSymName() << " uses " << t
                << ": compile with --dtype f32 (bf16/f16 checkpoints are "

@@ -2309,9 +2309,10 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       (fn->hasAttr(TbcDialect::KernelAttrHelper::getNameStr()) ? kernels : others).push_back(fn);
     for (func::FuncOp fn : kernels)
       for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(), fn.getResultTypes())) {
-        auto shaped = dyn_cast<ShapedType>(t); // else a scalar operand: an i64
-        if (shaped && !shaped.getElementType().isF32() &&
-            !shaped.getElementType().isInteger(32)) {
+        if (isScalarOperand(t))
+          continue;
+        Type e = cast<ShapedType>(t).getElementType();
+        if (!e.isF32() && !e.isInteger(32)) {
           fn.emitError("the CUDA backend computes in f32 so far; kernel @")
               << fn.getSymName() << " uses " << t << ": compile with --dtype f32";
           return signalPassFailure();
