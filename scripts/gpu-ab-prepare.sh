@@ -28,6 +28,10 @@
 #              warpgroups, 64 keys), FOK2 (that in FA3's order)
 #   ab-gemma   Gemma-2-9B's flash kernel (head dim 256, which keeps mma.sync):
 #              WG (two walks) and FP (one walk, --cuda-flash-passes 1)
+# ab-linear's Llama-3-8B once more, decoding after a 4096-token prompt: the
+# decode attention kernel of B (a block per query head and slice) against
+# the others' (a block per GQA group's 4 heads and slice: each cached key
+# and value read once for the group).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -87,5 +91,8 @@ runtime first, since an idle machine is handed back within a minute):
      --modules gpu-modules/ab-linear --prompts 4096 --kernels linear
      --out $OUT/ab-linear.csv 2>&1 | tee $OUT/ab-linear.txt;
    timeout 120 python3 bench/gpu_ab.py run ... --modules gpu-modules/ab-gemma
-     --prompts 2048,8192 --kernels attention 2>&1 | tee $OUT/ab-gemma.txt
+     --prompts 2048,8192 --kernels attention 2>&1 | tee $OUT/ab-gemma.txt;
+   timeout 120 python3 bench/gpu_ab.py run ... --modules gpu-modules/ab-linear
+     --models llama-3-8b --prompts 4096 --decode 16 --kernels attend_decode --check 0
+     --out $OUT/ab-decode.csv 2>&1 | tee $OUT/ab-decode.txt
 EOF

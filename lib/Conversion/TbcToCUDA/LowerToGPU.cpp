@@ -105,8 +105,24 @@ bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed)
          a.getHeadDim() % kMmaK == 0 && a.getHeadDim() <= kFlashMaxHeadDim;
 }
 
-int64_t cuda::decodeSplits(int64_t heads) {
-  return std::clamp<int64_t>(ceilDiv(kDecodeBlocks, heads), 1, kDecodeMaxSplits);
+int64_t cuda::splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim) {
+  int64_t group = heads / kvHeads, dims = ceilDiv(headDim, 32);
+  for (int64_t n = group; n > 1; --n)
+    if (group % n == 0 && dims * (n + 2 * kSplitKvPositions) + 2 * n <= kSplitKvLaneRegisters)
+      return n;
+  return 1;
+}
+static int64_t headsPerBlock(AttentionOp a) {
+  return cuda::splitKvHeadsPerBlock(a.getNumHeads(), a.getNumKvHeads(), a.getHeadDim());
+}
+
+int64_t cuda::decodeSplits(int64_t headBlocks) {
+  return std::clamp<int64_t>(ceilDiv(kDecodeBlocks, headBlocks), 1, kDecodeMaxSplits);
+}
+/// The slices of a decoding row's positions, each a block of
+/// headsPerBlock(a) heads.
+static int64_t decodeSlices(AttentionOp a) {
+  return cuda::decodeSplits(a.getNumHeads() / headsPerBlock(a));
 }
 
 /// Decoding attention's scratch array: first a counter per (row t, head h)
@@ -123,7 +139,7 @@ static int64_t decodePartialsOffset(AttentionOp a) {
   return llvm::alignTo(cuda::kDecodeMaxRows * heads, 32);
 }
 static int64_t decodePartialsStride(AttentionOp a) {
-  return llvm::alignTo(cuda::decodeSplits(a.getNumHeads()) * (2 + a.getHeadDim()), 32);
+  return llvm::alignTo(decodeSlices(a) * (2 + a.getHeadDim()), 32);
 }
 
 int64_t cuda::scratchFloats(Operation *op) {
@@ -204,12 +220,12 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
   };
   if (auto a = dyn_cast<AttentionOp>(op)) {
-    int64_t H = a.getNumHeads();
+    int64_t H = a.getNumHeads(), headBlocks = H / headsPerBlock(a);
     // Decoding chunks append their keys and values in the slices' kernel
     // (splitKvAttention): the append launch serves longer chunks only.
     Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
     append.minRows = kDecodeMaxRows + 1;
-    Launch slices{"_attend_decode", 32, kSplitKvWarps, H * decodeSplits(H), 1,
+    Launch slices{"_attend_decode", 32, kSplitKvWarps, headBlocks * decodeSlices(a), 1,
                   Body::decodeSlice, 1, kDecodeMaxRows};
     // Chunks past kDecodeMaxRows: the flash kernel (which needs
     // kFlashMinRows, the same bound) or the one-block-per-row split-KV.
@@ -220,7 +236,8 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
                      flashBlockRows(a.getHeadDim(), flash), Body::flash, kFlashMinRows, 0,
                      flashSharedBytes(a.getHeadDim(), flash)}};
     return {append, slices,
-            Launch{"_attend", 32, kSplitKvWarps, H, 1, Body::splitKv, kDecodeMaxRows + 1}};
+            Launch{"_attend", 32, kSplitKvWarps, headBlocks, 1, Body::splitKv,
+                   kDecodeMaxRows + 1}};
   }
   if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
     // Decoding one token: a GEMV; a few rows: kProjectionRows per weight
@@ -587,12 +604,13 @@ private:
     return g.rowsAligned16(x);
   }
 
-  /// Shared memory of an attention block: per warp, its running max, its sum
-  /// and its 32 * ceil(D / 32) weighted values.
+  /// Shared memory of an attention block: per head of the block and warp,
+  /// its running max, its sum and its 32 * ceil(D / 32) weighted values.
   MemRefType attentionPartsType(AttentionOp a) {
     int64_t stride = 2 + 32 * ceilDiv(a.getHeadDim(), 32);
     return MemRefType::get(
-        {cuda::kSplitKvWarps, stride}, b.getF32Type(), MemRefLayoutAttrInterface(),
+        {headsPerBlock(a), cuda::kSplitKvWarps, stride}, b.getF32Type(),
+        MemRefLayoutAttrInterface(),
         gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   }
 
@@ -1946,7 +1964,7 @@ private:
                                cuda::flashOverlaps(a.getHeadDim(), flashTile));
     else
       splitKvAttention(a, q, k, v, bias, caches, out,
-                       body == cuda::Body::decodeSlice ? cuda::decodeSplits(a.getNumHeads()) : 1);
+                       body == cuda::Body::decodeSlice ? decodeSlices(a) : 1);
     return success();
   }
 
@@ -1980,50 +1998,59 @@ private:
                  g.mul(slice, 2 + a.getHeadDim()));
   }
 
-  /// Split-KV attention, a block per (query row, head, slice of the visible
-  /// positions; `slices` of them): warp w runs an online softmax over the
-  /// slice in runs of P = kSplitKvPositions, the runs starting at
-  /// start + P w, start + P (w + S), ... (S = kSplitKvWarps), then warp 0
-  /// merges the S partial (max, sum, weighted values) from shared memory:
-  /// max M = max m_w, sum = sum l_w e^(m_w - M), values likewise. With one
-  /// slice it writes the output; with several (decoding), the merged
-  /// partial goes to the scratch array (mergeIfLast), and the
-  /// block first appends the chunk's keys and values `k`, `v` that fall in
-  /// its slice to the caches (appendSlice).
+  /// Split-KV attention, a block per (query row, the n = headsPerBlock(a)
+  /// query heads h0 .. h0 + n - 1 of one GQA group, slice of the visible
+  /// positions; `slices` of them): warp w runs an online softmax per head
+  /// over the slice in runs of P = kSplitKvPositions, the runs starting at
+  /// start + P w, start + P (w + S), ... (S = kSplitKvWarps), each key and
+  /// value it loads serving all n heads, then warp i < n merges head h0 + i's
+  /// S partial (max, sum, weighted values) from shared memory: max M = max
+  /// m_w, sum = sum l_w e^(m_w - M), values likewise. With one slice it
+  /// writes the output; with several (decoding), the merged partial goes to
+  /// the scratch array (mergeIfLast), and the block first appends the
+  /// chunk's keys and values `k`, `v` that fall in its slice to the caches
+  /// (appendSlice).
   void splitKvAttention(AttentionOp a, Value q, Value k, Value v, const PositionBias &bias,
                         ValueRange caches, Value out, int64_t slices) {
     constexpr int64_t S = cuda::kSplitKvWarps, P = cuda::kSplitKvPositions;
-    int64_t H = a.getNumHeads(), D = a.getHeadDim(),
-            group = H / a.getNumKvHeads();
+    int64_t D = a.getHeadDim(), group = a.getNumHeads() / a.getNumKvHeads(),
+            n = headsPerBlock(a);
     double scale = a.getScale().convertToDouble();
     std::optional<double> cap;
     if (a.getSoftcap())
       cap = a.getSoftcap()->convertToDouble();
     Value parts = workgroup; // attentionPartsType(a)
     Value lane = g.tid(gpu::Dimension::x), warp = g.tid(gpu::Dimension::y);
-    Value h = g.bid(gpu::Dimension::x), slice;
+    Value headBlock = g.bid(gpu::Dimension::x), slice;
     if (slices > 1) {
-      slice = g.rem(h, slices);
-      h = g.div(h, slices);
+      slice = g.rem(headBlock, slices);
+      headBlock = g.div(headBlock, slices);
     }
-    Value kvCol = g.mul(g.div(h, group), D);
-    Value qCol = g.mul(h, D);
+    // n divides the group: the block's heads share one KV head.
+    Value h0 = g.mul(headBlock, n);
+    Value kvCol = g.mul(g.div(h0, group), D);
+    SmallVector<Value> heads;
+    for (int64_t i = 0; i < n; ++i)
+      heads.push_back(g.add(h0, i));
     LaneDims l = laneDims(D, lane);
-    int64_t perLane = l.perLane;
+    int64_t perLane = l.perLane, width = 2 + perLane; // a head's state: max, sum, values
     SmallVector<Value> &dims = l.dims, &valid = l.valid;
     forRowTiles(1, [&](Value t) {
       Value p, lo, hi; // plain variables: C++17 lambdas cannot capture bindings
       std::tie(p, lo, hi) = visibleRange(a, t);
-      // The online softmax over [start, end), merged across the warps.
+      // The online softmaxes over [start, end), merged across the warps.
       auto attendRange = [&](Value start, Value end) {
-        SmallVector<Value> qv;
-        for (int64_t i = 0; i < perLane; ++i) {
-          Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[i])}), g.f32(scale));
-          qv.push_back(g.select(valid[i], v, g.f32(0.0)));
+        SmallVector<Value> qv; // head i's dims at i * perLane
+        SmallVector<Value> init;
+        for (int64_t i = 0; i < n; ++i) {
+          Value qCol = g.mul(heads[i], D);
+          for (int64_t d = 0; d < perLane; ++d) {
+            Value v = g.fmul(g.load(q, {t, g.add(qCol, dims[d])}), g.f32(scale));
+            qv.push_back(g.select(valid[d], v, g.f32(0.0)));
+          }
+          init.append({g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)});
+          init.append(perLane, g.f32(0.0));
         }
-        SmallVector<Value> init{g.f32(-std::numeric_limits<float>::infinity()), g.f32(0.0)};
-        for (int64_t i = 0; i < perLane; ++i)
-          init.push_back(g.f32(0.0));
         SmallVector<Value> state = g.loop(
             g.add(start, g.mul(warp, P)), end, g.idx(S * P), init, [&](Value j0, ValueRange s) {
               // Positions j0 .. j0 + P - 1, those at end or past it read the
@@ -2040,9 +2067,9 @@ private:
               auto lanes = VectorType::get({perLane}, cacheType);
               for (int64_t r = 0; r < P; ++r) {
                 if (!l.contiguous) {
-                  for (int64_t i = 0; i < perLane; ++i) {
-                    keys.push_back(fromCache(g.load(caches[0], {j[r], g.add(kvCol, dims[i])})));
-                    values.push_back(fromCache(g.load(caches[1], {j[r], g.add(kvCol, dims[i])})));
+                  for (int64_t d = 0; d < perLane; ++d) {
+                    keys.push_back(fromCache(g.load(caches[0], {j[r], g.add(kvCol, dims[d])})));
+                    values.push_back(fromCache(g.load(caches[1], {j[r], g.add(kvCol, dims[d])})));
                   }
                   continue;
                 }
@@ -2053,63 +2080,73 @@ private:
                   auto v = vector::LoadOp::create(b, loc, lanes, cache,
                                                   ValueRange{j[r], g.add(kvCol, dims[0])});
                   v.setAlignment(perLane * cacheType.getIntOrFloatBitWidth() / 8);
-                  for (int64_t i = 0; i < perLane; ++i)
+                  for (int64_t d = 0; d < perLane; ++d)
                     into->push_back(
-                        fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i})));
+                        fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{d})));
                 }
               }
-              SmallVector<Value> score(P);
-              Value m = s[0];
-              for (int64_t r = 0; r < P; ++r) {
-                Value part = g.f32(0.0);
-                for (int64_t i = 0; i < perLane; ++i)
-                  part = g.fma(qv[i], keys[r * perLane + i], part);
-                score[r] = g.warpSum(part);
-                if (cap)
-                  score[r] = emitSoftcap(b, loc, *cap, score[r]);
-                if (Value term = bias.at(b, loc, h, p, j[r]))
-                  score[r] = g.fadd(score[r], term);
-                score[r] = g.select(visible[r], score[r],
-                                    g.f32(-std::numeric_limits<float>::infinity()));
-                m = g.fmax(m, score[r]);
-              }
-              Value corr = g.exp(g.fsub(s[0], m));
-              SmallVector<Value> weight(P);
-              Value sum = g.fmul(s[1], corr);
-              for (int64_t r = 0; r < P; ++r) {
-                weight[r] = g.exp(g.fsub(score[r], m));
-                sum = g.fadd(sum, weight[r]);
-              }
-              SmallVector<Value> next{m, sum};
-              for (int64_t i = 0; i < perLane; ++i) {
-                Value acc = g.fmul(s[2 + i], corr);
-                for (int64_t r = 0; r < P; ++r)
-                  acc = g.fma(weight[r], values[r * perLane + i], acc);
-                next.push_back(acc);
+              SmallVector<Value> next;
+              for (int64_t i = 0; i < n; ++i) {
+                ValueRange si = s.slice(i * width, width);
+                SmallVector<Value> score(P);
+                Value m = si[0];
+                for (int64_t r = 0; r < P; ++r) {
+                  Value part = g.f32(0.0);
+                  for (int64_t d = 0; d < perLane; ++d)
+                    part = g.fma(qv[i * perLane + d], keys[r * perLane + d], part);
+                  score[r] = g.warpSum(part);
+                  if (cap)
+                    score[r] = emitSoftcap(b, loc, *cap, score[r]);
+                  if (Value term = bias.at(b, loc, heads[i], p, j[r]))
+                    score[r] = g.fadd(score[r], term);
+                  score[r] = g.select(visible[r], score[r],
+                                      g.f32(-std::numeric_limits<float>::infinity()));
+                  m = g.fmax(m, score[r]);
+                }
+                Value corr = g.exp(g.fsub(si[0], m));
+                SmallVector<Value> weight(P);
+                Value sum = g.fmul(si[1], corr);
+                for (int64_t r = 0; r < P; ++r) {
+                  weight[r] = g.exp(g.fsub(score[r], m));
+                  sum = g.fadd(sum, weight[r]);
+                }
+                next.append({m, sum});
+                for (int64_t d = 0; d < perLane; ++d) {
+                  Value acc = g.fmul(si[2 + d], corr);
+                  for (int64_t r = 0; r < P; ++r)
+                    acc = g.fma(weight[r], values[r * perLane + d], acc);
+                  next.push_back(acc);
+                }
               }
               return next;
             });
         // A warp that saw no position keeps max -inf and sums 0: its weight
         // e^(-inf - M) is 0 (warp 0 always sees position start, so M is
         // finite).
-        g.ifThen(g.eq(lane, 0), [&] {
-          g.store(state[0], parts, {warp, g.idx(0)});
-          g.store(state[1], parts, {warp, g.idx(1)});
-        });
-        for (int64_t i = 0; i < perLane; ++i)
-          g.store(state[2 + i], parts, {warp, g.add(lane, 2 + 32 * i)});
+        for (int64_t i = 0; i < n; ++i) {
+          Value at = g.idx(i);
+          g.ifThen(g.eq(lane, 0), [&] {
+            g.store(state[i * width], parts, {at, warp, g.idx(0)});
+            g.store(state[i * width + 1], parts, {at, warp, g.idx(1)});
+          });
+          for (int64_t d = 0; d < perLane; ++d)
+            g.store(state[i * width + 2 + d], parts, {at, warp, g.add(lane, 2 + 32 * d)});
+        }
         gpu::BarrierOp::create(b, loc);
-        g.ifThen(g.eq(warp, 0), [&] {
-          Value M = g.load(parts, {g.idx(0), g.idx(0)});
+        // Warp i merges head h0 + i.
+        g.ifThen(g.lt(warp, n), [&] {
+          Value h = g.add(h0, warp);
+          Value M = g.load(parts, {warp, g.idx(0), g.idx(0)});
           for (int64_t w = 1; w < S; ++w)
-            M = g.fmax(M, g.load(parts, {g.idx(w), g.idx(0)}));
+            M = g.fmax(M, g.load(parts, {warp, g.idx(w), g.idx(0)}));
           Value L = g.f32(0.0);
           SmallVector<Value> acc(perLane, g.f32(0.0));
           for (int64_t w = 0; w < S; ++w) {
-            Value f = g.exp(g.fsub(g.load(parts, {g.idx(w), g.idx(0)}), M));
-            L = g.fma(g.load(parts, {g.idx(w), g.idx(1)}), f, L);
-            for (int64_t i = 0; i < perLane; ++i)
-              acc[i] = g.fma(g.load(parts, {g.idx(w), g.add(lane, 2 + 32 * i)}), f, acc[i]);
+            Value f = g.exp(g.fsub(g.load(parts, {warp, g.idx(w), g.idx(0)}), M));
+            L = g.fma(g.load(parts, {warp, g.idx(w), g.idx(1)}), f, L);
+            for (int64_t d = 0; d < perLane; ++d)
+              acc[d] = g.fma(g.load(parts, {warp, g.idx(w), g.add(lane, 2 + 32 * d)}), f,
+                             acc[d]);
           }
           if (slices > 1) {
             Value at = sliceBase(a, t, h, slice);
@@ -2117,20 +2154,21 @@ private:
               g.store(M, scratch, {at});
               g.store(L, scratch, {g.add(at, 1)});
             });
-            for (int64_t i = 0; i < perLane; ++i)
-              g.ifThen(valid[i],
-                       [&] { g.store(acc[i], scratch, {g.add(at, g.add(dims[i], 2))}); });
+            for (int64_t d = 0; d < perLane; ++d)
+              g.ifThen(valid[d],
+                       [&] { g.store(acc[d], scratch, {g.add(at, g.add(dims[d], 2))}); });
             mergeIfLast(a, t, h, lane, lo, hi, out);
             return;
           }
           Value invL = g.fdiv(g.f32(1.0), L);
-          for (int64_t i = 0; i < perLane; ++i)
-            g.ifThen(valid[i], [&] {
-              g.store(g.fmul(acc[i], invL), out, {t, g.add(qCol, dims[i])});
+          Value qCol = g.mul(h, D);
+          for (int64_t d = 0; d < perLane; ++d)
+            g.ifThen(valid[d], [&] {
+              g.store(g.fmul(acc[d], invL), out, {t, g.add(qCol, dims[d])});
             });
         });
-        // The next row's partials must not overwrite these before warp 0 has
-        // read them.
+        // The next row's partials must not overwrite these before the
+        // merging warps have read them.
         gpu::BarrierOp::create(b, loc);
       };
       // This block's positions [start, end): all of [lo, hi), or its
@@ -2192,7 +2230,7 @@ private:
   }
   /// The slices of [lo, hi) that hold positions (the first `used`).
   Value usedSlices(AttentionOp a, Value lo, Value hi) {
-    Value per = sliceLength(lo, hi, cuda::decodeSplits(a.getNumHeads()));
+    Value per = sliceLength(lo, hi, decodeSlices(a));
     return arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
   }
 

@@ -59,19 +59,35 @@ constexpr int64_t kProjectionRows = 8;
 /// so a long cache is read by that many warps at once, and each warp has the
 /// loads of kSplitKvPositions positions in flight before it reduces.
 constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
+/// The query heads a split-KV block attends with (splitKvHeadsPerBlock): the
+/// heads of a GQA group share their KV head's keys and values, so a block
+/// that takes several reads each cached row once for all of them instead of
+/// once a head. A lane holds, for n heads of d = ceil(D / 32) dims a lane,
+/// n queries of d dims and n running softmaxes (max, sum, d values) beside
+/// the run's P keys and P values of d dims: d (n + 2 P) + 2 n registers of
+/// f32, at most kSplitKvLaneRegisters of the 128 a thread has at 16 warps a
+/// block (one block an SM), or one head. Head dim 64: 8 heads (48); 128: 4
+/// (56); 256: 1 (74; 2 heads, 84, spilled 8 bytes in Gemma-2-9B's decode
+/// kernel).
+constexpr int64_t kSplitKvLaneRegisters = 64;
+/// The largest divisor of the GQA group (heads / kvHeads) that keeps within
+/// kSplitKvLaneRegisters (1 where none but 1 does: MHA, or a prime group).
+int64_t splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim);
 /// Decoding (chunks of at most kDecodeMaxRows rows): a (row, head)'s
-/// visible positions are split into decodeSplits(heads) slices, each read by
-/// a block of kSplitKvWarps warps (flash-decoding), whose partial softmax
+/// visible positions are split into decodeSplits(heads / heads per block)
+/// slices, each read by a block of kSplitKvWarps warps (flash-decoding) for
+/// splitKvHeadsPerBlock heads at once, whose partial softmax per head
 /// (max, sum, unnormalised values) goes to the scratch array; the last of a
 /// (row, head)'s blocks to finish, found by a counter at the head of the
 /// scratch array (back at 0 after), merges them. At batch 1 a block per
 /// head would leave most of the GPU idle (32 blocks on 132 SMs at
 /// Llama-3-8B's shapes), and a long cache would be read by that few warps.
 constexpr int64_t kDecodeMaxRows = 15;
-/// Blocks a decoding head's positions are spread over: enough for about
+/// Blocks a decoding head's positions are spread over, given the blocks a
+/// row's heads take (heads / splitKvHeadsPerBlock): enough for about
 /// kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
 constexpr int64_t kDecodeBlocks = 256, kDecodeMaxSplits = 16;
-int64_t decodeSplits(int64_t heads);
+int64_t decodeSplits(int64_t headBlocks);
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
@@ -332,8 +348,8 @@ constexpr int64_t flashSharedBytes(int64_t headDim, FlashTile tile) {
 enum class Body {
   op,          // the op itself, the only function (norms, pointwise ops)
   cacheAppend, // attention: the chunk's keys and values into the caches
-  splitKv,     // attention: kSplitKvWarps warps per (query row, head)
-  decodeSlice, // attention: a block per (row, head, slice), partials to scratch
+  splitKv,     // attention: kSplitKvWarps warps per (query row, heads of a group)
+  decodeSlice, // attention: a block per (row, heads, slice), partials to scratch
   flash,       // attention: the flash kernel on tensor cores
   fma,         // projection: a warp per output column, rowsPerBlock rows
   mma,         // projection: tensor-core tiles, a warp each
