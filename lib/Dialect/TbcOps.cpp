@@ -375,6 +375,11 @@ LogicalResult AttentionOp::verify() {
       return failure();
   if (getWindow() && getWindowSize())
     return emitOpError("takes a window attribute or a window(%value), not both");
+  // A sliding window bounds how far back a row looks, p - window < j <= p:
+  // without `causal` a row sees later positions too, and no model defines
+  // a window for that.
+  if ((getWindow() || getWindowSize()) && !getCausal())
+    return emitOpError("a sliding window needs `causal`");
   if (auto cap = getSoftcap())
     if (failed(requirePositive(*this, "softcap", cap->convertToDouble())))
       return failure();

@@ -95,6 +95,10 @@ void readAttention(JsonFields &f, ModelSpec &s) {
   s.qkvBias = a.getBool("bias", false);
   s.oBias = a.getBool("out_bias", false);
   int64_t window = a.getInt("sliding_window", 0, 0, L::kMaxPositions);
+  // A window bounds how far back a row looks: bidirectional attention has
+  // no "back" (tbc.attention's verifier says the same of the IR).
+  if (window > 0 && !s.causal)
+    a.fail("sliding_window", "needs causal attention (\"causal\": false is set)");
   // layer_pattern repeats over the layers: "local" layers use the window.
   std::vector<bool> pattern{window > 0};
   if (const json::Value *p = a.raw("layer_pattern")) {

@@ -427,6 +427,22 @@ func.func @attention_kv_dtype(%q: tensor<?x?x64xf32>, %kv: tensor<?x?x32xf16>) {
 
 // -----
 
+func.func @attention_window_bidirectional(%q: tensor<?x?x64xf32>, %w: i64) {
+  // expected-error @+1 {{a sliding window needs `causal`}}
+  %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 window = 8 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window_value_bidirectional(%q: tensor<?x?x64xf32>, %w: i64) {
+  // expected-error @+1 {{a sliding window needs `causal`}}
+  %0 = tbc.attention %q, %q, %q window(%w) heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
 func.func @attention_window(%q: tensor<?x?x64xf32>) {
   // expected-error @+1 {{'window' must be positive, got 0}}
   %0 = tbc.attention %q, %q, %q heads = 4 kv_heads = 4 head_dim = 16 scale = 0.25 causal window = 0 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
