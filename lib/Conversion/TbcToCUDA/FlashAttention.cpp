@@ -254,8 +254,7 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
     // from tileLo (that rounded down to a tile); some row of the warp:
     // [warpLo, warpHi).
     auto lowest = [&](Value rowBegin) {
-      return window ? g.max(g.idx(0), g.sub(g.add(g.add(o.past, rowBegin), 1), window))
-                    : g.idx(0);
+      return g.firstVisible(g.add(o.past, rowBegin), window);
     };
     auto highest = [&](Value rowEnd) {
       return causal ? g.add(o.past, g.min(rowEnd, o.T)) : kvLen;

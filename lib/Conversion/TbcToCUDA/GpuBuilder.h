@@ -58,6 +58,11 @@ struct GpuBuilder {
   Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  /// The first position a causal row at `p` sees through a sliding window
+  /// (null: none, 0): max(0, p + 1 - window).
+  Value firstVisible(Value p, Value window) {
+    return window ? max(idx(0), sub(add(p, 1), window)) : idx(0);
+  }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }

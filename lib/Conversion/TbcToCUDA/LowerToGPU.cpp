@@ -2216,7 +2216,7 @@ private:
   std::tuple<Value, Value, Value> visibleRange(AttentionOp a, Value t) {
     Value p = g.add(past, t);
     Value hi = a.getCausal() ? g.add(p, 1) : g.add(past, T);
-    Value lo = window ? g.max(g.idx(0), g.sub(g.add(p, 1), window)) : g.idx(0);
+    Value lo = g.firstVisible(p, window);
     return {p, lo, hi};
   }
 
