@@ -2148,14 +2148,7 @@ private:
               acc[d] = g.fma(g.load(parts, {warp, g.idx(w), g.add(lane, 2 + 32 * d)}), f,
                              acc[d]);
           }
-          auto writeOutput = [&] {
-            Value invL = g.fdiv(g.f32(1.0), L);
-            Value qCol = g.mul(h, D);
-            for (int64_t d = 0; d < perLane; ++d)
-              g.ifThen(valid[d], [&] {
-                g.store(g.fmul(acc[d], invL), out, {t, g.add(qCol, dims[d])});
-              });
-          };
+          auto writeOutput = [&] { storeHeadRow(a, l, out, t, h, acc, L); };
           if (slices == 1)
             return writeOutput();
           // Where one slice holds every visible position (at most one
@@ -2164,7 +2157,8 @@ private:
           // has the whole softmax and writes the output itself, without
           // the partials' round trips (fences, the counter, the partials
           // read back in L2) that cost a short cache most of its time.
-          g.ifThenElse(g.eq(usedSlices(a, lo, hi), 1), writeOutput, [&] {
+          Value used = usedSlices(a, lo, hi);
+          g.ifThenElse(g.eq(used, 1), writeOutput, [&] {
             Value at = sliceBase(a, t, h, slice);
             g.ifThen(g.eq(lane, 0), [&] {
               g.store(M, scratch, {at});
@@ -2173,7 +2167,7 @@ private:
             for (int64_t d = 0; d < perLane; ++d)
               g.ifThen(valid[d],
                        [&] { g.store(acc[d], scratch, {g.add(at, g.add(dims[d], 2))}); });
-            mergeIfLast(a, t, h, lane, lo, hi, out);
+            mergeIfLast(a, t, h, lane, used, out);
           });
         });
         // The next row's partials must not overwrite these before the
@@ -2243,8 +2237,8 @@ private:
     return arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
   }
 
-  /// Decoding's merge without a launch of its own, run by warp 0 of every
-  /// block that wrote a partial of (row t, head h):
+  /// Decoding's merge without a launch of its own, run by the warp of every
+  /// block that wrote a partial of (row t, head h), of the `used` slices:
   /// each lane makes its stores visible to the GPU (membar.gl), the warp
   /// meets (bar.warp.sync), and lane 0 counts the block in (an atomic add
   /// on the (row, head)'s counter, cuda::scratchFloats). The block that
@@ -2252,7 +2246,7 @@ private:
   /// count; this block fences after its own, and reads them in L2) and
   /// merges them (combineSlices), then sets the counter back to 0 for the
   /// next launch.
-  void mergeIfLast(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
+  void mergeIfLast(AttentionOp a, Value t, Value h, Value lane, Value used, Value out) {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     NVVM::SyncWarpOp::create(b, loc, g.i32(-1));
     Value counter = g.add(g.mul(t, a.getNumHeads()), h);
@@ -2266,22 +2260,20 @@ private:
     // Lane 0's count, in every lane (the others add 0).
     Value counted = g.warpSum(before);
     Value others = g.toF32(arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                                      g.sub(usedSlices(a, lo, hi), g.idx(1))));
+                                                      g.sub(used, g.idx(1))));
     g.ifThen(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, counted, others), [&] {
       NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-      combineSlices(a, t, h, lane, lo, hi, out);
+      combineSlices(a, t, h, lane, used, out);
       g.ifThen(g.eq(lane, 0), [&] { g.store(g.f32(0.0), scratch, {counter}); });
     });
   }
 
-  /// One warp merges the partial softmaxes of (row t, head h)'s slices of
-  /// [lo, hi) that hold positions (the rest were not written) into the
-  /// output row, as warp 0 merges its block's warps. Every slice read is
-  /// non-empty, so every max is finite.
-  void combineSlices(AttentionOp a, Value t, Value h, Value lane, Value lo, Value hi, Value out) {
-    int64_t D = a.getHeadDim();
-    LaneDims l = laneDims(D, lane);
-    Value used = usedSlices(a, lo, hi);
+  /// One warp merges the partial softmaxes of (row t, head h)'s first `used`
+  /// slices, those that hold positions (the rest were not written), into the
+  /// output row, as a block's warp merges its warps' for its head. Every
+  /// slice read is non-empty, so every max is finite.
+  void combineSlices(AttentionOp a, Value t, Value h, Value lane, Value used, Value out) {
+    LaneDims l = laneDims(a.getHeadDim(), lane);
     Value one = g.idx(1);
     auto at = [&](Value s) { return sliceBase(a, t, h, s); };
     // The other blocks' partials are read where their stores went, in L2,
@@ -2304,11 +2296,18 @@ private:
         next.push_back(g.fma(partial(g.add(base, g.add(l.dims[i], 2))), f, acc[1 + i]));
       return next;
     });
-    Value invL = g.fdiv(g.f32(1.0), sums[0]);
-    Value qCol = g.mul(h, D);
-    for (int64_t i = 0; i < l.perLane; ++i)
-      g.ifThen(l.valid[i], [&] {
-        g.store(g.fmul(sums[1 + i], invL), out, {t, g.add(qCol, l.dims[i])});
+    storeHeadRow(a, l, out, t, h, ArrayRef<Value>(sums).drop_front(), sums[0]);
+  }
+
+  /// Head h's output in row t: the lane's unnormalised values `acc` (its
+  /// dims `l`) over the softmax's sum.
+  void storeHeadRow(AttentionOp a, const LaneDims &l, Value out, Value t, Value h,
+                    ArrayRef<Value> acc, Value sum) {
+    Value invL = g.fdiv(g.f32(1.0), sum);
+    Value qCol = g.mul(h, a.getHeadDim());
+    for (int64_t d = 0; d < l.perLane; ++d)
+      g.ifThen(l.valid[d], [&] {
+        g.store(g.fmul(acc[d], invL), out, {t, g.add(qCol, l.dims[d])});
       });
   }
 
