@@ -308,7 +308,7 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   }
   if (scratchFloats_ && !scratch_.ptr) {
     // Zeroed once: decoding attention's counters start at 0, and every
-    // launch leaves them there (cuda::scratchFloats in LowerToGPU.cpp).
+    // launch leaves them there (cuda::scratchFloats in LaunchPlan.cpp).
     std::vector<float> zeros(size_t(scratchFloats_), 0.0f);
     if (!scratch_.reserve(zeros.size() * 4, false, error) ||
         !check(d.cuMemcpyHtoD(scratch_.ptr, zeros.data(), zeros.size() * 4),

@@ -49,7 +49,7 @@ inline constexpr int64_t kMaxKernelScalars = 8;
 /// A CUDA session's staging array (the tiled projection's 16-bit
 /// activations) holds its rows in multiples of this many: the tiled
 /// projection copies whole tiles of 128 rows without clamping the last
-/// (LowerToGPU.cpp, tiledProjection).
+/// (TiledProjection.cpp, tiledProjection).
 inline constexpr int64_t kStagingRowMultiple = 128;
 /// Most dynamic shared memory a launch may ask a block for (an H100's or
 /// H200's 227 KB; a GPU with less refuses the launch at load).
