@@ -79,6 +79,8 @@ private:
   const RowAlignment &alignment; // of the schedule's kernel operands
   DenseSet<Value> alignedRows;   // the inputs it finds aligned
 
+  //===--- Shared by the kernels ------------------------------------------===//
+
   /// Whether x's rows start 16 bytes aligned: true where the schedule says
   /// so for every call (no branch in the kernel, and no element-wise copy
   /// of each load for NVPTX's loop strength reduction to work through:
@@ -89,12 +91,9 @@ private:
     return g.rowsAligned16(x);
   }
 
-  /// Shared memory of an attention block: per head of the block and warp,
-  /// its running max, its sum and its 32 * ceil(D / 32) weighted values.
-  MemRefType attentionPartsType(AttentionOp a);
-
   static int64_t width(Value v) { return cast<MemRefType>(v.getType()).getShape().back(); }
 
+  /// The body of `launch`'s function for `op` (LowerToGPU.cpp).
   LogicalResult emit(Operation *op, const cuda::Launch &launch, ValueRange in,
                      ValueRange out, ValueRange caches);
 
@@ -123,6 +122,8 @@ private:
   Value fromCache(Value v) {
     return cacheType.isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
   }
+
+  //===--- RowKernels.cpp: a thread per element, a warp per row -----------===//
 
   LogicalResult appendToCaches(Value k, Value v, ValueRange caches);
 
@@ -168,6 +169,12 @@ private:
   /// residual add first (`sum` receives it).
   LogicalResult rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
                         Value out, double eps, double offset, int64_t groups);
+
+  /// A RoPE op on its own (not fused into a projection): a thread per
+  /// output element, rotated against its partner column.
+  LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out);
+
+  //===--- Projection.cpp: GEMVs, 8 rows, a warp per 16 x 8 tile ----------===//
 
   /// The projection epilogue for one output element: accumulator `z(h)`
   /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
@@ -303,6 +310,8 @@ private:
                  llvm::function_ref<void()> plain, MmaLoop &mmaLoop, ForEach &forEachAccumulator,
                  WeightRow &weightRow);
 
+  //===--- TiledProjection.cpp: staging and the block-tiled GEMM ----------===//
+
   /// The weight row GEMM column ("slot") `s` of a tiled projection reads:
   /// a GLU's gate and up rows interleaved (slot 2j gate j, 2j + 1 up j), a
   /// NeoX RoPE's pair halves interleaved in each head's rotary dims (slot
@@ -361,6 +370,12 @@ private:
   /// flight through the next step's barrier. A fused norm was applied by
   /// the staging launch's statistics.
   LogicalResult tiledProjection(Value w, Value out, Epilogue e, const Rotary *rope);
+
+  //===--- SplitKvAttention.cpp: split-KV attention, decoding's slices ----===//
+
+  /// Shared memory of an attention block: per head of the block and warp,
+  /// its running max, its sum and its 32 * ceil(D / 32) weighted values.
+  MemRefType attentionPartsType(AttentionOp a);
 
   /// The attend launches: the flash kernel (FlashAttention.h) where the op
   /// and the module's weight type allow it, else the split-KV kernel, and
@@ -447,8 +462,6 @@ private:
   /// dims `l`) over the softmax's sum.
   void storeHeadRow(AttentionOp a, const LaneDims &l, Value out, Value t, Value h,
                     ArrayRef<Value> acc, Value sum);
-
-  LogicalResult rope(RopeOp r, Value x, Value pos, Value lengths, Value out);
 };
 
 } // namespace tbc::cuda
