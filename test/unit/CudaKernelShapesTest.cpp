@@ -15,15 +15,15 @@ using tbc::cuda::splitKvHeadsPerBlock;
 
 TEST(CudaKernelShapes, SplitKvBlocksTakeTheLargestGroupDivisorThatFits) {
   // heads, KV heads, head dim: the examples' shapes first.
-  EXPECT_EQ(splitKvHeadsPerBlock(32, 8, 128), 4); // Llama-3-8B, Qwen3-8B, Mistral-7B
+  EXPECT_EQ(splitKvHeadsPerBlock(32, 8, 128), 4); // Llama-3-8B, Qwen3-8B, Mistral-7B: 88
   EXPECT_EQ(splitKvHeadsPerBlock(32, 32, 128), 1); // MPT-7B, OLMo-2 (MHA)
-  EXPECT_EQ(splitKvHeadsPerBlock(16, 8, 256), 1); // Gemma-2-9B: 2 heads spilled 8 bytes
-  EXPECT_EQ(splitKvHeadsPerBlock(4, 1, 256), 1);  // Gemma-3-1B
-  EXPECT_EQ(splitKvHeadsPerBlock(28, 4, 128), 1); // Qwen2.5-7B: a group of 7, prime
-  // A group of 8 at head dim 128 would take 4 (8 + 8) + 16 = 80 registers: 4.
+  EXPECT_EQ(splitKvHeadsPerBlock(16, 8, 256), 2); // Gemma-2-9B: 2 (2 8) + 4 + 64 + 8 = 108
+  EXPECT_EQ(splitKvHeadsPerBlock(4, 1, 256), 2);  // Gemma-3-1B: 4 would take 152
+  EXPECT_EQ(splitKvHeadsPerBlock(28, 4, 128), 1); // Qwen2.5-7B: 7 (a prime group) takes 134
+  // A group of 8 at head dim 128 would take 64 + 16 + 32 + 32 = 144: 4.
   EXPECT_EQ(splitKvHeadsPerBlock(64, 8, 128), 4);
-  EXPECT_EQ(splitKvHeadsPerBlock(48, 8, 128), 3); // a group of 6: 6 takes 68
-  EXPECT_EQ(splitKvHeadsPerBlock(64, 8, 64), 8);  // 2 (8 + 8) + 16 = 48
+  EXPECT_EQ(splitKvHeadsPerBlock(48, 8, 128), 3); // a group of 6: 6 takes 124, 3 78
+  EXPECT_EQ(splitKvHeadsPerBlock(64, 8, 64), 8);  // 32 + 16 + 16 + 32 = 96
   EXPECT_EQ(splitKvHeadsPerBlock(4, 1, 16), 4);   // the gemma3 fixture: scalar loads
 }
 

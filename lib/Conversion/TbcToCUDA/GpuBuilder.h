@@ -18,7 +18,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <cassert>
 #include <initializer_list>
 
 namespace tbc::cuda {
@@ -244,6 +246,38 @@ struct GpuBuilder {
   /// The sum of `v` over the 32 lanes of a warp, in every lane.
   Value warpSum(Value v) {
     return butterfly(v, {16, 8, 4, 2, 1}, [&](Value x, Value y) { return fadd(x, y); });
+  }
+  /// Lane `src`'s `v`, in every lane (shfl.sync.idx).
+  Value fromLane(Value v, int32_t src) {
+    return gpu::ShuffleOp::create(b, loc, v, src, 32, gpu::ShuffleMode::IDX).getShuffleResult();
+  }
+  /// The warp sums of n = values.size() f32 values a lane (a power of 2 up
+  /// to 32), sum i left in the 32 / n adjacent lanes from i * 32 / n: the
+  /// lane's own (`lane`: its index). A transposed butterfly: at each offset
+  /// a lane keeps the half of its values its lane bit picks, sends its
+  /// partner the other half and adds what comes back, so the n sums take
+  /// n - 1 shuffles (then the lanes sharing one sum add it over the rest of
+  /// the warp) where n butterflies (warpSum) took 5 n.
+  Value transposedWarpSum(SmallVector<Value> values, Value lane) {
+    assert(llvm::isPowerOf2_64(values.size()) && values.size() <= 32);
+    int32_t offset = 16;
+    for (; values.size() > 1; offset /= 2) {
+      const size_t half = values.size() / 2;
+      Value upper = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          andi(lane, idx(offset)), idx(0));
+      for (size_t i = 0; i < half; ++i) {
+        Value keep = select(upper, values[i + half], values[i]);
+        Value give = select(upper, values[i], values[i + half]);
+        values[i] = fadd(keep, gpu::ShuffleOp::create(b, loc, give, offset, 32,
+                                                     gpu::ShuffleMode::XOR)
+                                   .getShuffleResult());
+      }
+      values.resize(half);
+    }
+    SmallVector<int32_t> rest;
+    for (; offset >= 1; offset /= 2)
+      rest.push_back(offset);
+    return butterfly(values[0], rest, [&](Value x, Value y) { return fadd(x, y); });
   }
   /// The sum / max of `v` over the 4 lanes that hold one row of an mma
   /// fragment (MmaHalf), in each of them.

@@ -12,6 +12,7 @@
 #include "tbc/Conversion/TbcToCUDA/KernelABI.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -55,9 +56,10 @@ bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed)
 }
 
 int64_t cuda::splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim) {
-  int64_t group = heads / kvHeads, dims = ceilDiv(headDim, 32);
+  const int64_t group = heads / kvHeads, d = ceilDiv(headDim, 32), P = kSplitKvPositions;
   for (int64_t n = group; n > 1; --n)
-    if (group % n == 0 && dims * (n + 2 * kSplitKvPositions) + 2 * n <= kSplitKvLaneRegisters)
+    if (group % n == 0 &&
+        2 * n * d + 2 * n + 2 * P * d + int64_t(llvm::PowerOf2Ceil(n * P)) <= kSplitKvLaneRegisters)
       return n;
   return 1;
 }

@@ -105,12 +105,9 @@ void Emitter::splitKvAttention(AttentionOp a, Value q, Value k, Value v, const P
             // last of the block's and weigh 0 (score -inf); j0 < end, so the
             // run's max is finite and no weight is e^(-inf + inf).
             Value last = g.sub(end, g.idx(1));
-            SmallVector<Value> j(P), visible(P), keys, values;
-            for (int64_t r = 0; r < P; ++r) {
-              Value jr = g.add(j0, r);
-              visible[r] = g.lt(jr, end);
-              j[r] = g.min(jr, last);
-            }
+            SmallVector<Value> j(P), keys, values;
+            for (int64_t r = 0; r < P; ++r)
+              j[r] = g.min(g.add(j0, r), last);
             // Every load of the run first, so that they are in flight together.
             auto lanes = VectorType::get({perLane}, cacheType);
             for (int64_t r = 0; r < P; ++r) {
@@ -133,34 +130,59 @@ void Emitter::splitKvAttention(AttentionOp a, Value q, Value k, Value v, const P
                       fromCache(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{d})));
               }
             }
-            SmallVector<Value> next;
-            for (int64_t i = 0; i < n; ++i) {
-              ValueRange si = s.slice(i * width, width);
-              SmallVector<Value> score(P);
-              Value m = si[0];
+            // The run's n P scores are dot products whose terms lie across
+            // the lanes (each holds perLane dims): one transposed sum
+            // (GpuBuilder::transposedWarpSum) leaves score i P + r of head
+            // i, position r in `spread` adjacent lanes, so that each lane
+            // caps, biases, masks and exponentiates one score, not n P.
+            SmallVector<Value> partials;
+            for (int64_t i = 0; i < n; ++i)
               for (int64_t r = 0; r < P; ++r) {
                 Value part = g.f32(0.0);
                 for (int64_t d = 0; d < perLane; ++d)
                   part = g.fma(qv[i * perLane + d], keys[r * perLane + d], part);
-                score[r] = g.warpSum(part);
-                if (cap)
-                  score[r] = emitSoftcap(b, loc, *cap, score[r]);
-                if (Value term = bias.at(b, loc, heads[i], p, j[r]))
-                  score[r] = g.fadd(score[r], term);
-                score[r] = g.select(visible[r], score[r],
-                                    g.f32(-std::numeric_limits<float>::infinity()));
-                m = g.fmax(m, score[r]);
+                partials.push_back(part);
               }
-              Value corr = g.exp(g.fsub(si[0], m));
+            partials.resize(llvm::PowerOf2Ceil(n * P), g.f32(0.0)); // n = 3: 16 sums
+            const int64_t spread = 32 / int64_t(partials.size());
+            Value score = g.transposedWarpSum(partials, lane);
+            Value mine = g.div(lane, spread); // i P + r
+            Value myHead = g.min(g.div(mine, P), g.idx(n - 1)), myPos = g.rem(mine, P);
+            Value jr = g.add(j0, myPos);
+            if (cap)
+              score = emitSoftcap(b, loc, *cap, score);
+            if (Value term = bias.at(b, loc, g.add(h0, myHead), p, g.min(jr, last)))
+              score = g.fadd(score, term);
+            score = g.select(g.lt(jr, end), score,
+                             g.f32(-std::numeric_limits<float>::infinity()));
+            // Head i's max over the run: its P scores are the lanes i P
+            // spread .. (i + 1) P spread - 1.
+            SmallVector<int32_t> positionBits;
+            for (int64_t o = spread; o < spread * P; o *= 2)
+              positionBits.push_back(int32_t(o));
+            Value runMax =
+                g.butterfly(score, positionBits, [&](Value x, Value y) { return g.fmax(x, y); });
+            SmallVector<Value> m(n), corr(n);
+            Value myMax;
+            for (int64_t i = 0; i < n; ++i) {
+              ValueRange si = s.slice(i * width, width);
+              m[i] = g.fmax(si[0], g.fromLane(runMax, int32_t(i * P * spread)));
+              corr[i] = g.exp(g.fsub(si[0], m[i]));
+              myMax = i ? g.select(g.eq(myHead, i), m[i], myMax) : m[i];
+            }
+            Value myWeight = g.exp(g.fsub(score, myMax));
+            SmallVector<Value> next;
+            for (int64_t i = 0; i < n; ++i) {
+              ValueRange si = s.slice(i * width, width);
               SmallVector<Value> weight(P);
-              Value sum = g.fmul(si[1], corr);
+              Value sum = g.fmul(si[1], corr[i]);
               for (int64_t r = 0; r < P; ++r) {
-                weight[r] = g.exp(g.fsub(score[r], m));
+                weight[r] = g.fromLane(myWeight, int32_t((i * P + r) * spread));
                 sum = g.fadd(sum, weight[r]);
               }
-              next.append({m, sum});
+              next.append({m[i], sum});
               for (int64_t d = 0; d < perLane; ++d) {
-                Value acc = g.fmul(si[2 + d], corr);
+                Value acc = g.fmul(si[2 + d], corr[i]);
                 for (int64_t r = 0; r < P; ++r)
                   acc = g.fma(weight[r], values[r * perLane + d], acc);
                 next.push_back(acc);

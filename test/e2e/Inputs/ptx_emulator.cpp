@@ -9,7 +9,7 @@
 // cp.async (16-byte copies, commit_group, wait_group: each copy lands when its
 // thread waits for its group, not earlier, so that reading a stage before
 // waiting for it reads stale data here as it may on a GPU),
-// and the collective ones with their semantics: shfl.sync.bfly, vote.sync
+// and the collective ones with their semantics: shfl.sync (.bfly, .idx), vote.sync
 // (any, all), ldmatrix (.trans too)
 // (m8n8 16-bit, x1/x2/x4) and mma.sync m16n8k16 (bf16 and f16, f32
 // accumulation) wait for every live lane of the warp, wgmma.mma_async
@@ -75,6 +75,7 @@ struct Instr {
   bool sat = false, x2 = false, half = false; // cvt .sat / bf16x2; mma f16
   bool trans = false;                          // ldmatrix .trans
   bool voteAll = false;                        // vote.sync .all (else .any)
+  bool shflIdx = false;                        // shfl.sync .idx (else .bfly)
   // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d,
   // imm-scale-a, imm-scale-b.
   std::vector<int> accumulators;
@@ -565,7 +566,7 @@ private:
     static const char *known[] = {
         "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "approx", "full", "lo",
         "hi", "wide", "cc", "NaN", "global", "shared", "local", "param", "nc", "v2", "v4", "sync",
-        "aligned", "uni", "bfly", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
+        "aligned", "uni", "bfly", "idx", "l", "wrap", "to", "row", "col", "m16n8k16", "bf16", "f16",
         "bf16x2", "f16x2", "pred", "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
         "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "ptr", "m8n8", "x1", "x2",
         "x4", "b16", "trans", "gl", "warp", "add", "async", "cg", "ca", "commit_group",
@@ -651,7 +652,8 @@ private:
       in.type = lastType();
     } else if (base == "shfl") {
       in.op = Op::Shfl;
-      if (!has("bfly"))
+      in.shflIdx = has("idx");
+      if (!has("sync") || has("bfly") == in.shflIdx)
         return fail("unsupported shuffle: " + in.text);
     } else if (base == "vote") {
       // vote.sync.any.pred / .all.pred d, a, membermask (the whole warp)
@@ -1664,7 +1666,8 @@ private:
     return true;
   }
 
-  // shfl.sync.bfly.b32 d, a, b, c, membermask: lane i gets lane (i ^ b)'s a.
+  // shfl.sync.bfly.b32 d, a, b, c, membermask: lane i gets lane (i ^ b)'s a;
+  // shfl.sync.idx.b32: lane b's (within lane i's segment).
   void shuffle(unsigned lo, unsigned hi) {
     uint64_t a[32] = {};
     bool present[32] = {}; // (states change below, as lanes are served)
@@ -1681,7 +1684,8 @@ private:
       // c packs the segment mask (bits 8-12) and the clamp (bits 0-4).
       unsigned lane = i - lo, c = uint32_t(value(t, in.ops[3]));
       unsigned segment = (c >> 8) & 31, clamp = c & 31;
-      unsigned src = lane ^ (uint32_t(value(t, in.ops[2])) & 31);
+      unsigned b = uint32_t(value(t, in.ops[2])) & 31;
+      unsigned src = in.shflIdx ? (lane & segment) | (b & ~segment & 31) : lane ^ b;
       unsigned maxLane = (lane & segment) | (clamp & ~segment);
       uint64_t x = src <= maxLane && present[src] ? a[src] : a[lane];
       t.r[in.ops[0].reg] = x;

@@ -63,13 +63,16 @@ constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
 /// heads of a GQA group share their KV head's keys and values, so a block
 /// that takes several reads each cached row once for all of them instead of
 /// once a head. A lane holds, for n heads of d = ceil(D / 32) dims a lane,
-/// n queries of d dims and n running softmaxes (max, sum, d values) beside
-/// the run's P keys and P values of d dims: d (n + 2 P) + 2 n registers of
-/// f32, at most kSplitKvLaneRegisters of the 128 a thread has at 16 warps a
-/// block (one block an SM), or one head. Head dim 64: 8 heads (48); 128: 4
-/// (56); 256: 1 (74; 2 heads, 84, spilled 8 bytes in Gemma-2-9B's decode
-/// kernel).
-constexpr int64_t kSplitKvLaneRegisters = 64;
+/// n queries of d dims and n running softmaxes (max, sum, d values), the
+/// run's P keys and P values of d dims, and the run's n P partial scores
+/// (padded to a power of 2 for their transposed warp sum): 2 n d + 2 n +
+/// 2 P d + pow2(n P) registers of f32, at most kSplitKvLaneRegisters of the
+/// 128 a thread has at 16 warps a block (one block an SM), or one head.
+/// Head dim 64: 8 heads (96); 128: 4 (88); 256: 2 (108; ptxas took 113-124
+/// registers, no spill, in Gemma-2-9B's and Gemma-3-1B's kernels). Qwen2.5's
+/// group of 7 at head dim 128 would take 134: 7 heads spilled 12-40 bytes
+/// at 128 registers.
+constexpr int64_t kSplitKvLaneRegisters = 112;
 /// The largest divisor of the GQA group (heads / kvHeads) that keeps within
 /// kSplitKvLaneRegisters (1 where none but 1 does: MHA, or a prime group).
 int64_t splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim);
