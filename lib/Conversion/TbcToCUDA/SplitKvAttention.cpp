@@ -61,6 +61,7 @@ Value Emitter::sliceBase(AttentionOp a, Value t, Value h, Value slice) {
 void Emitter::splitKvAttention(AttentionOp a, Value q, Value k, Value v, const PositionBias &bias,
                                ValueRange caches, Value out, int64_t slices) {
   constexpr int64_t S = cuda::kSplitKvWarps, P = cuda::kSplitKvPositions;
+  static_assert(llvm::isPowerOf2_64(P), "a head's run max is a butterfly over its scores' lanes");
   int64_t D = a.getHeadDim(), group = a.getNumHeads() / a.getNumKvHeads(),
           n = headsPerBlock(a);
   double scale = a.getScale().convertToDouble();
