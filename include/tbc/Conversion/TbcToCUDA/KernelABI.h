@@ -74,7 +74,7 @@ constexpr int64_t kSplitKvWarps = 16, kSplitKvPositions = 4;
 /// at 128 registers.
 constexpr int64_t kSplitKvLaneRegisters = 112;
 /// The largest divisor of the GQA group (heads / kvHeads) that keeps within
-/// kSplitKvLaneRegisters (1 where none but 1 does: MHA, or a prime group).
+/// kSplitKvLaneRegisters (1 where none but 1 does: MHA, or a group of 7).
 int64_t splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim);
 /// Decoding (chunks of at most kDecodeMaxRows rows): a (row, head)'s
 /// visible positions are split into decodeSplits(heads / heads per block)
