@@ -8,8 +8,10 @@ Here (an LLVM machine):
   bench/gpu_ab.py prepare --variant B=/tmp/tbc-b/bin/tbc --variant C=build/bin/tbc
       [--variant 'S=build/bin/tbc --cuda-attention split-kv']
       [--models llama-3-8b,qwen3-8b] [--out gpu-modules/ab] [--target cuda] [--tiny]
-  writes OUT/<model>/config.json (gpu_bench.py's one-layer shapes, random
-  weights bound at run time) and OUT/<model>.<variant>.tbcm for each build;
+      [--layers 1]
+  writes OUT/<model>/config.json (gpu_bench.py's one-layer shapes, or
+  --layers of them, random weights bound at run time) and
+  OUT/<model>.<variant>.tbcm for each build;
   words after a variant's build are added to its `tbc compile` (one build
   with and without an option).
   (scripts/gpu-prepare.sh replaces only gpu-modules/modules.tar.gz, so both
@@ -18,7 +20,10 @@ There (the GPU machine, after scripts/gpu-check.sh has built build-gpu/):
   python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run --modules gpu-modules/ab
       [--rounds 2] [--prompts 2048,8192] [--decode 0] [--kernels attention] [--out FILE]
   prints, per model, prompt and kernel, each variant's ms per round and its
-  ratio to the first variant (medians over rounds), and writes them as CSV.
+  ratio to the first variant (medians over rounds), and writes them as CSV;
+  and the same for the calls' wall times (kernel `(wall)`: a prefill call,
+  a decode step), which alone show launch-order effects (--cuda-pdl), since
+  profiled calls launch each kernel between events.
 Each measurement is `tbc-run bench --profile` (gpu_bench.tbc_bench): kernel
 times per forward call, prefill (and decode with --decode N). Before timing,
 each variant's logits for a prompt of --check tokens (random weights, the same
@@ -52,7 +57,7 @@ def prepare(a):
         if not os.path.exists(src):
             sys.exit(f"gpu_ab prepare: no example model {model} ({src})")
         c = gpu_bench.shrink(json.load(open(src)), a.tiny)
-        c["num_hidden_layers"], c["vocab_size"] = 1, gpu_bench.HEAD_VOCAB
+        c["num_hidden_layers"], c["vocab_size"] = a.layers, gpu_bench.HEAD_VOCAB
         folder = os.path.join(a.out, model)
         os.makedirs(folder, exist_ok=True)
         json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=1)
@@ -98,6 +103,11 @@ def run(a):
                             if pick.search(k["name"]):
                                 key = (model, prompt, section, k["name"])
                                 times.setdefault(key, {}).setdefault(v, []).append(k["ms"])
+                    # The unprofiled calls (decode steps as CUDA graphs).
+                    for section in ("prefill", "decode"):
+                        if t[f"{section}_ms"] is not None:
+                            key = (model, prompt, section, "(wall)")
+                            times.setdefault(key, {}).setdefault(v, []).append(t[f"{section}_ms"])
             print(f"  round {r}, prompt {prompt}: done", flush=True)
     rows = []
     for (model, prompt, section, kernel), by in sorted(times.items()):
@@ -167,6 +177,8 @@ def main():
     pp.add_argument("--out", default="gpu-modules/ab")
     pp.add_argument("--target", default="cuda", help="cuda (default), or cpu for a smoke test")
     pp.add_argument("--tiny", action="store_true", help="1/16-wide models (smoke test)")
+    pp.add_argument("--layers", type=int, default=1,
+                    help="layers of each model (default 1; more for whole-step wall times)")
     pr = sub.add_parser("run", help="time the variants in interleaved rounds (GPU machine)")
     pr.add_argument("--tbc-run", required=True)
     pr.add_argument("--modules", default="gpu-modules/ab")

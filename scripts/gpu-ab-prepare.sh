@@ -28,6 +28,12 @@
 #              warpgroups, 64 keys), FOK2 (that in FA3's order)
 #   ab-gemma   Gemma-2-9B's flash kernel (head dim 256, which keeps mma.sync):
 #              WG (two walks) and FP (one walk, --cuda-flash-passes 1)
+#   ab-pdl     a 4-layer Llama-3-8B for sm_90: S (kernels launched after
+#              their predecessors end) and P (--cuda-pdl: programmatic
+#              dependent launch, the decode GEMVs prefetching the start of
+#              their weight rows while the kernel before them drains), read
+#              by their decode steps' wall times (profiled calls launch each
+#              kernel between events, which undoes P)
 # ab-linear's Llama-3-8B once more, decoding after a 4096-token prompt: the
 # decode attention kernel of B (a block per query head and slice) against
 # the others' (a block per GQA group's 4 heads and slice: each cached key
@@ -75,13 +81,21 @@ ab ab-attn llama-3-8b "WG=$wg" "FR=$wg --cuda-flash-rows 128" "FK=$wg --cuda-fla
   "FK2=$wg --cuda-flash-wgmma --cuda-flash-rows 128 --cuda-flash-keys 64" \
   "FOK2=$wg --cuda-flash-wgmma --cuda-flash-rows 128 --cuda-flash-keys 64 --cuda-flash-overlap"
 ab ab-gemma gemma-2-9b "WG=$wg" "FP=$wg --cuda-flash-passes 1"
+echo "== A/B set ab-pdl (llama-3-8b, 4 layers): S P"
+rm -rf gpu-modules/ab-pdl
+python3 bench/gpu_ab.py prepare --models llama-3-8b --layers 4 --out gpu-modules/ab-pdl \
+  --variant "S=$tbc --cuda-arch sm_90" --variant "P=$tbc --cuda-arch sm_90 --cuda-pdl"
 du -sh gpu-modules
 cat <<'EOF'
 == ready. Two device calls (run with carry ["gpu-modules"]; each builds the
 runtime first, since an idle machine is handed back within a minute):
-1. correctness of every module on the GPU, then the flash kernel's A/B:
+1. correctness of every module on the GPU, then the decode step with and
+   without programmatic dependent launch, then the flash kernel's A/B:
    scripts/gpu-check.sh --no-bench 2>&1 | tee $OUT/check.txt;
-   timeout 300 python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run
+   timeout 120 python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run
+     --modules gpu-modules/ab-pdl --prompts 512 --decode 32 --rounds 3
+     --kernels linear --out $OUT/ab-pdl.csv 2>&1 | tee $OUT/ab-pdl.txt;
+   timeout 240 python3 bench/gpu_ab.py run --tbc-run build-gpu/bin/tbc-run
      --modules gpu-modules/ab-attn --prompts 512,2048,8192 --kernels attention
      --out $OUT/ab-attn.csv 2>&1 | tee $OUT/ab-attn.txt
 2. the table against PyTorch, then the projections' and Gemma's A/B:

@@ -136,6 +136,12 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"kvCacheType", "kv-cache-type", "std::string", /*default=*/"\"f32\"",
            "Element type of the device KV caches: f32, or bf16/f16 (keys and values "
            "rounded as they are appended, widened as attention reads them)">,
+    Option<"dependentLaunch", "dependent-launch", "bool", /*default=*/"false",
+           "Programmatic dependent launch (sm_90 and later): every kernel waits for the "
+           "kernels before it (griddepcontrol.wait) before it touches memory other than its "
+           "weights, then lets the next one launch (griddepcontrol.launch_dependents); a "
+           "decode GEMV first prefetches the start of its weight rows into L2, so that its "
+           "weight stream starts while the kernel before it finishes">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -235,6 +235,16 @@ int tbc::compileMain(int argc, char **argv) {
                "through the next tile's softmax, beside that tile's scores "
                "(FlashAttention-3's order within a warpgroup; a ring of 5 "
                "stages). For tuning on a GPU (bench/gpu_ab.py)"));
+  static cl::opt<bool> cudaDependentLaunch(
+      "cuda-pdl", cl::cat(cat), cl::init(false),
+      cl::desc("--target cuda for sm_90 and later (--cuda-arch sm_90 or "
+               "sm_90a): programmatic dependent launch. Each kernel waits "
+               "for the ones before it inside the kernel "
+               "(griddepcontrol.wait) rather than at its launch, so the "
+               "runtime starts it while its predecessor drains; a decode "
+               "GEMV first prefetches the start of its weight rows into L2 "
+               "(weights are never written). For tuning on a GPU "
+               "(bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -370,6 +380,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaGemmCols = cudaGemmCols;
   targetOptions.cudaGemmK = cudaGemmK;
   targetOptions.cudaKvCache = cudaKvCache;
+  targetOptions.cudaDependentLaunch = cudaDependentLaunch;
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;
   targetOptions.cpuDecodePrefetch = cpuDecodePrefetch;

@@ -42,6 +42,37 @@ struct KernelNodeParams {
   void *kern;
   CUcontext ctx;
 };
+/// A launch attribute (cuda.h's CUlaunchAttribute: an id, then a 64-byte
+/// union at offset 8); tbc sets one, programmatic stream serialization.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+    void *align; // the union holds pointers
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "cuda.h's CUlaunchAttribute");
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+/// cuLaunchKernelEx's launch (cuda.h's CUlaunchConfig).
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+/// A graph edge's kind (cuda.h's CUgraphEdgeData): zeroed, full
+/// serialization; programmatic (from_port and type 1), the downstream
+/// kernel launches once every block of the upstream one has run
+/// griddepcontrol.launch_dependents or ended, and waits for the rest itself.
+struct GraphEdgeData {
+  unsigned char fromPort, toPort, type, reserved[5];
+};
+static_assert(sizeof(GraphEdgeData) == 8, "cuda.h's CUgraphEdgeData");
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
@@ -87,6 +118,12 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
   CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
   CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+  // Optional (programmatic dependent launch, CUDA 12.3 and sm_90): null
+  // when the driver lacks them, and such kernels launch as any other
+  // (their griddepcontrol.wait then has nothing to wait for).
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **, void **) = nullptr;
+  CUresult (*cuGraphAddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *,
+                                     const GraphEdgeData *, size_t) = nullptr;
   CUcontext context = nullptr;
   CUdevice device = 0;
   int arch = 0; // compute capability, e.g. 90
@@ -122,6 +159,13 @@ public:
   bool canTime() const {
     return cuEventCreate && cuEventRecord && cuEventSynchronize && cuEventElapsedTime &&
            cuEventDestroy;
+  }
+
+  /// Whether kernels may launch programmatically (cuLaunchKernelEx, graph
+  /// edges with their kind): the driver has both and the GPU is sm_90 or
+  /// later.
+  bool canLaunchProgrammatically() const {
+    return cuLaunchKernelEx && cuGraphAddDependencies && arch >= 90;
   }
 
   bool canGraph() const {
@@ -169,6 +213,9 @@ private:
     optionalSym(cuGraphLaunch, "cuGraphLaunch");
     optionalSym(cuGraphExecDestroy, "cuGraphExecDestroy");
     optionalSym(cuGraphDestroy, "cuGraphDestroy");
+    // The _v2 forms take edge data (cuda.h maps the names to them).
+    optionalSym(cuLaunchKernelEx, "cuLaunchKernelEx");
+    optionalSym(cuGraphAddDependencies, "cuGraphAddDependencies_v2");
     CUresult r = cuInit(0);
     if (r == 0)
       r = cuDeviceGet(&device, 0);

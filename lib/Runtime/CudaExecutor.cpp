@@ -241,6 +241,16 @@ static int64_t stepRows(const Module::Impl &im, size_t s, int64_t T, bool lastRo
   return lastRowOnly && s >= im.lastRowTail ? 1 : T;
 }
 
+/// Whether launches a module marks programmatic may be (TBC_CUDA_PDL is
+/// not 0: the A/B switch, as TBC_CUDA_GRAPHS is for graphs).
+static bool programmaticLaunches() {
+  static const bool on = [] {
+    const char *v = std::getenv("TBC_CUDA_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 bool CudaSession::addStepTimes(int64_t T, bool lastRowOnly, std::string &error) {
   Driver &d = Driver::get();
   const Module::Impl &im = module_.impl();
@@ -330,6 +340,11 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   // next (CudaLaunchGraph.h); profiled calls launch each kernel between
   // their events.
   const bool asGraph = T == 1 && !timing && LaunchGraph::enabled();
+  // Kernels compiled to wait for their predecessors themselves launch
+  // before those end (not between profiling events, nor the call's first,
+  // which follows copies). TBC_CUDA_PDL=0: launched as any other (the A/B).
+  const bool programmatic = !timing && d.canLaunchProgrammatically() && programmaticLaunches();
+  bool firstLaunch = true;
   std::vector<KernelLaunch> graphLaunches;
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {
     const Step &step = im.steps[stepIndex];
@@ -400,6 +415,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
                           {unsigned(li.gridX), unsigned(gridY), 1},
                           {unsigned(li.blockX), unsigned(li.blockY), 1},
                           values, unsigned(li.sharedBytes)};
+      launch.programmatic = programmatic && li.programmatic && !firstLaunch;
+      firstLaunch = false;
       if (asGraph) {
         graphLaunches.push_back(std::move(launch));
       } else if (!check(launchKernel(launch), ("launching " + li.symbol).c_str())) {

@@ -45,9 +45,17 @@ std::vector<void *> tbc::rt::cuda::parameterPointers(const KernelLaunch &l) {
 
 CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
   std::vector<void *> params = parameterPointers(l);
-  return Driver::get().cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                      l.block[1], l.block[2], l.sharedBytes, nullptr,
-                                      params.data(), nullptr);
+  Driver &d = Driver::get();
+  if (l.programmatic) {
+    LaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    LaunchConfig config{l.grid[0],  l.grid[1],  l.grid[2],     l.block[0], l.block[1],
+                        l.block[2], l.sharedBytes, nullptr, &attribute, 1};
+    return d.cuLaunchKernelEx(&config, l.fn, params.data(), nullptr);
+  }
+  return d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                          l.block[2], l.sharedBytes, nullptr, params.data(), nullptr);
 }
 
 bool LaunchGraph::enabled() {
@@ -77,7 +85,7 @@ bool LaunchGraph::sameShape(const std::vector<KernelLaunch> &launches) const {
     const KernelLaunch &a = launches[i], &b = launched_[i];
     if (a.fn != b.fn || a.block[0] != b.block[0] || a.block[1] != b.block[1] ||
         a.block[2] != b.block[2] || a.sharedBytes != b.sharedBytes ||
-        a.values.size() != b.values.size())
+        a.programmatic != b.programmatic || a.values.size() != b.values.size())
       return false;
   }
   return true;
@@ -88,15 +96,27 @@ bool LaunchGraph::build(const std::vector<KernelLaunch> &launches, std::string &
   reset();
   if (!check(d, d.cuGraphCreate(&graph_, 0), "creating a CUDA graph", error))
     return false;
-  // A chain: each kernel after the one before, as on a stream.
+  // A chain: each kernel after the one before, as on a stream; a
+  // programmatic one by an edge of that kind (added after the node).
   std::vector<void *> params;
   for (const KernelLaunch &l : launches) {
     KernelNodeParams p = nodeParams(l, params);
     CUgraphNode node = nullptr;
     const CUgraphNode *after = nodes_.empty() ? nullptr : &nodes_.back();
-    if (!check(d, d.cuGraphAddKernelNode(&node, graph_, after, after ? 1 : 0, &p),
+    const bool programmatic = after && l.programmatic;
+    if (!check(d,
+               d.cuGraphAddKernelNode(&node, graph_, programmatic ? nullptr : after,
+                                      after && !programmatic ? 1 : 0, &p),
                "adding a kernel to a CUDA graph", error))
       return false;
+    if (programmatic) {
+      GraphEdgeData edge{};
+      edge.fromPort = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      if (!check(d, d.cuGraphAddDependencies(graph_, after, &node, &edge, 1),
+                 "adding a programmatic edge to a CUDA graph", error))
+        return false;
+    }
     nodes_.push_back(node);
   }
   if (!check(d, d.cuGraphInstantiate(&exec_, graph_, 0), "instantiating a CUDA graph", error))

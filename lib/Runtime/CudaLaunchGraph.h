@@ -29,13 +29,19 @@ struct KernelLaunch {
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   std::vector<int64_t> values;
   unsigned sharedBytes = 0; // dynamic shared memory
+  /// Launched before the kernel before it ends (programmatic dependent
+  /// launch): its code waits for that one itself (manifest::Launch::
+  /// programmatic), once every block of that one has said so
+  /// (griddepcontrol.launch_dependents) or ended. Only where
+  /// Driver::canLaunchProgrammatically.
+  bool programmatic = false;
 };
 
 /// Pointers to `l`'s values, as the driver takes kernel parameters (it
 /// copies them at the launch or when a graph node takes them).
 std::vector<void *> parameterPointers(const KernelLaunch &l);
 
-/// Launches `l` on the default stream.
+/// Launches `l` on the default stream (programmatically if it says so).
 CUresult launchKernel(const KernelLaunch &l);
 
 class LaunchGraph {

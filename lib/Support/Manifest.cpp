@@ -86,7 +86,8 @@ std::string kernel(size_t id, const Kernel &k) {
            ", \"grid_x\": " + std::to_string(l.gridX) +
            ", \"rows_per_block\": " + std::to_string(l.rowsPerBlock) +
            ", \"rows\": " + ints(std::vector<int64_t>{l.minRows, l.maxRows}) +
-           (l.sharedBytes ? ", \"shared_bytes\": " + std::to_string(l.sharedBytes) : "") + "}";
+           (l.sharedBytes ? ", \"shared_bytes\": " + std::to_string(l.sharedBytes) : "") +
+           (l.programmatic ? ", \"programmatic\": true" : "") + "}";
     }
     s += "]";
   }
@@ -184,6 +185,11 @@ bool readLaunch(const json::Value &l, Launch &info) {
     if (!shared->isInteger())
       return false;
     info.sharedBytes = shared->asInt(); // bounded by the caller
+  }
+  if (const json::Value *p = l.get("programmatic")) {
+    if (!p->isBool())
+      return false;
+    info.programmatic = p->asBool();
   }
   return true;
 }

@@ -109,6 +109,10 @@ struct Launch {
   /// Bytes of dynamic shared memory a block takes (0: none; past 48 KB the
   /// runtime raises the function's limit first).
   int64_t sharedBytes = 0;
+  /// The code waits for the kernels before it (griddepcontrol.wait) before
+  /// it touches any memory but its weights: the runtime may launch it
+  /// before they end (programmatic dependent launch, sm_90).
+  bool programmatic = false;
   bool serves(int64_t rows) const { return rows >= minRows && (maxRows == 0 || rows <= maxRows); }
 };
 

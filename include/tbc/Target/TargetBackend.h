@@ -87,6 +87,10 @@ struct TargetOptions {
   /// f16; empty: the weights' type, as a bf16 model in transformers keeps
   /// its cache in bf16).
   std::string cudaKvCache;
+  /// CUDA: programmatic dependent launch (`--cuda-pdl`; every architecture
+  /// sm_90 or later): kernels wait for their predecessors in the kernel
+  /// itself, and the runtime launches them before those end.
+  bool cudaDependentLaunch = false;
   /// CPU: the processor to generate code for (`--cpu`; host: this one) and
   /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
   std::string cpu = "host";

@@ -48,10 +48,11 @@ class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
           StringRef weightType, bool flash, cuda::FlashTile flashTile, cuda::TiledGemm tiled,
-          StringRef kvCacheType, const RowAlignment &alignment)
+          StringRef kvCacheType, bool dependentLaunch, const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
         weightType(weightType), flash(flash), flashTile(flashTile), tiled(tiled),
-        cacheType(storageElementType(b, kvCacheType)), alignment(alignment) {}
+        cacheType(storageElementType(b, kvCacheType)), dependentLaunch(dependentLaunch),
+        alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel);
@@ -67,6 +68,7 @@ private:
   cuda::FlashTile flashTile; // and its flash-keys, -rows and -passes options
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
+  bool dependentLaunch; // the pass's dependent-launch option
   Value T, past;
   Value window;    // an attention's window (emitAttentionWindow), if it has one
   Value workgroup; // the gpu.func's shared memory, if it has any
@@ -277,6 +279,19 @@ private:
   /// 8 dims, so a block is all rotated or none; columns past them keep their
   /// plain order.
   std::pair<Value, int64_t> pairedRopeColumn(RotaryEpilogueAttr attr);
+
+  /// The output column of this warp of an FMA projection launch, and for
+  /// RoPE pairs split over two warps (pairsRopeWarps) how far apart their
+  /// warps are (else 0).
+  std::pair<Value, int64_t> warpColumn(RotaryEpilogueAttr rope, const cuda::Launch &launch);
+
+  /// With dependent launch, before the wait: a GEMV launch (one token row;
+  /// else nothing) asks L2 for the first kGemvPrefetchBytes of each weight
+  /// row its warp is about to stream (a GLU's up row too), a line a lane.
+  /// Weights are never written, so this may run while the kernel before it
+  /// still does: the weight stream starts as that one drains.
+  void prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
+                           ValueRange out);
 
   /// A projection: on tensor cores (Body::mma), or on the FMA units with one
   /// warp per output column o and launch.rowsPerBlock token rows:

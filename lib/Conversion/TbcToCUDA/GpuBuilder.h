@@ -294,6 +294,39 @@ struct GpuBuilder {
     return mlir::NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), everyLane, p,
                                           mlir::NVVM::VoteSyncKind::any);
   }
+  /// prefetch.global.L2 of the line holding byte `bytes` of the identity-
+  /// layout global memref `m`: a hint, no value, no fault.
+  void prefetchL2(Value m, Value bytes) {
+    Value address = mlir::arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        mlir::arith::AddIOp::create(
+            b, loc, mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m), bytes));
+    Value generic = mlir::LLVM::IntToPtrOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()), address,
+        mlir::LLVM::DereferenceableAttr());
+    Value global = mlir::LLVM::AddrSpaceCastOp::create(
+        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
+    mlir::NVVM::PrefetchOp::create(
+        b, loc, mlir::NVVM::PrefetchCacheLevelAttr::get(b.getContext(),
+                                                        mlir::NVVM::PrefetchCacheLevel::L2),
+        mlir::NVVM::CacheEvictionPriorityAttr(), global, Value(), false, false, false);
+  }
+  /// griddepcontrol.wait (sm_90): until the kernels this launch depends on
+  /// have ended and their writes are visible. Inline PTX with a memory
+  /// clobber, as CUDA's cudaGridDependencySynchronize writes it: NVVM's
+  /// intrinsic is memory(none), so LLVM could move a load above it.
+  void waitForPrerequisiteGrids() {
+    mlir::LLVM::InlineAsmOp::create(b, loc, Type(), ValueRange{}, "griddepcontrol.wait;",
+                                    "~{memory}", /*has_side_effects=*/true,
+                                    /*is_align_stack=*/false,
+                                    mlir::LLVM::tailcallkind::TailCallKind::None,
+                                    mlir::LLVM::AsmDialectAttr(), mlir::ArrayAttr());
+  }
+  /// griddepcontrol.launch_dependents (sm_90): the next kernel may launch
+  /// once every block of this one has run it (or ended).
+  void launchDependents() {
+    mlir::NVVM::GriddepcontrolOp::create(b, loc, mlir::NVVM::GridDepActionKind::launch_dependents);
+  }
 };
 
 /// A [rows, cols] tile of 16-bit mma operands in shared memory, each row

@@ -226,6 +226,16 @@ LogicalResult Emitter::lower(func::FuncOp kernel) {
     ValueRange caches = cached ? all.slice(nIn + nOut, 2) : ValueRange{};
     scratch = scratchSize ? all[nIn + nOut + caches.size()] : Value();
     staging = stagingK ? all[nIn + nOut + caches.size() + (scratchSize ? 1 : 0)] : Value();
+    if (dependentLaunch) {
+      // Nothing above reads global memory. The kernel before this one may
+      // still run: only weights (never written) are touched before the
+      // wait, after which everything before is done and visible. The next
+      // kernel launches once every block is past the wait, so at most one
+      // kernel ahead is resident and prefetching.
+      prefetchGemvWeights(op, launch, in, out);
+      g.waitForPrerequisiteGrids();
+      g.launchDependents();
+    }
     if (failed(emit(op, launch, in, out, caches)))
       return failure();
     // The runtime passes a cacheless kernel 0 positions (KernelABI.h).
@@ -421,7 +431,7 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       cuda::Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      flashTile, tiled, kvCacheType, alignment);
+                      flashTile, tiled, kvCacheType, dependentLaunch, alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

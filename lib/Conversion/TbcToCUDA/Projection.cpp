@@ -107,6 +107,41 @@ std::pair<Value, int64_t> Emitter::pairedRopeColumn(RotaryEpilogueAttr attr) {
   return {g.select(g.lt(plain, attr.getColumns()), paired, plain), 4};
 }
 
+std::pair<Value, int64_t> Emitter::warpColumn(RotaryEpilogueAttr rope,
+                                              const cuda::Launch &launch) {
+  if (rope && pairsRopeWarps(rope, launch))
+    return pairedRopeColumn(rope);
+  return {g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock), g.tid(gpu::Dimension::y)),
+          0};
+}
+
+void Emitter::prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
+                                  ValueRange out) {
+  if (launch.body != cuda::Body::fma || launch.maxRows != 1)
+    return;
+  bool glu = false;
+  RotaryEpilogueAttr rope;
+  if (auto f = dyn_cast<FusedLinearOp>(op)) {
+    glu = f.getGlu();
+    rope = f.getRopeAttr();
+  } else if (!isa<LinearOp>(op)) {
+    return;
+  }
+  // Row r of the weight starts at element r K, [out, in] or GPT-2's
+  // transposed [out, in, 1] alike; a GLU's up row is o + N.
+  Value w = in[1];
+  const int64_t K = width(in[0]), N = width(out[0]);
+  const int64_t rowBytes = K * (cast<MemRefType>(w.getType()).getElementType().isF32() ? 4 : 2);
+  const int64_t bytes = std::min(rowBytes, cuda::kGemvPrefetchBytes);
+  Value o = warpColumn(rope, launch).first;
+  Value at = g.mul(g.tid(gpu::Dimension::x), cuda::kPrefetchLineBytes);
+  g.ifThen(g.andi(g.lt(o, N), g.lt(at, bytes)), [&] {
+    g.prefetchL2(w, g.add(g.mul(o, rowBytes), at));
+    if (glu)
+      g.prefetchL2(w, g.add(g.mul(g.add(o, N), rowBytes), at));
+  });
+}
+
 LogicalResult Emitter::projection(const cuda::Launch &launch, Value x, Value w, Value bias,
                                   Value corr, const InputGain &gain, Value out,
                                   std::optional<NormKind> norm, double eps,
@@ -138,11 +173,8 @@ LogicalResult Emitter::projection(const cuda::Launch &launch, Value x, Value w, 
   Value lane = g.tid(gpu::Dimension::x);
   const bool pairedRope = rope && pairsRopeWarps(rope->attr, launch);
   Value o;
-  int64_t pairApart = 0; // pairedRope: partner warp = warp ^ pairApart
-  if (pairedRope)
-    std::tie(o, pairApart) = pairedRopeColumn(rope->attr);
-  else
-    o = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock), g.tid(gpu::Dimension::y));
+  int64_t pairApart; // pairedRope: partner warp = warp ^ pairApart
+  std::tie(o, pairApart) = warpColumn(rope ? rope->attr : RotaryEpilogueAttr(), launch);
   // Paired warps meet at barriers: every warp of the block runs (one past
   // N reads row N - 1 and stores nothing).
   Value inRange = g.lt(o, N);

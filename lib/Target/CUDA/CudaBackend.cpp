@@ -124,6 +124,10 @@ public:
       if (!a.consume_front("sm_") || a.getAsInteger(10, n) || n < 75 || (specific && n != 90))
         return "unknown --cuda-arch '" + arch +
                "' (expected sm_NN with NN >= 75, e.g. sm_80 or sm_90, or sm_90a)";
+      // griddepcontrol is sm_90's; an sm_80 GPU could not load the PTX.
+      if (options.cudaDependentLaunch && n < 90)
+        return "--cuda-pdl needs every --cuda-arch to be sm_90 or later (griddepcontrol), "
+               "not " + arch + ": compile with --cuda-arch sm_90";
     }
     return "";
   }
@@ -134,13 +138,15 @@ public:
         {"gpu", "gpu.func kernels on memrefs (--tbc-lower-to-gpu)",
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           flashShape = flashTile(options),
-          tiled = tiledGemm(options), cache = kvCacheType(options)](OpPassManager &pm) {
+          tiled = tiledGemm(options), cache = kvCacheType(options),
+          dependentLaunch = options.cudaDependentLaunch](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
                TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
                                     flashShape.passes, flashShape.wgmma, flashShape.overlap,
                                     tiled.stages,
                                     tiled.warps,
-                                    tiled.wgmma, tiled.cols, tiled.k, cache}));
+                                    tiled.wgmma, tiled.cols, tiled.k, cache,
+                                    dependentLaunch}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
@@ -212,7 +218,8 @@ public:
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
                            options.cudaFlashAttention, tiledGemm(options), flashTile(options)))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
-                     l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes});
+                     l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes,
+                     options.cudaDependentLaunch});
     return out;
   }
 

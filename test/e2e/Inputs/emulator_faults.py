@@ -7,7 +7,9 @@ memory at `off` and reads the first word back before and after waiting for
 the copy, for launches with 32 bytes of it: the copy lands at the wait, and
 one past the launch's shared memory fails. Then a warpgroup's wgmma with A in
 registers (m64n8k16, B zeros in shared memory) whose A registers are written
-before its wait_group when the offset is not 0: that fails.
+before its wait_group when the offset is not 0: that fails. Then a kernel that
+prefetches p + off and waits for its predecessors (griddepcontrol.wait): a
+prefetch outside every allocation fails, and so does a load before the wait.
 Usage: emulator_faults.py LIBCUDA"""
 import ctypes, sys
 
@@ -74,6 +76,19 @@ wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, {%a0, 
 \t@%q mov.b32 %a0, 5;
 \twgmma.wait_group.sync.aligned 0;""")
 
+# Programmatic dependent launch: a prefetch of p + off (in bounds at 0, not
+# at 64), then at offset 8 a load before griddepcontrol.wait, which a kernel
+# that may start before the one before it ends must not do.
+DEPENDENT = kernel("dependent", """\t.reg .pred %q;
+\tadd.s64 %rd3, %rd1, %rd2;
+\tprefetch.global.L2 [%rd3];
+\tsetp.eq.u64 %q, %rd2, 8;
+\t@%q ld.global.u32 %r1, [%rd1];
+\tgriddepcontrol.wait;
+\tgriddepcontrol.launch_dependents;
+\tld.global.u32 %r2, [%rd1];
+\tst.global.u32 [%rd1+4], %r2;""")
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.ptx_emulator_load.restype = ctypes.c_void_p
 lib.ptx_emulator_function.restype = ctypes.c_void_p
@@ -119,3 +134,14 @@ for off in [0, 1]:
     rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, warpgroup,
                                  ctypes.c_uint(1024), params, ctypes.byref(error))
     print(f"wgmma, A written in flight {off}:", "ok" if rc == 0 else error.value.decode())
+
+module = lib.ptx_emulator_load(DEPENDENT, ctypes.byref(error))
+if not module:
+    sys.exit("load failed: " + error.value.decode())
+fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"dependent")
+for off in [0, 64, 8]:
+    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
+    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
+    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
+                                 ctypes.c_uint(0), params, ctypes.byref(error))
+    print(f"griddepcontrol, offset {off}:", "ok" if rc == 0 else error.value.decode())

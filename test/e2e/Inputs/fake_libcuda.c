@@ -9,7 +9,10 @@
 // FAKE_CUDA_REPORT=1 prints the number of launches at exit (a graph's
 // kernels included); =2 also prints each launch's symbol and row count (the
 // second-to-last parameter, as TbcToCUDA/KernelABI.h orders them) as it
-// happens. Graphs of kernel nodes run their kernels the same way (below).
+// happens. Graphs of kernel nodes run their kernels the same way (below);
+// so do programmatic launches (cuLaunchKernelEx, and graph edges of that
+// kind), counted in the report, refused for a kernel whose PTX never runs
+// griddepcontrol.wait or on a device before sm_90.
 //
 // With FAKE_CUDA_EXECUTE=1, and ptx_emulator.cpp linked in, kernels do run:
 // the PTX is interpreted on the CPU (the module load fails on an instruction
@@ -34,6 +37,7 @@ int ptx_emulator_launch(void *module, void *fn, const unsigned grid[3], const un
     __attribute__((weak));
 
 static char *ptx;      // the loaded module's text
+static int programmaticLaunches; // by cuLaunchKernelEx
 static void *emulated; // its parsed form, when kernels are executed
 static int launches;   // kernels launched, reported at exit with FAKE_CUDA_REPORT
 static double clock_us;
@@ -44,7 +48,8 @@ static int allocationCount;
 
 static void report(void) {
   if (getenv("FAKE_CUDA_REPORT"))
-    fprintf(stderr, "fake libcuda: %d launches\n", launches);
+    fprintf(stderr, "fake libcuda: %d launches, %d programmatic\n", launches,
+            programmaticLaunches);
 }
 
 static struct Allocation *owner(uint64_t p, size_t n) {
@@ -134,7 +139,16 @@ struct Function {
   const char *params;
   void *emulated;
   int maxDynamicShared; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, as set
+  int waits;            // its body has griddepcontrol.wait
 };
+
+// Whether the body of the entry whose parameters start at `params` runs
+// griddepcontrol.wait (up to the next entry): only such a kernel may be
+// launched before the one before it ends.
+static int waitsForGrids(const char *params) {
+  const char *next = strstr(params, ".entry "), *w = strstr(params, "griddepcontrol.wait");
+  return w && (!next || w < next);
+}
 
 // Dynamic shared memory past 48 KB must be allowed per function first, up to
 // what the device offers a block (an H100's 227 KB), as on a real driver.
@@ -157,6 +171,7 @@ CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   struct Function *f = calloc(1, sizeof(struct Function)); // lives as long as the process
   snprintf(f->name, sizeof(f->name), "%s", name);
   f->params = e;
+  f->waits = waitsForGrids(e);
   if (emulated && !(f->emulated = ptx_emulator_function(emulated, name)))
     return NOT_FOUND;
   *fn = f;
@@ -236,11 +251,49 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   return launch(fn, grid, block, shared, params);
 }
 
+// cuLaunchKernelEx (cuda.h's CUlaunchConfig, CUlaunchAttribute): tbc sets
+// one attribute, programmatic stream serialization (6), and only on kernels
+// that wait for their predecessors themselves (griddepcontrol.wait), on an
+// sm_90 device; anything else is refused. The launch then runs as any
+// other (one after another here).
+struct LaunchAttribute { int id; char pad[4]; union { char bytes[64]; int value; } v; };
+struct LaunchConfig {
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  struct LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static CUresult programmatic(const struct Function *f) {
+  int cc = 0;
+  cuDeviceGetAttribute(&cc, 75, 0);
+  if (cc < 9 || !f->waits) {
+    fprintf(stderr, "fake libcuda: %s launched programmatically %s\n", f->name,
+            cc < 9 ? "on a GPU before sm_90" : "but never runs griddepcontrol.wait");
+    return INVALID_VALUE;
+  }
+  return OK;
+}
+CUresult cuLaunchKernelEx(const struct LaunchConfig *c, void *fn, void **params, void **extra) {
+  (void)extra;
+  if (c->numAttrs != 1 || c->attrs[0].id != 6 || c->attrs[0].v.value != 1) {
+    fprintf(stderr, "fake libcuda: cuLaunchKernelEx with attributes tbc does not set\n");
+    return INVALID_VALUE;
+  }
+  CUresult r = programmatic(fn);
+  if (r != OK)
+    return r;
+  ++programmaticLaunches;
+  return launch(fn, c->grid, c->block, c->shared, params);
+}
+
 // Graphs of kernel nodes (the runtime's CudaLaunchGraph.cpp): a node copies
 // its parameters when added or updated, as the driver does; each node must
 // depend on the one added before it (the runtime builds a chain); an
 // instantiated graph is a copy whose nodes cuGraphExecKernelNodeSetParams
 // changes; cuGraphLaunch runs its nodes in order, as cuLaunchKernel would.
+// A node may instead be added without dependencies and then joined to the
+// one before it by cuGraphAddDependencies_v2 with a programmatic edge (the
+// next call; instantiating a graph with a node left unjoined fails).
 // A node handle is its index + 1. FAKE_CUDA_REPORT adds a line of counts
 // when graphs were used.
 struct KernelNodeParams {
@@ -255,13 +308,15 @@ struct Node {
   uint64_t values[kMaxNodeParams];
   int count;
 };
-struct Graph { struct Node *nodes; int count; };
-static int graphsBuilt, graphLaunches, nodeUpdates;
+struct Graph { struct Node *nodes; int count; int unjoined; /* node index + 1 */ };
+static int graphsBuilt, graphLaunches, nodeUpdates, programmaticEdges;
 
 static void graphReport(void) {
   if (getenv("FAKE_CUDA_REPORT") && graphsBuilt)
-    fprintf(stderr, "fake libcuda: %d graphs built, %d graph launches, %d node updates\n",
-            graphsBuilt, graphLaunches, nodeUpdates);
+    fprintf(stderr,
+            "fake libcuda: %d graphs built, %d graph launches, %d node updates, %d programmatic "
+            "edges\n",
+            graphsBuilt, graphLaunches, nodeUpdates, programmaticEdges);
 }
 
 static CUresult setNode(struct Node *n, const struct KernelNodeParams *p) {
@@ -281,10 +336,16 @@ CUresult cuGraphCreate(struct Graph **g, unsigned flags) {
 }
 CUresult cuGraphAddKernelNode_v2(uintptr_t *node, struct Graph *g, const uintptr_t *deps,
                                  size_t ndeps, const struct KernelNodeParams *p) {
-  if (g->count ? ndeps != 1 || deps[0] != (uintptr_t)g->count : ndeps != 0) {
+  // After the first, a node depends on the one before it, or on nothing
+  // until the next call joins them.
+  int follows = g->count == 0 ? ndeps == 0
+                              : ndeps == 0 || (ndeps == 1 && deps[0] == (uintptr_t)g->count);
+  if (g->unjoined || !follows) {
     fprintf(stderr, "fake libcuda: graph node %d does not follow the one before it\n", g->count);
     return INVALID_VALUE;
   }
+  if (g->count && ndeps == 0)
+    g->unjoined = g->count + 1;
   g->nodes = realloc(g->nodes, sizeof(struct Node) * (size_t)(g->count + 1));
   CUresult r = setNode(&g->nodes[g->count], p);
   if (r != OK)
@@ -292,9 +353,28 @@ CUresult cuGraphAddKernelNode_v2(uintptr_t *node, struct Graph *g, const uintptr
   *node = (uintptr_t)++g->count;
   return OK;
 }
+struct GraphEdgeData { unsigned char fromPort, toPort, type, reserved[5]; };
+CUresult cuGraphAddDependencies_v2(struct Graph *g, const uintptr_t *from, const uintptr_t *to,
+                                   const struct GraphEdgeData *edge, size_t n) {
+  if (n != 1 || !g->unjoined || to[0] != (uintptr_t)g->unjoined ||
+      from[0] != (uintptr_t)g->unjoined - 1 || edge->fromPort != 1 || edge->toPort ||
+      edge->type != 1) {
+    fprintf(stderr, "fake libcuda: an edge tbc does not add (the last node from the one "
+                    "before it, programmatic)\n");
+    return INVALID_VALUE;
+  }
+  CUresult r = programmatic(g->nodes[g->unjoined - 1].fn);
+  if (r != OK)
+    return r;
+  g->unjoined = 0;
+  ++programmaticEdges;
+  return OK;
+}
 CUresult cuGraphInstantiateWithFlags(struct Graph **exec, struct Graph *g,
                                      unsigned long long flags) {
   (void)flags;
+  if (g->unjoined)
+    return INVALID_VALUE;
   struct Graph *e = calloc(1, sizeof(struct Graph));
   e->count = g->count;
   e->nodes = malloc(sizeof(struct Node) * (size_t)(g->count ? g->count : 1));

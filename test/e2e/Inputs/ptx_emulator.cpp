@@ -40,6 +40,7 @@ enum class Op {
   Abs, And, Or, Xor, Not, Shl, Shr, Shf, Bfe, Selp, Setp, Mov, Cvt, Cvta, Ld, St, Bra, Ret, Bar,
   Shfl, Vote, Mma, Ldmatrix, Rcp, Rsqrt, Sqrt, Ex2, Copysign, Membar, WarpSync, AtomAdd,
   CpAsync, CpAsyncCommit, CpAsyncWait, Wgmma, WgmmaFence, WgmmaCommit, WgmmaWait, FenceProxyAsync,
+  Prefetch, GridDepWait, GridDepLaunch,
 };
 
 /// A PTX type: its kind (b, u, s, f, pred) and width in bits.
@@ -114,6 +115,9 @@ struct Function {
   int registers = 0;
   size_t sharedBytes = 0, localBytes = 0;
   bool wgmma = false; // has wgmma.mma_async: shared stores are tracked for the proxy fence
+  // has griddepcontrol.wait: a launch may start before the kernel before it
+  // ends, so no thread may touch global memory (but by prefetch) before it
+  bool waitsForGrids = false;
 };
 
 struct Module {
@@ -578,6 +582,8 @@ private:
       for (const char *kn : known)
         isKnown |= parts[k] == kn;
       isKnown |= base == "vote" && (parts[k] == "any" || parts[k] == "all");
+      isKnown |= base == "prefetch" && parts[k] == "L2";
+      isKnown |= base == "griddepcontrol" && (parts[k] == "wait" || parts[k] == "launch_dependents");
       if (!isKnown)
         return fail("unsupported modifier ." + parts[k] + " in: " + in.text);
     }
@@ -667,6 +673,20 @@ private:
       in.op = Op::Membar;
       if (!has("gl"))
         return fail("unsupported membar: " + in.text);
+    } else if (base == "prefetch") {
+      // prefetch.global.L2 [a]: a hint; here its address must be in bounds.
+      in.op = Op::Prefetch;
+      in.space = 'g';
+      if (!has("global") || !has("L2"))
+        return fail("unsupported prefetch: " + in.text);
+    } else if (base == "griddepcontrol") {
+      // The launches run one after another here: the wait has nothing to
+      // wait for, but it marks where a thread may first touch memory.
+      in.op = has("wait") ? Op::GridDepWait : Op::GridDepLaunch;
+      if (parts.size() != 2 || !rest.empty())
+        return fail("unsupported griddepcontrol: " + in.text);
+      if (in.op == Op::GridDepWait)
+        f->waitsForGrids = true;
     } else if (base == "bar" && has("warp")) {
       in.op = Op::WarpSync; // bar.warp.sync mask: the whole warp meets
       if (!has("sync") || rest != "-1")
@@ -850,6 +870,7 @@ struct Thread {
   enum State { Running, AtShfl, AtVote, AtMma, AtLdmatrix, AtWarpSync, AtBar, AtWgmma, Done };
   State state = Running;
   bool carry = false;
+  bool gridsWaited = false; // has run griddepcontrol.wait
   uint64_t *r = nullptr;
   uint8_t *local = nullptr;
   unsigned tid[3] = {0, 0, 0};
@@ -1354,6 +1375,14 @@ private:
     case Op::AtomAdd:
       return memory(t, in);
     case Op::Membar:
+    case Op::GridDepLaunch:
+      return true;
+    case Op::GridDepWait:
+      t.gridsWaited = true;
+      return true;
+    case Op::Prefetch:
+      if (!inBounds(t, 'g', address(t, in.ops[0]), 1))
+        return fail("prefetch outside every allocation" + where(t) + ": " + in.text);
       return true;
     case Op::CpAsync:
       return asyncCopy(t, in);
@@ -1571,6 +1600,8 @@ private:
       };
       if (uintptr_t(p) % total)
         return fault("misaligned ");
+      if (in.space == 'g' && f.waitsForGrids && !t.gridsWaited)
+        return fault("before griddepcontrol.wait, a ");
       if (!inBounds(t, in.space, p, total))
         return fault("out-of-bounds ");
     }
@@ -1614,6 +1645,8 @@ private:
       return fault("misaligned cp.async");
     if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
       return fault("out-of-bounds cp.async");
+    if (f.waitsForGrids && !t.gridsWaited)
+      return fault("cp.async before griddepcontrol.wait");
     t.copies.open.push_back({dst, src, size_t(n)});
     copyInFlight(dst, n, 1);
     return true;

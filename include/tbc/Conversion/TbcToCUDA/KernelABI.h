@@ -52,6 +52,14 @@ constexpr int64_t kWarpsPerBlock = 8;
 /// a token) has its own variant computing one, as a GEMV: the weight is read
 /// once either way, and the 7 clamped rows would only cost loads and FMAs.
 constexpr int64_t kProjectionRows = 8;
+/// With dependent launch (--cuda-pdl), a GEMV warp asks L2 for the first
+/// kGemvPrefetchBytes of each weight row it streams, one kPrefetchLineBytes
+/// line a lane, before it waits for the kernel before it: the part of its
+/// weight stream that can be in flight while that kernel drains. 4 KB of a
+/// row (half of one at Llama-3-8B's K = 4096 in bf16) over the warps an SM
+/// holds is a few MB over the GPU: L2 (50 MB on an H100) keeps it.
+constexpr int64_t kPrefetchLineBytes = 128;
+constexpr int64_t kGemvPrefetchBytes = 32 * kPrefetchLineBytes;
 /// Split-KV attention (decoding, and f32 modules): kSplitKvWarps warps
 /// share one (query row, head), each taking kSplitKvPositions consecutive
 /// cached positions of every kSplitKvWarps * kSplitKvPositions, their partial
