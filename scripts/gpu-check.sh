@@ -60,19 +60,21 @@ conform() { # fixture kind module fixture-dir [tbc-conformance flags...]
   job "$1" "$2" plain "$build/bin/tbc-conformance" "$3" "$4" "${@:5}"
 }
 header "conformance (f32; max|d|/max|ref| against transformers)"
+# sm_90a's modules (the wgmma GEMM), and sm_90's with programmatic
+# dependent launch (pdl), run on an sm_90 GPU alone.
+sm90=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
 for dir in "$root"/test/fixtures/*/; do
   f=$(basename "$dir")
-  for mode in fused unfused; do
+  for mode in fused unfused pdl; do
+    [ "$mode" = pdl ] && { [ -e "$mods/$f.pdl.tbcm" ] && [ "$sm90" = 9.0 ] || continue; }
     conform "$f" "$mode" "$mods/$f.$mode.tbcm" "$dir"
   done
 done
 header "conformance (bf16 checkpoints, test/fixtures-bf16; within 2e-2, greedy tokens where the top-2 margin allows)"
-# sm_90a's modules (the wgmma GEMM) run on an sm_90 GPU alone.
-sm90=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
 for dir in "$root"/test/fixtures-bf16/*/; do
   f=$(basename "$dir")
   for kind in bf16 bf16-splitkv bf16-sm90a bf16-sm90a-wide bf16-sm90a-flashwg bf16-sm90a-flashwg128 \
-      bf16-sm90a-flashov bf16-sm90a-flashwg128k64 bf16-sm90a-flashov128k64; do
+      bf16-sm90a-flashov bf16-sm90a-flashwg128k64 bf16-sm90a-flashov128k64 bf16-sm90a-pdl; do
     [ -e "$mods/$f.$kind.tbcm" ] || continue
     [[ "$kind" = bf16-sm90a* ]] && [ "$sm90" != 9.0 ] && continue
     # (batch-1 within the same bound: a 16-bit module's kernels are variants

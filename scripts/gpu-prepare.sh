@@ -69,6 +69,19 @@ for kind in "flashwg:" "flashwg128:--cuda-flash-rows 128" "flashov:--cuda-flash-
   "$tbc" compile "$root/test/fixtures-bf16/$f" --target cuda --dtype bf16 --cuda-arch sm_90a \
     --cuda-flash-wgmma ${kind#*:} -o "$out/$f.bf16-sm90a-${kind%%:*}.tbcm" 2>/dev/null
 done
+# Programmatic dependent launch (--cuda-pdl, sm_90 alone): every fixture in
+# f32 (within 1e-4: a kernel that read its predecessor's output early would
+# show) and the bf16 ones for sm_90a (the wgmma GEMM, its staging, flash).
+for dir in "$root"/test/fixtures/*/; do
+  f=$(basename "$dir")
+  "$tbc" compile "$dir" --target cuda --dtype f32 --cuda-arch sm_90 --cuda-pdl \
+    -o "$out/$f.pdl.tbcm" 2>/dev/null
+done
+for dir in "$root"/test/fixtures-bf16/*/; do
+  f=$(basename "$dir")
+  "$tbc" compile "$dir" --target cuda --dtype bf16 --cuda-arch sm_90a --cuda-pdl \
+    -o "$out/$f.bf16-sm90a-pdl.tbcm" 2>/dev/null
+done
 # Tapped modules for tbc verify on the GPU (tools/tbc-verify --module).
 for f in llama gemma2 qwen3 phi3-longrope-long gpt2 gemma2-long; do
   "$tbc" compile "$root/test/fixtures/$f" --target cuda --dtype f32 --taps all -o "$out/$f.taps.tbcm" 2>/dev/null

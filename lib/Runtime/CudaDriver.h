@@ -54,7 +54,7 @@ struct LaunchAttribute {
   } value;
 };
 static_assert(sizeof(LaunchAttribute) == 72, "cuda.h's CUlaunchAttribute");
-constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+constexpr int kProgrammaticStreamSerialization = 6;
 /// cuLaunchKernelEx's launch (cuda.h's CUlaunchConfig).
 struct LaunchConfig {
   unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
@@ -63,6 +63,7 @@ struct LaunchConfig {
   LaunchAttribute *attrs;
   unsigned numAttrs;
 };
+static_assert(sizeof(LaunchConfig) == 56, "cuda.h's CUlaunchConfig");
 /// A graph edge's kind (cuda.h's CUgraphEdgeData): zeroed, full
 /// serialization; programmatic (from_port and type 1), the downstream
 /// kernel launches once every block of the upstream one has run
@@ -71,8 +72,8 @@ struct GraphEdgeData {
   unsigned char fromPort, toPort, type, reserved[5];
 };
 static_assert(sizeof(GraphEdgeData) == 8, "cuda.h's CUgraphEdgeData");
-constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1;
-constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
+constexpr unsigned char kKernelNodePortProgrammatic = 1;
+constexpr unsigned char kDependencyTypeProgrammatic = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;

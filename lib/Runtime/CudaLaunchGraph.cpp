@@ -48,7 +48,7 @@ CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
   Driver &d = Driver::get();
   if (l.programmatic) {
     LaunchAttribute attribute{};
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.id = kProgrammaticStreamSerialization;
     attribute.value.programmaticStreamSerializationAllowed = 1;
     LaunchConfig config{l.grid[0],  l.grid[1],  l.grid[2],     l.block[0], l.block[1],
                         l.block[2], l.sharedBytes, nullptr, &attribute, 1};
@@ -111,8 +111,8 @@ bool LaunchGraph::build(const std::vector<KernelLaunch> &launches, std::string &
       return false;
     if (programmatic) {
       GraphEdgeData edge{};
-      edge.fromPort = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-      edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      edge.fromPort = kKernelNodePortProgrammatic;
+      edge.type = kDependencyTypeProgrammatic;
       if (!check(d, d.cuGraphAddDependencies(graph_, after, &node, &edge, 1),
                  "adding a programmatic edge to a CUDA graph", error))
         return false;

@@ -18,7 +18,7 @@
 
 using namespace mlir;
 using namespace tbc;
-using cuda::ceilDiv;
+using llvm::divideCeilSigned;
 using cuda::lastDim;
 
 bool cuda::transposesWeight(Operation *op) {
@@ -56,7 +56,7 @@ bool cuda::usesFlashAttention(Operation *op, StringRef weightType, bool allowed)
 }
 
 int64_t cuda::splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim) {
-  const int64_t group = heads / kvHeads, d = ceilDiv(headDim, 32), P = kSplitKvPositions;
+  const int64_t group = heads / kvHeads, d = divideCeilSigned(headDim, 32), P = kSplitKvPositions;
   for (int64_t n = group; n > 1; --n)
     if (group % n == 0 &&
         2 * n * d + 2 * n + 2 * P * d + int64_t(llvm::PowerOf2Ceil(n * P)) <= kSplitKvLaneRegisters)
@@ -68,7 +68,7 @@ int64_t cuda::headsPerBlock(AttentionOp a) {
 }
 
 int64_t cuda::decodeSplits(int64_t headBlocks) {
-  return std::clamp<int64_t>(ceilDiv(kDecodeBlocks, headBlocks), 1, kDecodeMaxSplits);
+  return std::clamp<int64_t>(divideCeilSigned(kDecodeBlocks, headBlocks), 1, kDecodeMaxSplits);
 }
 int64_t cuda::decodeSlices(AttentionOp a) {
   return cuda::decodeSplits(a.getNumHeads() / cuda::headsPerBlock(a));
@@ -159,7 +159,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
                                                bool flashAttention, TiledGemm gemm,
                                                FlashTile flash) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
-    return Launch{"", kPointwiseBlock, 1, ceilDiv(width, kPointwiseBlock), 1, body};
+    return Launch{"", kPointwiseBlock, 1, divideCeilSigned(width, kPointwiseBlock), 1, body};
   };
   if (auto a = dyn_cast<AttentionOp>(op)) {
     int64_t H = a.getNumHeads(), headBlocks = H / cuda::headsPerBlock(a);
@@ -184,7 +184,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   if (auto p = dyn_cast<ProjectionOpInterface>(op)) {
     // Decoding one token: a GEMV; a few rows: kProjectionRows per weight
     // read; with 16-bit weights, chunks of kMmaRows and up on tensor cores.
-    int64_t fmaGrid = ceilDiv(p.getResultWidth(), kWarpsPerBlock);
+    int64_t fmaGrid = divideCeilSigned(p.getResultWidth(), kWarpsPerBlock);
     bool mma = usesTensorCores(op, weightType);
     SmallVector<Launch, 4> variants{
         Launch{"_row1", 32, kWarpsPerBlock, fmaGrid, 1, Body::fma, 1, 1},
@@ -194,7 +194,8 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
       return variants;
     bool tiled = usesTiledProjection(op, weightType);
     variants.push_back(Launch{"", 32, kMmaWarps,
-                              ceilDiv(ceilDiv(p.getResultWidth(), kMmaCols), kMmaWarps),
+                              divideCeilSigned(divideCeilSigned(p.getResultWidth(), kMmaCols),
+                                               kMmaWarps),
                               kMmaRows, Body::mma, kMmaRows, tiled ? kTiledMinRows - 1 : 0});
     if (tiled) {
       // A GLU's GEMM columns are its gate and up columns (tiledProjection).
@@ -204,14 +205,14 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
       // statistics beside them (KernelABI.h).
       variants.push_back(Launch{"_tiles_stage", 32, kWarpsPerBlock, 1, kWarpsPerBlock,
                                 Body::tiledStage, kTiledMinRows});
-      variants.push_back(Launch{"_tiles", 32, gemm.warps, ceilDiv(columns, gemm.cols),
+      variants.push_back(Launch{"_tiles", 32, gemm.warps, divideCeilSigned(columns, gemm.cols),
                                 kTiledRows, Body::tiledMma, kTiledMinRows, 0,
                                 gemm.sharedBytes(gemm.kStep(lastDim(p.getInput().getType())))});
     }
     return variants;
   }
   if (auto n = dyn_cast<NormOpInterface>(op))
-    return {Launch{"", 32, kWarpsPerBlock, ceilDiv(n.getNumGroups(), kWarpsPerBlock), 1}};
+    return {Launch{"", 32, kWarpsPerBlock, divideCeilSigned(n.getNumGroups(), kWarpsPerBlock), 1}};
   if (isa<AddNormOp>(op))
     return {Launch{"", 32, kWarpsPerBlock, 1, 1}};
   if (auto s = dyn_cast<SplitOp>(op))

@@ -15,9 +15,8 @@
 
 namespace tbc::cuda {
 
-/// The innermost dimension of a shaped type, and a / b rounded up.
+/// The innermost dimension of a shaped type.
 inline int64_t lastDim(mlir::Type t) { return mlir::cast<mlir::ShapedType>(t).getShape().back(); }
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// The query heads a split-KV block of `a` attends with (splitKvHeadsPerBlock).
 int64_t headsPerBlock(AttentionOp a);

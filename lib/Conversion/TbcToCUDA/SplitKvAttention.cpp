@@ -19,7 +19,7 @@ using namespace mlir;
 namespace tbc::cuda {
 
 MemRefType Emitter::attentionPartsType(AttentionOp a) {
-  int64_t stride = 2 + 32 * ceilDiv(a.getHeadDim(), 32);
+  int64_t stride = 2 + 32 * llvm::divideCeilSigned(a.getHeadDim(), 32);
   return MemRefType::get(
       {headsPerBlock(a), cuda::kSplitKvWarps, stride}, b.getF32Type(),
       MemRefLayoutAttrInterface(),
@@ -42,7 +42,7 @@ LogicalResult Emitter::attention(AttentionOp a, cuda::Body body, Value q, Value 
 }
 
 Emitter::LaneDims Emitter::laneDims(int64_t D, Value lane) {
-  LaneDims l{ceilDiv(D, 32), false, {}, {}};
+  LaneDims l{llvm::divideCeilSigned(D, 32), false, {}, {}};
   l.contiguous = D == 32 * l.perLane && (l.perLane == 2 || l.perLane == 4 || l.perLane == 8);
   for (int64_t i = 0; i < l.perLane; ++i) {
     Value d = l.contiguous ? g.add(g.mul(lane, l.perLane), i) : g.add(lane, 32 * i);

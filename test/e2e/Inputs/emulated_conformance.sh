@@ -19,7 +19,8 @@
 #   for sm_90a alone, whose projections run on wgmma, as built by default
 #   and at 256 columns a block with k steps of 64; two of them once more
 #   with the flash kernel's 64-position tiles and once with its 128-row
-#   blocks; the head dim 256 one in one pass) within the 2e-2 that
+#   blocks; the head dim 256 one in one pass; one with programmatic
+#   dependent launch, --cuda-pdl) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
 # * bf16-sample: the bf16 set's three kinds of check on one fixture each
 #   (llama with either KV cache, gpt2-long with flash attention), for the
@@ -98,6 +99,11 @@ case $set in
     check "llama-hd128-long bf16 sm_90a flash-wgmma-rows128" "$bf16/llama-hd128-long" --dtype bf16 \
       --cuda-arch sm_90a --cuda-flash-wgmma --cuda-flash-rows 128 \
       -- --tolerance 2e-2 --batch-tolerance 2e-2
+    # Programmatic dependent launch (--cuda-pdl) on sm_90a: the staging,
+    # wgmma GEMM, flash and decode kernels each wait before their first
+    # global access (the emulator fails one that does not).
+    check "gemma2-long bf16 sm_90a pdl" "$bf16/gemma2-long" --dtype bf16 --cuda-arch sm_90a \
+      --cuda-pdl -- --tolerance 2e-2 --batch-tolerance 2e-2
     # Head dim 256 in one walk (--cuda-flash-passes 1).
     check "gemma2-hd256-long bf16 flash-passes1" "$bf16/gemma2-hd256-long" --dtype bf16 \
       --cuda-flash-passes 1 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
