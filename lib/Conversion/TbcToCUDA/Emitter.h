@@ -285,11 +285,12 @@ private:
   /// warps are (else 0).
   std::pair<Value, int64_t> warpColumn(RotaryEpilogueAttr rope, const cuda::Launch &launch);
 
-  /// With dependent launch, before the wait: a GEMV launch (one token row;
-  /// else nothing) asks L2 for the first kGemvPrefetchBytes of each weight
-  /// row its warp is about to stream (a GLU's up row too), a line a lane.
-  /// Weights are never written, so this may run while the kernel before it
-  /// still does: the weight stream starts as that one drains.
+  /// With dependent launch, before the wait: an FMA projection launch (the
+  /// decode GEMV, the 8-row kernel; else nothing) asks L2 for the first
+  /// kGemvPrefetchBytes of each weight row its warp is about to stream (a
+  /// GLU's up row too), a line a lane. Weights are never written, so this
+  /// may run while the kernel before it still does: the weight stream
+  /// starts as that one drains.
   void prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
                            ValueRange out);
 

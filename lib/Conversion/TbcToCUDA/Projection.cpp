@@ -117,7 +117,7 @@ std::pair<Value, int64_t> Emitter::warpColumn(RotaryEpilogueAttr rope,
 
 void Emitter::prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
                                   ValueRange out) {
-  if (launch.body != cuda::Body::fma || launch.maxRows != 1)
+  if (launch.body != cuda::Body::fma)
     return;
   bool glu = false;
   RotaryEpilogueAttr rope;

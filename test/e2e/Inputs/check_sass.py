@@ -19,6 +19,9 @@ and the
 local-memory accesses (STL/LDL: spills) inside the block-tiled kernels' k
 walks, the loops around their tensor-core instructions, where a spill costs
 every k step (one in a row tile's setup or epilogue costs once a tile).
+Where kernels wait for their predecessors (--cuda-pdl: ACQBULK), a line
+before that: how many do, how many before any global access, and how many
+prefetch into L2 (CCTL.E.PF2) before it.
 Usage: check_sass.py PTXAS CUOBJDUMP|NVDISASM FILE.mlir"""
 import os, re, subprocess, sys, tempfile
 from ptx_objects import ptx_objects
@@ -82,6 +85,21 @@ for chip, ptx in objects:
                 flashKernels += 1
                 flashWgmma += "HGMMA" in f
                 flashShapes.update(re.findall(r"HGMMA\.(\d+x\d+x\d+)", f))
+    # Programmatic dependent launch (--cuda-pdl): a kernel's wait (ACQBULK)
+    # must come before its first global access (LDG, STG, LDGSTS, atomics),
+    # and a decode projection's L2 prefetches (CCTL.E.PF2) before the wait.
+    waiting = [(name, f) for name, f in functions if "ACQBULK" in f]
+    if waiting:
+        early, prefetching = [], 0
+        for name, f in waiting:
+            before = f[:f.index("ACQBULK")]
+            if re.search(r"\b(LDG|STG|LDGSTS|ATOMG|RED)\b", before):
+                early.append(name)
+            prefetching += "CCTL.E.PF2" in before
+        print(f"{chip}: {len(waiting)}/{len(functions)} kernels wait (ACQBULK), "
+              f"{len(waiting) - len(early)} before any global access"
+              + (f" (not: {', '.join(early)})" if early else "")
+              + f", {prefetching} after L2 prefetches")
     print(f"{chip}: {projections - len(without)}/{projections} projection kernels use tensor cores"
           + (f" (not: {', '.join(without)})" if without else "")
           + f"; {ldsm}/{tiled} block-tiled ones read fragments with LDSM"

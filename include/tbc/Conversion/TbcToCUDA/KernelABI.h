@@ -52,7 +52,8 @@ constexpr int64_t kWarpsPerBlock = 8;
 /// a token) has its own variant computing one, as a GEMV: the weight is read
 /// once either way, and the 7 clamped rows would only cost loads and FMAs.
 constexpr int64_t kProjectionRows = 8;
-/// With dependent launch (--cuda-pdl), a GEMV warp asks L2 for the first
+/// With dependent launch (--cuda-pdl), an FMA projection's warp (the decode
+/// GEMV's, the 8-row kernel's) asks L2 for the first
 /// kGemvPrefetchBytes of each weight row it streams, one kPrefetchLineBytes
 /// line a lane, before it waits for the kernel before it: the part of its
 /// weight stream that can be in flight while that kernel drains. 4 KB of a
