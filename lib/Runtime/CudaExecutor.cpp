@@ -87,6 +87,17 @@ private:
   LaunchGraph graph_;
 };
 
+/// Whether the PTX entry `symbol` of `ptx` runs griddepcontrol.wait (its
+/// text up to the next entry holds one).
+bool entryWaitsForGrids(const std::string &ptx, const std::string &symbol) {
+  size_t at = ptx.find(".entry " + symbol + "(");
+  if (at == std::string::npos)
+    return false;
+  size_t next = ptx.find(".entry ", at + 1);
+  size_t wait = ptx.find("griddepcontrol.wait", at);
+  return wait != std::string::npos && wait < next;
+}
+
 class CudaExecutor final : public DeviceExecutor {
 public:
   ~CudaExecutor() override {
@@ -148,6 +159,14 @@ public:
         CUfunction fn = nullptr;
         if (d.cuModuleGetFunction(&fn, cuModule_, l.symbol.c_str()) != 0) {
           error = "kernel '" + l.symbol + "' is missing from the PTX";
+          return false;
+        }
+        // Launched before its predecessor ends, a kernel that does not
+        // wait for it would race it: the manifest's word is checked.
+        if (l.programmatic && !entryWaitsForGrids(ptx, l.symbol)) {
+          error = "manifest: launch '" + l.symbol +
+                  "' is marked programmatic, but its code never waits for the kernels before "
+                  "it (griddepcontrol.wait)";
           return false;
         }
         // Past 48 KB a function's dynamic shared memory must be allowed
