@@ -127,6 +127,31 @@ def Tbc_AddNormOp : Tbc_Op<"add_norm", [Pure, AllTypesMatch<["lhs", "rhs", "sum"
   let hasVerifier = 1;
 }
 
+def Tbc_NormAddOp : Tbc_Op<"norm_add", [Pure, AllTypesMatch<["input", "residual", "result"]>]> {
+  let summary = "a norm whose result is added to a residual: returns residual + norm(input)";
+  let description = [{
+    Replaces `%n = tbc.rms_norm %x` / `tbc.layer_norm %x` followed by
+    `tbc.add %r, %n` where the add is the norm's only use: the post-norm of
+    a sandwich block (Gemma 2 and 3) or of OLMo 2, normalised and added to
+    the residual stream in one pass over the rows, so the normalised rows
+    are never written and re-read, and the add is no kernel of its own.
+
+    ```mlir
+    %h = tbc.norm_add rms %x, %w residual(%r) eps = 1.0e-06 gain_offset = 1.0 : tensor<?x?x512xf32>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_NormKind:$kind, Tbc_FloatTensor:$input, Tbc_FloatTensor:$residual,
+                       Tbc_FloatTensor:$weight, Optional<Tbc_FloatTensor>:$bias,
+                       F64Attr:$eps, OptionalAttr<F64Attr>:$gain_offset);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `,` $weight (`,` $bias^)? `residual` `(` $residual `)` `eps` `=` $eps
+    (`gain_offset` `=` $gain_offset^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Weight transforms (bind time)
 //===----------------------------------------------------------------------===//

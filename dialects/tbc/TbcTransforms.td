@@ -103,7 +103,10 @@ def TbcFuseResidualNorm : Pass<"tbc-fuse-residual-norm"> {
     next residual) and the normalised value in one pass over the rows. Run
     after `--tbc-fuse-norm-projection`, which absorbs most pre-norms into
     projections; this catches the rest (post-norm blocks, norms feeding
-    non-projections).
+    non-projections). And `r + norm(x)`, where the add is the norm's only
+    use (the post-norm of a sandwich block, Gemma 2 and 3, or of OLMo 2),
+    becomes `tbc.norm_add`: the normalised rows are added to the residual
+    as they are written.
   }];
   let dependentDialects = ["::tbc::TbcDialect"];
 }

@@ -120,6 +120,9 @@ Cost tbc::opCost(Operation *op, int64_t tokens) {
       .Case([&](AddNormOp n) {
         c.flops = (1 + kNormFlopsPerElement) * elements(n.getSum(), tokens);
       })
+      .Case([&](NormAddOp n) {
+        c.flops = (kNormFlopsPerElement + 1) * elements(n.getResult(), tokens);
+      })
       .Case([&](RopeOp r) {
         int64_t heads = cast<RankedTensorType>(r.getType()).getShape().back() /
                         r.getHeadDim();

@@ -128,6 +128,24 @@ LogicalResult AddNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// NormAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult NormAddOp::verify() {
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("'eps' must be non-negative");
+  int64_t hidden = getInput().getType().getShape().back();
+  if (failed(checkVector(*this, getWeight(), "weight", hidden)))
+    return failure();
+  if (getBias() && (getKind() != NormKind::layer ||
+                    failed(checkVector(*this, getBias(), "bias", hidden))))
+    return emitOpError("only a LayerNorm takes a bias of the hidden size");
+  if (getGainOffset() && getKind() != NormKind::rms)
+    return emitOpError("only an RMSNorm takes a gain offset");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Weight transforms
 //===----------------------------------------------------------------------===//
 

@@ -128,7 +128,7 @@ llvm::StringRef tbc::kernelRole(mlir::Operation *op) {
     return "projection";
   if (llvm::isa<AttentionOp>(op))
     return "attention";
-  if (llvm::isa<NormOpInterface, AddNormOp>(op))
+  if (llvm::isa<NormOpInterface, AddNormOp, NormAddOp>(op))
     return "norm";
   return "pointwise";
 }

@@ -9,7 +9,8 @@
 //  4. RoPE into the (now final) QKV projection's epilogue (after 3, which
 //     would otherwise not recognise a RoPE-fused projection as one to fold
 //     a norm into);
-//  5. residual + norm for the norms left (post-norm blocks);
+//  5. residual + norm for the norms left (post-norm blocks), and norms
+//     added to a residual (sandwich blocks' post-norms: norm_add);
 //  6. soft-caps as projection epilogues (after 3, so the LM head is
 //     already in its final form);
 //  7. residual adds into the projections that produce an operand (after 5,

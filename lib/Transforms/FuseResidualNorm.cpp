@@ -1,4 +1,4 @@
-//===- FuseResidualNorm.cpp - residual add + norm -> tbc.add_norm ---------===//
+//===- FuseResidualNorm.cpp - residual adds and norms: add_norm, norm_add ===//
 
 #include "FusionUtils.h"
 #include "tbc/Transforms/Passes.h"
@@ -42,6 +42,31 @@ struct FuseAddNorm : OpInterfaceRewritePattern<NormOpInterface> {
   }
 };
 
+/// `r + norm(x)` -> `norm_add(x, residual r)` where the add is the norm's
+/// only use: a post-norm (Gemma's sandwich, OLMo 2), whose normalised rows
+/// then never reach memory. Either operand of the add may be the norm.
+struct FuseNormAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto norm = add->getOperand(i).getDefiningOp<NormOpInterface>();
+      if (!norm || norm.getNumGroups() != 1 || !norm->hasOneUse())
+        continue;
+      // The norm and its operands dominate the add: the fused op goes there.
+      rewriter.setInsertionPoint(add);
+      auto fused = NormAddOp::create(
+          rewriter, add.getLoc(), add.getType(),
+          NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getInput(),
+          add->getOperand(1 - i), norm.getWeight(), norm.getNormBias(), norm.getEpsAttr(),
+          norm.getGainOffsetAttr());
+      rewriter.replaceOp(add, fused.getResult());
+      rewriter.eraseOp(norm);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "no operand is a norm used by the add alone");
+  }
+};
+
 struct TbcFuseResidualNormPass
     : tbc::impl::TbcFuseResidualNormBase<TbcFuseResidualNormPass> {
   void runOnOperation() override {
@@ -52,5 +77,5 @@ struct TbcFuseResidualNormPass
 } // namespace
 
 void tbc::populateFuseResidualNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseAddNorm>(patterns.getContext());
+  patterns.add<FuseAddNorm, FuseNormAdd>(patterns.getContext());
 }

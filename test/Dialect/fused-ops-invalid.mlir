@@ -104,6 +104,38 @@ func.func @add_norm_eps(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
 
 // -----
 
+func.func @norm_add_weight(%a: tensor<?x32xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{weight must be a vector of 32 elements}}
+  %h = tbc.norm_add rms %a, %w residual(%a) eps = 1.0e-5 : tensor<?x32xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_add_rms_bias(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{only a LayerNorm takes a bias of the hidden size}}
+  %h = tbc.norm_add rms %a, %w, %w residual(%a) eps = 1.0e-5 : tensor<?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @norm_add_layer_offset(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{only an RMSNorm takes a gain offset}}
+  %h = tbc.norm_add layer %a, %w residual(%a) eps = 1.0e-5 gain_offset = 1.0 : tensor<?x32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @norm_add_eps(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{'eps' must be non-negative}}
+  %h = tbc.norm_add rms %a, %w residual(%a) eps = -1.0 : tensor<?x32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
 func.func @concat_shapes(%a: tensor<8x4xf32>, %b: tensor<4x8xf32>) {
   // expected-error @+1 {{inputs differ outside dimension 0}}
   %c = tbc.concat %a, %b dim = 0 : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<12x4xf32>

@@ -80,6 +80,7 @@ public:
                            n.getEps().convertToDouble());
         })
         .Case([&](AddNormOp n) { return addNorm(n, in, out); })
+        .Case([&](NormAddOp n) { return normAdd(n, in, out[0]); })
         .Case([&](LinearOp l) {
           return linear(in[0], in[1], l.getBias() ? in[2] : Value(), out[0]);
         })
@@ -312,6 +313,22 @@ private:
       return rmsNorm(sum, in[2], out[1], eps, off, 1);
     }
     return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps);
+  }
+
+  /// out = residual + norm(x): the norm written to `out`, the residual
+  /// added in place (a second pass over rows still in cache).
+  LogicalResult normAdd(NormAddOp n, ValueRange in, Value out) {
+    double eps = n.getEps().convertToDouble();
+    LogicalResult normed =
+        n.getKind() == NormKind::rms
+            ? rmsNorm(in[0], in[2], out, eps,
+                      n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0, 1)
+            : layerNorm(in[0], in[2], n.getBias() ? in[3] : Value(), out, eps);
+    if (failed(normed))
+      return failure();
+    return pointwise(ValueRange{in[1], out}, out, [&](OpBuilder &nb, Location l, ValueRange v) {
+      return arith::AddFOp::create(nb, l, v[0], v[1]);
+    });
   }
 
   /// acc[b, t, n] += sum_k x[b, t, k] * W[n, k] for n in [begin, end); the

@@ -168,9 +168,11 @@ private:
                                             Value aligned);
 
   /// One warp per row (per group): RMSNorm, LayerNorm, or with `lhs` the
-  /// residual add first (`sum` receives it).
+  /// residual add first (`sum` receives it), or with `residual` that added
+  /// to the normalised row as it is stored (tbc.norm_add).
   LogicalResult rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
-                        Value out, double eps, double offset, int64_t groups);
+                        Value out, double eps, double offset, int64_t groups,
+                        Value residual = Value());
 
   /// A RoPE op on its own (not fused into a projection): a thread per
   /// output element, rotated against its partner column.

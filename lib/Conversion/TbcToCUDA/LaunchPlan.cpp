@@ -213,7 +213,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
   }
   if (auto n = dyn_cast<NormOpInterface>(op))
     return {Launch{"", 32, kWarpsPerBlock, divideCeilSigned(n.getNumGroups(), kWarpsPerBlock), 1}};
-  if (isa<AddNormOp>(op))
+  if (isa<AddNormOp, NormAddOp>(op))
     return {Launch{"", 32, kWarpsPerBlock, 1, 1}};
   if (auto s = dyn_cast<SplitOp>(op))
     return {pointwise(lastDim(s.getInput().getType()))};

@@ -288,6 +288,11 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
                        n.getEpsAttr().getValueAsDouble(), n.getGainOffsetValue(),
                        n.getNumGroups());
       })
+      .Case([&](NormAddOp n) {
+        double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+        return rowNorm(n.getKind(), Value(), in[0], in[2], n.getBias() ? in[3] : Value(),
+                       Value(), out[0], n.getEps().convertToDouble(), off, 1, in[1]);
+      })
       .Case([&](AddNormOp n) {
         double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
         return rowNorm(n.getKind(), in[0], in[1], in[2], n.getBias() ? in[3] : Value(),

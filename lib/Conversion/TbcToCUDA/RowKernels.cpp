@@ -94,7 +94,8 @@ std::pair<Value, Value> Emitter::warpRowStatistics(NormKind norm, Value x, Value
 }
 
 LogicalResult Emitter::rowNorm(NormKind kind, Value lhs, Value x, Value w, Value bias, Value sum,
-                               Value out, double eps, double offset, int64_t groups) {
+                               Value out, double eps, double offset, int64_t groups,
+                               Value residual) {
   int64_t glen = width(x) / groups;
   Value lane = g.tid(gpu::Dimension::x);
   Value grp = g.add(g.mul(g.bid(gpu::Dimension::x), cuda::kWarpsPerBlock),
@@ -128,7 +129,10 @@ LogicalResult Emitter::rowNorm(NormKind kind, Value lhs, Value x, Value w, Value
           if (bias)
             y = g.fadd(y, g.load(bias, i));
         }
-        g.store(y, out, {t, g.add(base, i)});
+        Value c = g.add(base, i);
+        if (residual)
+          y = g.fadd(g.load(residual, {t, c}), y);
+        g.store(y, out, {t, c});
       });
     });
   });
