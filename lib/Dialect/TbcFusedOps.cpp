@@ -20,6 +20,20 @@ static LogicalResult checkVector(Operation *op, Value v, StringRef what,
   return success();
 }
 
+/// The norm of a fused op (add_norm, norm_add) over `x`'s rows: eps, the
+/// weight and (a LayerNorm's alone) bias, vectors of x's width.
+static LogicalResult checkFusedNorm(Operation *op, NormKind kind, APFloat eps, Value x,
+                                    Value weight, Value bias) {
+  if (eps.convertToDouble() < 0)
+    return op->emitOpError("'eps' must be non-negative");
+  int64_t hidden = tensorType(x).getShape().back();
+  if (failed(checkVector(op, weight, "weight", hidden)))
+    return failure();
+  if (bias && (kind != NormKind::layer || failed(checkVector(op, bias, "bias", hidden))))
+    return op->emitOpError("only a LayerNorm takes a bias of the hidden size");
+  return success();
+}
+
 /// [out, in] (or [in, out]) dimensions of a rank-2 weight.
 static FailureOr<std::pair<int64_t, int64_t>>
 weightOutIn(Operation *op, Value weight, bool inOut) {
@@ -116,15 +130,7 @@ LogicalResult AddNormOp::verify() {
       getSum().getType() != getLhs().getType() ||
       getNormed().getType() != getLhs().getType())
     return emitOpError("operands and results must share one type");
-  if (getEps().convertToDouble() < 0)
-    return emitOpError("'eps' must be non-negative");
-  int64_t hidden = getLhs().getType().getShape().back();
-  if (failed(checkVector(*this, getWeight(), "weight", hidden)))
-    return failure();
-  if (getBias() && (getKind() != NormKind::layer ||
-                    failed(checkVector(*this, getBias(), "bias", hidden))))
-    return emitOpError("only a LayerNorm takes a bias of the hidden size");
-  return success();
+  return checkFusedNorm(*this, getKind(), getEps(), getLhs(), getWeight(), getBias());
 }
 
 //===----------------------------------------------------------------------===//
@@ -132,14 +138,8 @@ LogicalResult AddNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult NormAddOp::verify() {
-  if (getEps().convertToDouble() < 0)
-    return emitOpError("'eps' must be non-negative");
-  int64_t hidden = getInput().getType().getShape().back();
-  if (failed(checkVector(*this, getWeight(), "weight", hidden)))
+  if (failed(checkFusedNorm(*this, getKind(), getEps(), getInput(), getWeight(), getBias())))
     return failure();
-  if (getBias() && (getKind() != NormKind::layer ||
-                    failed(checkVector(*this, getBias(), "bias", hidden))))
-    return emitOpError("only a LayerNorm takes a bias of the hidden size");
   if (getGainOffset() && getKind() != NormKind::rms)
     return emitOpError("only an RMSNorm takes a gain offset");
   return success();

@@ -11,6 +11,7 @@
 #define TBC_RUNTIME_CUDADRIVER_H
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -166,8 +167,19 @@ public:
   /// edges with their kind): the driver has both and the GPU is sm_90 or
   /// later.
   bool canLaunchProgrammatically() const {
-    return cuLaunchKernelEx && cuGraphAddDependencies && arch >= 90;
+    return cuLaunchKernelEx && cuGraphAddDependencies && arch >= 90 && !programmaticRefused;
   }
+  /// After the driver refused a programmatic launch or graph (`why`):
+  /// kernels launch as any other from now on (their waits then have
+  /// nothing to wait for), said once on stderr, since a benchmark's A/B
+  /// would otherwise time the same launches twice.
+  void refuseProgrammatic(const std::string &why) {
+    if (!programmaticRefused)
+      std::fprintf(stderr, "tbc: the GPU driver refused a programmatic launch (%s); kernels "
+                           "launch one after another\n", why.c_str());
+    programmaticRefused = true;
+  }
+  bool programmaticRefused = false;
 
   bool canGraph() const {
     return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiate &&

@@ -2,6 +2,7 @@
 
 #include "CudaLaunchGraph.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace tbc::rt::cuda;
@@ -46,13 +47,18 @@ std::vector<void *> tbc::rt::cuda::parameterPointers(const KernelLaunch &l) {
 CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
   std::vector<void *> params = parameterPointers(l);
   Driver &d = Driver::get();
-  if (l.programmatic) {
+  if (l.programmatic && d.canLaunchProgrammatically()) {
     LaunchAttribute attribute{};
     attribute.id = kProgrammaticStreamSerialization;
     attribute.value.programmaticStreamSerializationAllowed = 1;
     LaunchConfig config{l.grid[0],  l.grid[1],  l.grid[2],     l.block[0], l.block[1],
                         l.block[2], l.sharedBytes, nullptr, &attribute, 1};
-    return d.cuLaunchKernelEx(&config, l.fn, params.data(), nullptr);
+    CUresult r = d.cuLaunchKernelEx(&config, l.fn, params.data(), nullptr);
+    if (r == 0)
+      return r;
+    // Launched plainly instead (a failure of the kernel before, which
+    // the plain launch reports as well, is not hidden by this).
+    d.refuseProgrammatic(d.describe(r));
   }
   return d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
                           l.block[2], l.sharedBytes, nullptr, params.data(), nullptr);
@@ -130,7 +136,20 @@ bool LaunchGraph::run(const std::vector<KernelLaunch> &launches, std::string &er
   if (!sameShape(launches)) {
     if (!build(launches, error)) {
       reset(); // a half-built graph is not run again
-      return false;
+      // A driver that refuses programmatic edges gets a plain chain.
+      bool programmatic = std::any_of(launches.begin(), launches.end(),
+                                      [](const KernelLaunch &l) { return l.programmatic; });
+      if (!programmatic)
+        return false;
+      d.refuseProgrammatic(error);
+      error.clear();
+      std::vector<KernelLaunch> plain = launches;
+      for (KernelLaunch &l : plain)
+        l.programmatic = false;
+      if (!build(plain, error)) {
+        reset();
+        return false;
+      }
     }
   } else {
     std::vector<void *> params;

@@ -93,55 +93,48 @@ lib = ctypes.CDLL(sys.argv[1])
 lib.ptx_emulator_load.restype = ctypes.c_void_p
 lib.ptx_emulator_function.restype = ctypes.c_void_p
 error = ctypes.c_char_p()
-module = lib.ptx_emulator_load(PTX, ctypes.byref(error))
-if not module:
-    sys.exit("load failed: " + error.value.decode())
-fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"peek")
 base = ctypes.c_uint64()
 assert lib.cuMemAlloc_v2(ctypes.byref(base), ctypes.c_size_t(16)) == 0
 one = (ctypes.c_uint * 3)(1, 1, 1)
-for off in [12, 2, 16]:
+
+
+def function(ptx, name):
+    """The emulated kernel `name` of the module `ptx`."""
+    module = lib.ptx_emulator_load(ptx, ctypes.byref(error))
+    if not module:
+        sys.exit("load failed: " + error.value.decode())
+    return module, lib.ptx_emulator_function(ctypes.c_void_p(module), name)
+
+
+def launch(kernel, off, block=one, shared=0):
+    """Runs `kernel` (function()) on (p, off) in one block: "ok" or the fault."""
+    module, fn = kernel
     p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
     params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
-    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
-                                 ctypes.c_uint(0), params, ctypes.byref(error))
-    print(f"offset {off}:", "ok" if rc == 0 else error.value.decode())
+    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, block,
+                                 ctypes.c_uint(shared), params, ctypes.byref(error))
+    return "ok" if rc == 0 else error.value.decode()
 
-module = lib.ptx_emulator_load(COPY, ctypes.byref(error))
-if not module:
-    sys.exit("load failed: " + error.value.decode())
-fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"copy")
+
+peek = function(PTX, b"peek")
+for off in [12, 2, 16]:
+    print(f"offset {off}:", launch(peek, off))
+
+copy = function(COPY, b"copy")
 words = (ctypes.c_uint32 * 4)()
 for off in [16, 32]:
     words[:] = [7, 8, 9, 10]
     assert lib.cuMemcpyHtoD_v2(base, words, ctypes.c_size_t(16)) == 0
-    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
-    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
-    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
-                                 ctypes.c_uint(32), params, ctypes.byref(error))
+    result = launch(copy, off, shared=32)
     assert lib.cuMemcpyDtoH_v2(words, base, ctypes.c_size_t(16)) == 0
     print(f"cp.async to shared {off}:",
-          f"before the wait {words[0]}, after {words[1]}" if rc == 0 else error.value.decode())
+          f"before the wait {words[0]}, after {words[1]}" if result == "ok" else result)
 
-module = lib.ptx_emulator_load(WGMMA, ctypes.byref(error))
-if not module:
-    sys.exit("load failed: " + error.value.decode())
-fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"wgmma")
+wgmma = function(WGMMA, b"wgmma")
 warpgroup = (ctypes.c_uint * 3)(128, 1, 1)
 for off in [0, 1]:
-    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
-    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
-    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, warpgroup,
-                                 ctypes.c_uint(1024), params, ctypes.byref(error))
-    print(f"wgmma, A written in flight {off}:", "ok" if rc == 0 else error.value.decode())
+    print(f"wgmma, A written in flight {off}:", launch(wgmma, off, warpgroup, 1024))
 
-module = lib.ptx_emulator_load(DEPENDENT, ctypes.byref(error))
-if not module:
-    sys.exit("load failed: " + error.value.decode())
-fn = lib.ptx_emulator_function(ctypes.c_void_p(module), b"dependent")
+dependent = function(DEPENDENT, b"dependent")
 for off in [0, 64, 8]:
-    p, o = ctypes.c_uint64(base.value), ctypes.c_uint64(off)
-    params = (ctypes.c_void_p * 2)(ctypes.addressof(p), ctypes.addressof(o))
-    rc = lib.ptx_emulator_launch(ctypes.c_void_p(module), ctypes.c_void_p(fn), one, one,
-                                 ctypes.c_uint(0), params, ctypes.byref(error))
-    print(f"griddepcontrol, offset {off}:", "ok" if rc == 0 else error.value.decode())
+    print(f"griddepcontrol, offset {off}:", launch(dependent, off))

@@ -27,7 +27,8 @@
 #include <string.h>
 
 typedef int CUresult;
-enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, LAUNCH_FAILED = 719 };
+enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, LAUNCH_FAILED = 719,
+       NOT_SUPPORTED = 801 };
 
 // The emulator (ptx_emulator.cpp), when linked in.
 void *ptx_emulator_load(const char *text, const char **error) __attribute__((weak));
@@ -98,7 +99,8 @@ CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return OK; }
 CUresult cuCtxSynchronize(void) { return OK; }
 CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == INVALID_VALUE ? "invalid value (fake)" : r == NOT_FOUND ? "not found (fake)"
-     : r == LAUNCH_FAILED ? "launch failed (fake)" : "error (fake)";
+     : r == LAUNCH_FAILED ? "launch failed (fake)" : r == NOT_SUPPORTED ? "not supported (fake)"
+     : "error (fake)";
   return OK;
 }
 
@@ -263,7 +265,12 @@ struct LaunchConfig {
   struct LaunchAttribute *attrs;
   unsigned numAttrs;
 };
+// FAKE_CUDA_REFUSE_PDL=1: the driver refuses programmatic launches and
+// edges (as one might where it does not support them), for the runtime's
+// fallback to plain ones.
 static CUresult programmatic(const struct Function *f) {
+  if (getenv("FAKE_CUDA_REFUSE_PDL"))
+    return NOT_SUPPORTED;
   int cc = 0;
   cuDeviceGetAttribute(&cc, 75, 0);
   if (cc < 9 || !f->waits) {
