@@ -138,7 +138,8 @@ static void reportDroppedTaps(const std::vector<std::string> &before,
                << " tap(s) not available after fusion, their values computed inside "
                   "fused kernels and never written (a norm inside its projections, q/k/v "
                   "in one merged projection, gate/up inside the GLU, RoPE in the QKV "
-                  "epilogue); compile with --no-fuse to tap them: "
+                  "epilogue, a post-norm added to its residual); compile with --no-fuse to "
+                  "tap them: "
                << list << "\n";
 }
 
