@@ -293,7 +293,7 @@ private:
   /// GLU's up row too), a line a lane. Weights are never written, so this
   /// may run while the kernel before it still does: the weight stream
   /// starts as that one drains.
-  void prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
+  void prefetchWeightRows(Operation *op, const cuda::Launch &launch, ValueRange in,
                            ValueRange out);
 
   /// A projection: on tensor cores (Body::mma), or on the FMA units with one

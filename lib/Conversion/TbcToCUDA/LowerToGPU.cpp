@@ -232,7 +232,7 @@ LogicalResult Emitter::lower(func::FuncOp kernel) {
       // wait, after which everything before is done and visible. The next
       // kernel launches once every block is past the wait, so at most one
       // kernel ahead is resident and prefetching.
-      prefetchGemvWeights(op, launch, in, out);
+      prefetchWeightRows(op, launch, in, out);
       g.waitForPrerequisiteGrids();
       g.launchDependents();
     }

@@ -115,7 +115,7 @@ std::pair<Value, int64_t> Emitter::warpColumn(RotaryEpilogueAttr rope,
           0};
 }
 
-void Emitter::prefetchGemvWeights(Operation *op, const cuda::Launch &launch, ValueRange in,
+void Emitter::prefetchWeightRows(Operation *op, const cuda::Launch &launch, ValueRange in,
                                   ValueRange out) {
   if (launch.body != cuda::Body::fma)
     return;
