@@ -248,6 +248,13 @@ private:
   }
 };
 
+/// An A/B switch of the environment: on unless `variable` is "0"
+/// (TBC_CUDA_GRAPHS, TBC_CUDA_PDL).
+inline bool switchedOn(const char *variable) {
+  const char *v = std::getenv(variable);
+  return !(v && std::string(v) == "0");
+}
+
 /// Device memory that frees itself.
 struct DeviceBuffer {
   CUdeviceptr ptr = 0;

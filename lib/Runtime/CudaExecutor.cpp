@@ -260,16 +260,6 @@ static int64_t stepRows(const Module::Impl &im, size_t s, int64_t T, bool lastRo
   return lastRowOnly && s >= im.lastRowTail ? 1 : T;
 }
 
-/// Whether launches a module marks programmatic may be (TBC_CUDA_PDL is
-/// not 0: the A/B switch, as TBC_CUDA_GRAPHS is for graphs).
-static bool programmaticLaunches() {
-  static const bool on = [] {
-    const char *v = std::getenv("TBC_CUDA_PDL");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
-
 bool CudaSession::addStepTimes(int64_t T, bool lastRowOnly, std::string &error) {
   Driver &d = Driver::get();
   const Module::Impl &im = module_.impl();
@@ -362,7 +352,8 @@ bool CudaSession::run(const std::vector<int32_t> &tokens, const std::vector<int3
   // Kernels compiled to wait for their predecessors themselves launch
   // before those end (not between profiling events, nor the call's first,
   // which follows copies). TBC_CUDA_PDL=0: launched as any other (the A/B).
-  const bool programmatic = !timing && d.canLaunchProgrammatically() && programmaticLaunches();
+  static const bool pdlSwitch = switchedOn("TBC_CUDA_PDL");
+  const bool programmatic = !timing && d.canLaunchProgrammatically() && pdlSwitch;
   bool firstLaunch = true;
   std::vector<KernelLaunch> graphLaunches;
   for (size_t stepIndex = 0; stepIndex < im.steps.size(); ++stepIndex) {

@@ -65,10 +65,7 @@ CUresult tbc::rt::cuda::launchKernel(const KernelLaunch &l) {
 }
 
 bool LaunchGraph::enabled() {
-  static const bool on = [] {
-    const char *v = std::getenv("TBC_CUDA_GRAPHS");
-    return !(v && std::string(v) == "0") && Driver::get().canGraph();
-  }();
+  static const bool on = switchedOn("TBC_CUDA_GRAPHS") && Driver::get().canGraph();
   return on;
 }
 

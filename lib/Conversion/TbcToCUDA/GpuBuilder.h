@@ -40,6 +40,16 @@ namespace memref = mlir::memref;
 namespace scf = mlir::scf;
 namespace vector = mlir::vector;
 
+/// The i64 address `address` as a global-memory pointer (!llvm.ptr<1>),
+/// through a generic one as NVVM's ops take it.
+inline Value globalPointerAt(OpBuilder &b, Location loc, Value address) {
+  Value generic = mlir::LLVM::IntToPtrOp::create(
+      b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()), address,
+      mlir::LLVM::DereferenceableAttr());
+  return mlir::LLVM::AddrSpaceCastOp::create(
+      b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
+}
+
 /// Index and f32 arithmetic, GPU ids, loops and warp reductions.
 struct GpuBuilder {
   OpBuilder &b;
@@ -301,11 +311,7 @@ struct GpuBuilder {
         b, loc, b.getI64Type(),
         mlir::arith::AddIOp::create(
             b, loc, mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m), bytes));
-    Value generic = mlir::LLVM::IntToPtrOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()), address,
-        mlir::LLVM::DereferenceableAttr());
-    Value global = mlir::LLVM::AddrSpaceCastOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
+    Value global = globalPointerAt(b, loc, address);
     mlir::NVVM::PrefetchOp::create(
         b, loc, mlir::NVVM::PrefetchCacheLevelAttr::get(b.getContext(),
                                                         mlir::NVVM::PrefetchCacheLevel::L2),
@@ -462,11 +468,7 @@ struct MmaHalf {
   /// The global-memory pointer to indices `at` of the identity-layout
   /// memref `src` (elementOf), 16-bit elements.
   Value globalPointer(Value src, ValueRange at) {
-    Value generic = mlir::LLVM::IntToPtrOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
-        byteAddress(src, elementOf(src, at)), mlir::LLVM::DereferenceableAttr());
-    return mlir::LLVM::AddrSpaceCastOp::create(
-        b, loc, mlir::LLVM::LLVMPointerType::get(b.getContext(), /*global*/ 1), generic);
+    return globalPointerAt(b, loc, byteAddress(src, elementOf(src, at)));
   }
   /// copyAsync16 between pointers: the shared `to` and the global `from`
   /// (either perhaps offsetPointer'd).
