@@ -135,9 +135,43 @@ FIXTURES = {
     "bloom": dict(model_type="bloom", n_layer=2, hidden_size=192, n_head=6, vocab_size=VOCAB),
     "mpt": dict(model_type="mpt", n_layers=2, d_model=96, n_heads=6, max_seq_len=64, vocab_size=VOCAB,
                 attn_config=dict(clip_qkv=1.5, alibi_bias_max=8)),
+    # Gemma (1): pre-norm with (1 + w) gains, scaled embeddings, one key/value
+    # head (Gemma-2B's MQA), a head dim that is not hidden / heads, and the
+    # original releases' legacy hidden_act "gelu" (the tanh approximation).
+    "gemma": dict(model_type="gemma", num_hidden_layers=2, num_key_value_heads=1, head_dim=32,
+                  hidden_act="gelu", tie_word_embeddings=True),
+    # Phi-2's block: one LayerNorm feeding attention and MLP in parallel,
+    # biases everywhere including the LM head, rotary dims int(16 * 0.4) = 6.
+    "phi": dict(model_type="phi", num_hidden_layers=2, num_key_value_heads=2,
+                partial_rotary_factor=0.4, hidden_act="gelu_new"),
+    # GPT-J: the same shared-norm parallel block, unbiased attention,
+    # interleaved-pair RoPE on the first 8 of 16 dims, a biased LM head.
+    "gptj": dict(model_type="gptj", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=64,
+                 n_inner=INTER, vocab_size=VOCAB, rotary_dim=8, tie_word_embeddings=False,
+                 bos_token_id=1, eos_token_id=2),
+    # StarCoder2: LayerNorm, GQA, biased projections, a GELU-tanh MLP, one
+    # sliding window for all layers, tied embeddings.
+    "starcoder2": dict(model_type="starcoder2", num_hidden_layers=2, num_key_value_heads=2,
+                       sliding_window=5, use_bias=True, tie_word_embeddings=True),
+    # StableLM 2 in its parallel form: SwiGLU on the attention's LayerNorm,
+    # q/k/v biases, a quarter of each head rotated.
+    "stablelm": dict(model_type="stablelm", num_hidden_layers=2, num_key_value_heads=2,
+                     use_qkv_bias=True, use_parallel_residual=True),
+    # Granite 3: Llama with an embedding multiplier, an attention scale in
+    # place of head_dim^-0.5, each sub-layer's output scaled before its
+    # residual add, and the logits divided by logits_scaling.
+    "granite": dict(model_type="granite", num_hidden_layers=2, num_key_value_heads=2,
+                    embedding_multiplier=3.0, attention_multiplier=0.2,
+                    residual_multiplier=0.22, logits_scaling=4.0, tie_word_embeddings=True),
+    # Cohere (Command R): the parallel block on one bias-free LayerNorm,
+    # interleaved-pair RoPE over whole heads, SwiGLU, tied embeddings,
+    # logits times logit_scale.
+    "cohere": dict(model_type="cohere", num_hidden_layers=2, num_key_value_heads=2,
+                   logit_scale=0.25, tie_word_embeddings=True, pad_token_id=0,
+                   bos_token_id=1, eos_token_id=2),
 }
 # Their own field names: COMMON's would collide with them.
-OWN_FIELDS = ("gpt2", "bloom", "mpt")
+OWN_FIELDS = ("gpt2", "bloom", "mpt", "gptj")
 
 
 def randomize(model, gemma):

@@ -46,6 +46,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     The epilogue applies, in order: `glu`: `y = act(z[:, :F]) * z[:, F:]`
     with `F = rows / 2` (the weight holds the gate rows, then the up rows,
     as Phi-3's `gate_up_proj`); or `act` alone: `y = act(z)`; then
+    `scale`: `y = scale * y` (`tbc.scale`, `--tbc-fuse-scale`); then
     `softcap`: `y = cap * tanh(y / cap)`. Statistics and accumulation are
     float32. `weight_in_out` means the weight is `[in, out]` (GPT-2).
 
@@ -85,7 +86,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
                        OptionalAttr<Tbc_NormKind>:$norm, OptionalAttr<F64Attr>:$eps,
                        OptionalAttr<F64Attr>:$gain_offset,
                        OptionalAttr<Tbc_Activation>:$act, UnitAttr:$glu,
-                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<F64Attr>:$scale, OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<Tbc_RotaryEpilogueAttr>:$rope, UnitAttr:$weight_in_out);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
@@ -93,7 +94,7 @@ def Tbc_FusedLinearOp : Tbc_Op<"fused_linear",
     (`gain` `(` $gain^ `)`)? (`positions` `(` $positions^ `)`)? (`lengths` `(` $lengths^ `)`)?
     (`residual` `(` $residual^ `)`)? (`norm` `=` $norm^)? (`eps` `=` $eps^)?
     (`gain_offset` `=` $gain_offset^)? (`act` `=` $act^)? (`glu` $glu^)?
-    (`softcap` `=` $softcap^)? (`rope` `=` $rope^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
+    (`scale` `=` $scale^)? (`softcap` `=` $softcap^)? (`rope` `=` $rope^)? (`weight_in_out` $weight_in_out^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let extraClassDeclaration = [{

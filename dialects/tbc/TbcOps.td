@@ -341,6 +341,24 @@ def Tbc_SoftcapOp : Tbc_Op<"softcap", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
+def Tbc_ScaleOp : Tbc_Op<"scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "multiplication by a constant";
+  let description = [{
+    Cohere's `logit_scale` and Granite's `logits_scaling` (as its
+    reciprocal) on the logits; Granite's `residual_multiplier` on each
+    sub-layer's output before its residual add. `--tbc-fuse-scale` makes it
+    a step of the projection epilogue that produces `input`.
+
+    ```mlir
+    %y = tbc.scale %logits by 6.250000e-02 : tensor<?x?x256000xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tbc_ClipOp : Tbc_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "clamp to [-limit, limit]";
   let description = [{

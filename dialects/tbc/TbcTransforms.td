@@ -111,6 +111,20 @@ def TbcFuseResidualNorm : Pass<"tbc-fuse-residual-norm"> {
   let dependentDialects = ["::tbc::TbcDialect"];
 }
 
+def TbcFuseScale : Pass<"tbc-fuse-scale"> {
+  let summary = "Fuse constant scales into the projections that produce their input";
+  let description = [{
+    `tbc.scale(linear(...))` becomes a `tbc.fused_linear` with a `scale`
+    epilogue: Cohere's and Granite's logit scales leave the LM head scaled,
+    and Granite's residual multipliers the output and down projections
+    (whose residual adds `--tbc-fuse-residual-projection` then folds in as
+    well, `y = scale * z + r`). A projection already soft-capped, rotated or
+    given its residual keeps the scale apart: its epilogue would apply it in
+    another order.
+  }];
+  let dependentDialects = ["::tbc::TbcDialect"];
+}
+
 def TbcFuseSoftcap : Pass<"tbc-fuse-softcap"> {
   let summary = "Fuse soft-caps into the op that produces their input";
   let description = [{

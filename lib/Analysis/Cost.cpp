@@ -131,6 +131,7 @@ Cost tbc::opCost(Operation *op, int64_t tokens) {
       .Case([&](GluOp g) { c.flops = 2 * elements(g.getResult(), tokens); })
       .Case([&](SoftcapOp s) { c.flops = 2 * elements(s.getResult(), tokens); })
       .Case([&](ClipOp s) { c.flops = 2 * elements(s.getResult(), tokens); })
+      .Case([&](ScaleOp s) { c.flops = elements(s.getResult(), tokens); })
       .Default([&](Operation *o) {
         c.flops = o->getNumResults() ? elements(o->getResult(0), tokens) : 0;
       });

@@ -3,6 +3,8 @@
 #include "tbc/Dialect/TbcDialect.h"
 #include "tbc/Dialect/Rope.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace tbc;
 
@@ -81,6 +83,9 @@ LogicalResult FusedLinearOp::verify() {
     return emitOpError("'glu' needs an 'act'");
   if (getSoftcap() && !(getSoftcap()->convertToDouble() > 0))
     return emitOpError("'softcap' must be positive");
+  if (getScale() && !(getScale()->convertToDouble() > 0 &&
+                      std::isfinite(getScale()->convertToDouble())))
+    return emitOpError("'scale' must be positive and finite");
   if (getGlu() && rows % 2 != 0)
     return emitOpError("a GLU epilogue needs an even number of weight rows "
                        "(gate then up), got ")
@@ -110,8 +115,9 @@ LogicalResult FusedLinearOp::verify() {
     return getPositions() || getLengths()
                ? emitOpError("'positions' and 'lengths' are read only by a 'rope' epilogue")
                : success();
-  if (getGlu() || getAct() || getSoftcap() || getResidual())
-    return emitOpError("a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'");
+  if (getGlu() || getAct() || getScale() || getSoftcap() || getResidual())
+    return emitOpError(
+        "a 'rope' epilogue excludes 'act', 'glu', 'scale', 'softcap' and 'residual'");
   if (rope.getColumns() > out)
     return emitOpError("rope rotates ")
            << rope.getColumns() << " columns but the result has " << out;

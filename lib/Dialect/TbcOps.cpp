@@ -439,6 +439,17 @@ LogicalResult SoftcapOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScaleOp::verify() {
+  double factor = getFactor().convertToDouble();
+  if (!std::isfinite(factor))
+    return emitOpError() << "'factor' must be finite, got " << factor;
+  return requirePositive(*this, "factor", factor);
+}
+
+//===----------------------------------------------------------------------===//
 // ClipOp
 //===----------------------------------------------------------------------===//
 

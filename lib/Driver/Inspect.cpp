@@ -34,9 +34,14 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << (s.attnSoftcap ? ", logit soft-cap" : "") << "\n"
      << "norm: " << (s.norm.kind == NormType::RMSNorm ? "rms" : "layer")
      << ", " << placements[int(s.placement)]
-     << (s.parallelBlock ? ", parallel block" : ", serial block") << "\n"
+     << (!s.parallelBlock        ? ", serial block"
+         : s.sharedParallelNorm ? ", parallel block sharing one norm"
+                                : ", parallel block")
+     << "\n"
      << "ffn: " << (s.ffnKind == FfnKind::Glu ? "glu " : "mlp ")
      << s.activation << "\n"
+     << "lm head: " << (s.tiedEmbeddings ? "the embedding table" : "own weights")
+     << (s.lmHeadBias ? ", bias" : "") << (s.finalSoftcap ? ", soft-cap" : "") << "\n"
      << "positions: " << positions[int(s.positions)];
   if (s.positions == PositionKind::Alibi)
     os << ", slopes " << s.alibiSlopes.front() << " ... " << s.alibiSlopes.back();
@@ -51,7 +56,8 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
     os << "  layer " << i << ": "
        << (l.window ? "window " + std::to_string(l.window) : "global");
     if (s.positions == PositionKind::Rope) {
-      os << ", rope theta " << l.rope.theta << " dims " << l.rope.rotaryDim;
+      os << ", rope " << (l.rope.gptjStyle ? "gptj " : "") << "theta " << l.rope.theta
+         << " dims " << l.rope.rotaryDim;
       const RopeScalingSpec &sc = l.rope.scaling;
       if (sc.kind) {
         os << ", " << stringifyRopeScalingKind(*sc.kind) << " x" << json::formatNumber(sc.factor);

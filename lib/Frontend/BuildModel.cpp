@@ -269,27 +269,36 @@ public:
 
   Value add(Value a, Value c) { return AddOp::create(b, loc, a, c); }
 
+  Value scaled(Value x, double factor) {
+    return factor == 1.0 ? x
+                         : ScaleOp::create(b, loc, x.getType(), x, b.getF64FloatAttr(factor))
+                               .getResult();
+  }
+  /// A sub-layer's output as the residual stream adds it.
+  Value branch(Value out) { return scaled(out, s.residualScale); }
+
   /// One decoder layer in the spec's norm placement.
   Value block(const std::map<std::string, Value> &w, Value x, Value pos,
               const LayerVariant &v) {
     const WeightNames &n = s.names;
     if (s.parallelBlock) {
-      Value attnOut = attention(w, norm(w, n.attnPreNorm, x), pos, v);
-      Value ffnOut = ffn(w, norm(w, n.ffnPreNorm, x));
+      Value attnIn = norm(w, n.attnPreNorm, x);
+      Value attnOut = branch(attention(w, attnIn, pos, v));
+      Value ffnOut = branch(ffn(w, s.sharedParallelNorm ? attnIn : norm(w, n.ffnPreNorm, x)));
       return add(add(x, attnOut), ffnOut);
     }
     switch (s.placement) {
     case NormPlacement::Post: {
-      Value h = norm(w, n.attnPostNorm, add(x, attention(w, x, pos, v)));
-      return norm(w, n.ffnPostNorm, add(h, ffn(w, h)));
+      Value h = norm(w, n.attnPostNorm, add(x, branch(attention(w, x, pos, v))));
+      return norm(w, n.ffnPostNorm, add(h, branch(ffn(w, h))));
     }
     case NormPlacement::Pre:
     case NormPlacement::BranchPost:
     case NormPlacement::Sandwich: {
       Value a = attention(w, norm(w, n.attnPreNorm, x), pos, v);
-      Value h = add(x, norm(w, n.attnPostNorm, a));
+      Value h = add(x, branch(norm(w, n.attnPostNorm, a)));
       Value f = ffn(w, norm(w, n.ffnPreNorm, h));
-      return add(h, norm(w, n.ffnPostNorm, f));
+      return add(h, branch(norm(w, n.ffnPostNorm, f)));
     }
     }
     return x;
@@ -440,7 +449,8 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   Value head = s.tiedEmbeddings
                    ? table
                    : em.param(s.names.lmHead, {s.vocabSize, s.hiddenSize});
-  Value logits = LinearOp::create(b, loc, h, head, Value(), false);
+  Value headBias = s.lmHeadBias ? em.param(s.names.lmHeadBias, {s.vocabSize}) : Value();
+  Value logits = em.scaled(LinearOp::create(b, loc, h, head, headBias, false), s.logitScale);
   if (s.finalSoftcap)
     logits = SoftcapOp::create(b, loc, logits.getType(), logits,
                                b.getF64FloatAttr(*s.finalSoftcap));

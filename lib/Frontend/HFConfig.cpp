@@ -350,6 +350,185 @@ void readGPTNeoX(JsonFields &f, ModelSpec &s) {
   readRope(f, s, theta, pct);
 }
 
+/// Gemma (1): Llama's pre-norm block with Gemma's (1 + w) RMSNorm gain,
+/// embeddings scaled by sqrt(hidden), GeGLU and tied embeddings.
+void readGemma1(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  // GemmaConfig takes the legacy "gelu" of the original releases for the
+  // tanh approximation they were trained with (their hidden_activation is
+  // not read by transformers 5).
+  s.activation = f.getString("hidden_act", "") == "gelu"
+                     ? "gelu_tanh"
+                     : activationFromHF(f, "hidden_act", "gelu_pytorch_tanh");
+  if (f.ok() && f.getBool("use_bidirectional_attention", false))
+    f.fail("use_bidirectional_attention",
+           "bidirectional attention (an encoder) is not supported");
+  s.norm.gainOffset = 1.0;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.embeddingScale = std::sqrt(double(s.hiddenSize));
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// The parallel block of GPT-J, Phi-1/2 and StableLM: both branches read
+/// the layer's one LayerNorm, x + attn(n x) + ffn(n x).
+void shareParallelNorm(ModelSpec &s) {
+  s.parallelBlock = s.sharedParallelNorm = true;
+  s.names.ffnPreNorm = "";
+}
+
+/// Granite (3.x): Llama with four multipliers: embeddings, attention logits
+/// (in place of head_dim^-0.5), each sub-layer's output before its residual
+/// add, and the logits (divided by logits_scaling).
+void readGranite(JsonFields &f, ModelSpec &s) {
+  readLlama(f, s);
+  if (!f.ok())
+    return;
+  s.embeddingScale = f.getNumber("embedding_multiplier", 1.0);
+  s.attnScale = f.getNumber("attention_multiplier", 1.0);
+  s.residualScale = f.getNumber("residual_multiplier", 1.0);
+  double logitsScaling = f.getNumber("logits_scaling", 1.0);
+  s.logitScale = 1.0 / logitsScaling;
+  for (auto [key, v] : {std::pair{"attention_multiplier", s.attnScale},
+                        std::pair{"logits_scaling", logitsScaling}})
+    if (f.ok() && !(v > 0 && std::isfinite(v)))
+      f.fail(key, "must be positive and finite, got " + json::formatNumber(v));
+}
+
+/// Cohere (Command R): the parallel block on one bias-free LayerNorm,
+/// GPT-J-style (interleaved pairs) RoPE, SwiGLU, tied embeddings, logits
+/// multiplied by logit_scale.
+void readCohere(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("use_qk_norm", false))
+    f.fail("use_qk_norm", "Cohere's per-head LayerNorms of queries and keys "
+                          "(a weight per head) are not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.logitScale = f.getNumber("logit_scale", 0.0625);
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+  for (LayerVariant &l : s.layers)
+    l.rope.gptjStyle = true;
+}
+
+/// Phi-1, Phi-1.5 and Phi-2: LayerNorm, the parallel block on one norm,
+/// biases on every projection and on the LM head, a GELU-tanh MLP, partial
+/// NeoX RoPE (half the head by default).
+void readPhi(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("qk_layernorm", false))
+    f.fail("qk_layernorm", "Phi's LayerNorm of queries and keys is not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu_new");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.lmHeadBias = true;
+  s.names.o = "self_attn.dense";
+  s.names.gate = "";
+  s.names.up = "mlp.fc1";
+  s.names.down = "mlp.fc2";
+  s.names.finalNorm = "model.final_layernorm";
+  s.names.lmHeadBias = "lm_head.bias";
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.5);
+}
+
+/// GPT-J: the parallel block on one LayerNorm, unbiased attention, a biased
+/// GELU-tanh MLP and LM head, GPT-J-style (interleaved pairs) RoPE on the
+/// first rotary_dim dims of each head, base 10000.
+void readGPTJ(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  // The size of transformers' sin/cos table: positions past it fail there.
+  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
+                         " is not divisible by n_head " + std::to_string(s.numHeads));
+  // Without rotary_dim transformers builds a table of n_embd dims and
+  // multiplies each head of head_dim by it: not a model that runs.
+  if (f.ok() && !f.has("rotary_dim"))
+    f.fail("rotary_dim", "GPT-J without rotary_dim is not supported (transformers "
+                         "then rotates each head by a table of n_embd dims)");
+  int64_t rotaryDim = f.getInt("rotary_dim", 0, 1, L::kMaxHeadDim);
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "gelu_new");
+  s.ffnBias = s.downBias = s.lmHeadBias = true;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.lmHeadBias = "lm_head.bias";
+  s.names.attnPreNorm = "ln_1";
+  s.names.q = "attn.q_proj";
+  s.names.k = "attn.k_proj";
+  s.names.v = "attn.v_proj";
+  s.names.o = "attn.out_proj";
+  s.names.up = "mlp.fc_in";
+  s.names.down = "mlp.fc_out";
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  RopeSpec rope;
+  rope.gptjStyle = true;
+  rope.rotaryDim = rotaryDim;
+  for (LayerVariant &l : s.layers)
+    l.rope = rope;
+}
+
+/// StarCoder2: LayerNorm, GQA, a GELU-tanh MLP, biases on every projection
+/// (use_bias), one sliding window for every layer, tied embeddings.
+void readStarcoder2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu_pytorch_tanh");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("use_bias", true);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names.gate = "";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  readRope(f, s, 10000.0);
+}
+
+/// StableLM (2): LayerNorm, SwiGLU, optional q/k/v biases, partial NeoX
+/// RoPE (a quarter of the head by default), serial or parallel on one norm.
+void readStableLm(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("qk_layernorm", false))
+    f.fail("qk_layernorm", "StableLM's per-head LayerNorms of queries and keys "
+                           "(a weight per head) are not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  s.qkvBias = f.getBool("use_qkv_bias", false);
+  if (f.getBool("use_parallel_residual", false))
+    shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.25);
+}
+
 void readGPT2(JsonFields &f, ModelSpec &s) {
   s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
   s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
@@ -510,13 +689,20 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"MistralForCausalLM", readMistral},
       {"Qwen2ForCausalLM", readQwen2},
       {"Qwen3ForCausalLM", readQwen3},
+      {"GemmaForCausalLM", readGemma1},
       {"Gemma2ForCausalLM",
        [](JsonFields &f, ModelSpec &s) { readGemma(f, s, false); }},
       {"Gemma3ForCausalLM",
        [](JsonFields &f, ModelSpec &s) { readGemma(f, s, true); }},
       {"Olmo2ForCausalLM", readOlmo2},
+      {"GraniteForCausalLM", readGranite},
+      {"CohereForCausalLM", readCohere},
+      {"PhiForCausalLM", readPhi},
       {"Phi3ForCausalLM", readPhi3},
+      {"StableLmForCausalLM", readStableLm},
+      {"Starcoder2ForCausalLM", readStarcoder2},
       {"GPTNeoXForCausalLM", readGPTNeoX},
+      {"GPTJForCausalLM", readGPTJ},
       {"GPT2LMHeadModel", readGPT2},
       {"BloomForCausalLM", readBloom},
       {"MptForCausalLM", readMpt},
@@ -536,7 +722,10 @@ std::string hfFieldFor(const std::string &key, const json::Value &config) {
       {"heads", {"num_attention_heads", "n_head", "n_heads"}},
       {"kv_heads", {"num_key_value_heads", "num_attention_heads", "n_head"}},
       {"ffn_size", {"intermediate_size", "n_inner"}},
-      {"rotary_dim", {"partial_rotary_factor", "rotary_pct", "head_dim"}},
+      {"rotary_dim", {"rotary_dim", "partial_rotary_factor", "rotary_pct", "head_dim"}},
+      {"residual_scale", {"residual_multiplier"}},
+      {"logit_scale", {"logit_scale", "logits_scaling"}},
+      {"embedding_scale", {"embedding_multiplier"}},
       {"rope_theta", {"rope_theta", "rotary_emb_base"}},
       {"window", {"sliding_window"}},
       {"max_positions", {"max_position_embeddings", "n_positions"}}};

@@ -76,6 +76,11 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
                                ") and be at most " + num(L::kMaxPositions) +
                                ", got " + num(r.maxDistance)};
   }
+  for (auto [key, v] : {std::pair{"residual_scale", s.residualScale},
+                        std::pair{"logit_scale", s.logitScale},
+                        std::pair{"embedding_scale", s.embeddingScale}})
+    if (!(v > 0 && std::isfinite(v)))
+      return SpecViolation{key, "must be positive and finite, got " + json::formatNumber(v)};
   if (s.clipQkv && !(*s.clipQkv > 0))
     return SpecViolation{"clip_qkv", "must be positive, got " +
                                          json::formatNumber(*s.clipQkv)};

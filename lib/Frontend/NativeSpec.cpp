@@ -281,8 +281,12 @@ std::optional<ModelSpec> tbc::readNativeSpec(const json::Value &root,
     readFfn(f, s);
   if (f.ok())
     readPositions(f, s);
-  std::string block = f.getChoice("block", "serial", {"serial", "parallel"});
-  s.parallelBlock = block == "parallel";
+  std::string block =
+      f.getChoice("block", "serial", {"serial", "parallel", "parallel_shared_norm"});
+  s.parallelBlock = block != "serial";
+  s.sharedParallelNorm = block == "parallel_shared_norm";
+  if (s.sharedParallelNorm)
+    s.names.ffnPreNorm = "";
   if (f.ok() && s.parallelBlock && s.placement != NormPlacement::Pre)
     f.fail("block", "a parallel block needs norm.placement \"pre\"");
   if (const json::Value *scale = f.raw("embedding_scale")) {
@@ -291,8 +295,13 @@ std::optional<ModelSpec> tbc::readNativeSpec(const json::Value &root,
     else
       s.embeddingScale = f.optPositive("embedding_scale").value_or(1.0);
   }
+  s.residualScale = f.optPositive("residual_scale").value_or(1.0);
+  s.logitScale = f.optPositive("logit_scale").value_or(1.0);
   s.finalNorm = f.getBool("final_norm", true);
   s.tiedEmbeddings = f.getBool("tied_embeddings", false);
+  s.lmHeadBias = f.getBool("lm_head_bias", false);
+  if (s.lmHeadBias)
+    s.names.lmHeadBias = "lm_head.bias";
   s.finalSoftcap = f.optPositive("final_logit_softcap");
   if (!f.ok())
     return std::nullopt;

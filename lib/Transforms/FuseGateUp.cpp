@@ -31,7 +31,7 @@ FusedLinearOp createGated(PatternRewriter &rewriter, Operation *replaced,
       replaced, replaced->getResult(0).getType(), input, weight, bias,
       /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
       /*lengths=*/Value(), /*residual=*/Value(), /*norm=*/NormKindAttr(),
-      /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(), attr, glu, /*softcap=*/FloatAttr(),
+      /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(), attr, glu, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(),
       /*rope=*/RotaryEpilogueAttr(), inOut);
 }
 

@@ -25,7 +25,7 @@ struct Projection {
   bool inOut;
   ActivationAttr act;
   bool glu;
-  FloatAttr softcap;
+  FloatAttr scale, softcap;
 };
 
 std::optional<Projection> asProjection(Operation *user) {
@@ -33,7 +33,7 @@ std::optional<Projection> asProjection(Operation *user) {
   if (!p || p.hasNormPrologue())
     return std::nullopt;
   Projection proj{user, p.getWeight(), p.getBias(), p.getWeightInOut(),
-                  ActivationAttr(), false, FloatAttr()};
+                  ActivationAttr(), false, FloatAttr(), FloatAttr()};
   if (auto f = dyn_cast<FusedLinearOp>(user)) {
     // RoPE would need its positions carried over, a residual its operand;
     // both are fused after this pass.
@@ -41,6 +41,7 @@ std::optional<Projection> asProjection(Operation *user) {
       return std::nullopt;
     proj.act = f.getActAttr();
     proj.glu = f.getGlu();
+    proj.scale = f.getScaleAttr();
     proj.softcap = f.getSoftcapAttr();
   }
   return proj;
@@ -122,7 +123,7 @@ LogicalResult FuseNorm::matchAndRewrite(NormOpInterface norm,
         meanCorrection, shared ? gain : Value(), /*positions=*/Value(), /*lengths=*/Value(),
         /*residual=*/Value(),
         NormKindAttr::get(rewriter.getContext(), norm.getNormKind()), norm.getEpsAttr(),
-        shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.softcap,
+        shared ? norm.getGainOffsetAttr() : FloatAttr(), p.act, p.glu, p.scale, p.softcap,
         /*rope=*/RotaryEpilogueAttr(), p.inOut);
     if (tap)
       fused->setAttr(TbcDialect::TapAttrHelper::getNameStr(), tap);

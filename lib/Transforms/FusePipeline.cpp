@@ -44,6 +44,7 @@ void tbc::buildFusePipeline(mlir::OpPassManager &pm,
         TbcFuseNormProjectionOptions{/*gainOnActivation=*/options.weightType != "f32"}));
   pm.addPass(createTbcFuseRope());
   pm.addPass(createTbcFuseResidualNorm());
+  pm.addPass(createTbcFuseScale());
   pm.addPass(createTbcFuseSoftcap());
   pm.addPass(createTbcFuseResidualProjection());
   pm.addPass(createTbcHoistWeightTransforms());
@@ -54,7 +55,7 @@ void tbc::registerFusePipeline() {
   mlir::registerPassPipeline(
       "tbc-fuse",
       "All tbc fusions in a sound order (gate/up, QKV merge, norm+projection, "
-      "RoPE into QKV, residual+norm, soft-caps, residual+projection), then weight transforms "
+      "RoPE into QKV, residual+norm, scales, soft-caps, residual+projection), then weight transforms "
       "hoisted onto the parameters",
       [](mlir::OpPassManager &pm, llvm::StringRef optionsText,
          llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)

@@ -61,7 +61,8 @@ struct FuseAddIntoProjection : OpRewritePattern<AddOp> {
           rewriter, l.getLoc(), add.getType(), l.getInput(), l.getWeight(), l.getBias(),
           /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
           /*lengths=*/Value(), residual, NormKindAttr(), FloatAttr(), /*gain_offset=*/FloatAttr(),
-          ActivationAttr(), false, /*softcap=*/FloatAttr(), /*rope=*/RotaryEpilogueAttr(),
+          ActivationAttr(), false, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(),
+          /*rope=*/RotaryEpilogueAttr(),
           l.getWeightInOut());
     } else {
       fused = cast<FusedLinearOp>(rewriter.clone(*producer));

@@ -45,7 +45,8 @@ struct FuseRopeIntoProjection : OpRewritePattern<RopeOp> {
     if (!producer || !isa<LinearOp, FusedLinearOp>(producer) || !projected.hasOneUse())
       return rewriter.notifyMatchFailure(rope, "input is not a projection's only use");
     if (auto f = dyn_cast<FusedLinearOp>(producer);
-        f && (f.getAct() || f.getGlu() || f.getSoftcap() || f.getRope() || f.getResidual()))
+        f && (f.getAct() || f.getGlu() || f.getScale() || f.getSoftcap() || f.getRope() ||
+              f.getResidual()))
       return rewriter.notifyMatchFailure(rope, "the projection has another epilogue");
 
     // The RoPEs to absorb: the leading results of the split, each rotated
@@ -91,14 +92,15 @@ struct FuseRopeIntoProjection : OpRewritePattern<RopeOp> {
           /*mean_correction=*/Value(), /*gain=*/Value(), rope.getPositions(),
           rope.getLengths(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
           /*gain_offset=*/FloatAttr(),
-          ActivationAttr(), false, /*softcap=*/FloatAttr(), attr, l.getWeightInOut());
+          ActivationAttr(), false, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(), attr,
+          l.getWeightInOut());
     else {
       auto f = cast<FusedLinearOp>(producer);
       fused = FusedLinearOp::create(
           rewriter, f.getLoc(), f.getType(), f.getInput(), f.getWeight(), f.getBias(),
           f.getMeanCorrection(), f.getGain(), rope.getPositions(), rope.getLengths(),
           /*residual=*/Value(), f.getNormAttr(), f.getEpsAttr(), f.getGainOffsetAttr(), ActivationAttr(), false,
-          /*softcap=*/FloatAttr(), attr, f.getWeightInOut());
+          /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(), attr, f.getWeightInOut());
     }
     rewriter.replaceOp(producer, fused.getResult());
     // The slices now leave the projection rotated.

@@ -26,7 +26,7 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
           cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
           /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
           /*lengths=*/Value(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
-          /*gain_offset=*/FloatAttr(), ActivationAttr(), false,
+          /*gain_offset=*/FloatAttr(), ActivationAttr(), false, /*scale=*/FloatAttr(),
           cap.getCapAttr(), /*rope=*/RotaryEpilogueAttr(), l.getWeightInOut());
       rewriter.eraseOp(l);
       return success();

@@ -64,6 +64,14 @@ func.func @softcap(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>) {
 
 // -----
 
+func.func @scale(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>) {
+  // expected-error @+1 {{'scale' must be positive and finite}}
+  %0 = tbc.fused_linear %x, %w scale = -2.0 : (tensor<?x32xf32>, tensor<8x32xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @bias_length(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{bias must be a vector of 8 elements}}
   %0 = tbc.fused_linear %x, %w bias(%b) : (tensor<?x32xf32>, tensor<8x32xf32>, tensor<4xf32>) -> tensor<?x8xf32>

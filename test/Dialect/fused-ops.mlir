@@ -13,6 +13,8 @@ func.func @fused_linear(%x: tensor<?x?x32xf32>, %w: tensor<128x32xf32>, %b: tens
   %1 = tbc.fused_linear %x, %w bias(%b) norm = rms eps = 1.0e-5 act = silu glu : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>) -> tensor<?x?x64xf32>
   // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} mean_correction(%{{.*}}) norm = layer eps = 1.000000e-05 act = gelu softcap = 3.000000e+01
   %2 = tbc.fused_linear %x, %w mean_correction(%c) norm = layer eps = 1.0e-5 act = gelu softcap = 30.0 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>) -> tensor<?x?x128xf32>
+  // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} norm = rms eps = 1.000000e-05 scale = 6.250000e-02 softcap = 3.000000e+01 : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+  %4 = tbc.fused_linear %x, %w norm = rms eps = 1.0e-5 scale = 0.0625 softcap = 30.0 : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
   // CHECK: tbc.fused_linear %{{.*}}, %{{.*}} weight_in_out : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   %3 = tbc.fused_linear %x, %wt weight_in_out : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %0, %1, %2, %3 : tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x128xf32>, tensor<?x?x64xf32>

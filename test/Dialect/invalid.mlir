@@ -500,6 +500,22 @@ func.func @softcap_negative(%x: tensor<?x32xf32>) {
 
 // -----
 
+func.func @scale_zero(%x: tensor<?x32xf32>) {
+  // expected-error @+1 {{'factor' must be positive, got 0.000000e+00}}
+  %0 = tbc.scale %x by 0.0 : tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @scale_infinite(%x: tensor<?x32xf32>) {
+  // expected-error @+1 {{'factor' must be finite, got inf}}
+  %0 = tbc.scale %x by 0x7FF0000000000000 : tensor<?x32xf32>
+  return
+}
+
+// -----
+
 func.func @add_mismatch(%a: tensor<?x32xf32>, %b: tensor<?x32xf16>) {
   // expected-error @+1 {{all of {lhs, rhs, result} have same type}}
   %0 = "tbc.add"(%a, %b) : (tensor<?x32xf32>, tensor<?x32xf16>) -> tensor<?x32xf32>
@@ -718,15 +734,23 @@ func.func @fused_linear_rope_rotary_dim(%x: tensor<?x?x32xf32>, %w: tensor<64x32
 // -----
 
 func.func @fused_linear_rope_and_act(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
-  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'}}
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'scale', 'softcap' and 'residual'}}
   %0 = tbc.fused_linear %x, %w positions(%p) act = silu rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
   return
 }
 
 // -----
 
+func.func @fused_linear_rope_and_scale(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>) {
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'scale', 'softcap' and 'residual'}}
+  %0 = tbc.fused_linear %x, %w positions(%p) scale = 2.0 rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
 func.func @fused_linear_rope_and_residual(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %p: tensor<?x?xi32>, %h: tensor<?x?x64xf32>) {
-  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'softcap' and 'residual'}}
+  // expected-error @+1 {{a 'rope' epilogue excludes 'act', 'glu', 'scale', 'softcap' and 'residual'}}
   %0 = tbc.fused_linear %x, %w positions(%p) residual(%h) rope = <style = neox, columns = 32, head_dim = 16, rotary_dim = 16, theta = 10000.0> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?xi32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return
 }

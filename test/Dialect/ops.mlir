@@ -145,7 +145,9 @@ func.func @pointwise(%a: tensor<?x?x32xbf16>, %b: tensor<?x?x32xbf16>) -> tensor
   %5 = tbc.softcap %4 cap = 30.0 : tensor<?x?x32xbf16>
   // CHECK: tbc.add %{{.*}}, %{{.*}} : tensor<?x?x32xbf16>
   %6 = tbc.add %5, %a : tensor<?x?x32xbf16>
-  return %6 : tensor<?x?x32xbf16>
+  // CHECK: tbc.scale %{{.*}} by 6.250000e-02 : tensor<?x?x32xbf16>
+  %7 = tbc.scale %6 by 0.0625 : tensor<?x?x32xbf16>
+  return %7 : tensor<?x?x32xbf16>
 }
 
 // CHECK-LABEL: func.func @sinusoidal

@@ -100,7 +100,7 @@ struct LayerVariant {
 /// Checkpoint tensor names. Layer names are relative to `layerPrefix` (which
 /// contains `{i}`) and carry no ".weight"/".bias" suffix; empty = absent.
 struct WeightNames {
-  std::string embed, positionEmbed, embedNorm, finalNorm, lmHead;
+  std::string embed, positionEmbed, embedNorm, finalNorm, lmHead, lmHeadBias;
   /// The relative-bias table, with ".weight": layer-relative when per layer.
   std::string relativeBias;
   std::string layerPrefix;
@@ -122,6 +122,9 @@ struct ModelSpec {
   NormSpec norm;
   NormPlacement placement = NormPlacement::Pre;
   bool parallelBlock = false; // x + attn(n1 x) + ffn(n2 x)
+  /// A parallel block whose two branches read one norm, x + attn(n x) +
+  /// ffn(n x) (GPT-J, Phi-1/2, StableLM): names.ffnPreNorm is empty.
+  bool sharedParallelNorm = false;
 
   FfnKind ffnKind = FfnKind::Glu;
   std::string activation = "silu"; // a tbc::Activation keyword
@@ -139,8 +142,13 @@ struct ModelSpec {
   std::vector<LayerVariant> layers; // one per layer
 
   double embeddingScale = 1.0;
+  /// Multiplies each sub-layer's output before its residual add (Granite's
+  /// residual_multiplier), and the logits (Cohere's logit_scale, Granite's
+  /// 1 / logits_scaling).
+  double residualScale = 1.0, logitScale = 1.0;
   bool finalNorm = true;
   bool tiedEmbeddings = false;
+  bool lmHeadBias = false; // GPT-J, Phi-1/2: names.lmHeadBias, [vocab]
   std::optional<double> finalSoftcap;
 
   QkvLayout qkvLayout = QkvLayout::Separate;
@@ -153,7 +161,7 @@ struct ModelSpec {
 /// each reader maps to its own field name so the error points into the file.
 ///   vocab_size hidden_size num_layers heads kv_heads head_dim ffn_size
 ///   rotary_dim rope_theta rope_scaling window max_positions alibi_slopes
-///   num_buckets max_distance clip_qkv
+///   num_buckets max_distance clip_qkv residual_scale logit_scale embedding_scale
 struct SpecViolation {
   std::string key;
   std::string message;

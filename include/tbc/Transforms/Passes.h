@@ -33,6 +33,7 @@ void populateFuseNormProjectionPatterns(mlir::RewritePatternSet &patterns,
 void populateFuseRopePatterns(mlir::RewritePatternSet &patterns);
 void populateFuseResidualNormPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseSoftcapPatterns(mlir::RewritePatternSet &patterns);
+void populateFuseScalePatterns(mlir::RewritePatternSet &patterns);
 void populateFuseResidualProjectionPatterns(mlir::RewritePatternSet &patterns);
 
 struct FusePipelineOptions

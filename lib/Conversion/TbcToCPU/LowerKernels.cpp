@@ -109,6 +109,13 @@ public:
             return emitSoftcap(nb, l, cap, v[0]);
           });
         })
+        .Case([&](ScaleOp s) {
+          auto factor = float(s.getFactor().convertToDouble());
+          return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
+            return arith::MulFOp::create(
+                nb, l, v[0], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(factor)));
+          });
+        })
         .Case([&](ClipOp c) {
           double limit = c.getLimit().convertToDouble();
           return pointwise(in, out[0], [&](OpBuilder &nb, Location l, ValueRange v) {
@@ -384,7 +391,8 @@ private:
     // A projection whose only epilogue is its bias and residual (attention's
     // output and the MLP's down projection) accumulates onto them in place,
     // as tbc.linear onto its bias: no accumulator buffer, no second pass.
-    if (residual && !f.getNorm() && !gain && !f.getAct() && !f.getSoftcap() && !f.getRope())
+    if (residual && !f.getNorm() && !gain && !f.getAct() && !f.getScale() && !f.getSoftcap() &&
+        !f.getRope())
       return linear(x, w, bias, out, residual);
     int64_t rows = f.getProjectionWidth();
     int64_t outW = width(out);
@@ -448,9 +456,12 @@ private:
           scf::YieldOp::create(b, loc);
         });
 
-    // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, softcap.
+    // Epilogue: z(n) = prologue(acc[n]) + bias[n]; then act / glu, scale,
+    // softcap, residual.
     std::optional<Activation> act = f.getAct();
-    std::optional<double> cap;
+    std::optional<double> scale, cap;
+    if (f.getScale())
+      scale = f.getScale()->convertToDouble();
     if (f.getSoftcap())
       cap = f.getSoftcap()->convertToDouble();
     SmallVector<Value> ins;
@@ -530,6 +541,9 @@ private:
                    y = arith::MulFOp::create(nb, l, emitActivation(nb, l, *act, y), z(1));
                  else if (act)
                    y = emitActivation(nb, l, *act, y);
+                 if (scale)
+                   y = arith::MulFOp::create(
+                       nb, l, y, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(*scale)));
                  if (cap)
                    y = emitSoftcap(nb, l, *cap, y);
                  if (residualIdx >= 0)

@@ -182,7 +182,8 @@ private:
 
   /// The projection epilogue for one output element: accumulator `z(h)`
   /// of half h (gate, up) -> mean correction, rstd, bias, then GLU or the
-  /// activation, then the soft-cap, exactly as tbc.fused_linear says; the
+  /// activation, then the scale and the soft-cap, exactly as
+  /// tbc.fused_linear says; the
   /// residual, when there is one, is added as the element is stored
   /// (`storeOutput`), where its token row is known.
   struct Epilogue {
@@ -190,7 +191,7 @@ private:
     std::optional<NormKind> norm;
     std::optional<Activation> act;
     bool glu;
-    std::optional<double> cap;
+    std::optional<double> scale, cap;
     int64_t N;
     Value residual;
   };
@@ -302,7 +303,8 @@ private:
   LogicalResult projection(const cuda::Launch &launch, Value x, Value w, Value bias, Value corr,
                            const InputGain &gain, Value out, std::optional<NormKind> norm,
                            double eps, std::optional<Activation> act, bool glu,
-                           std::optional<double> cap, const Rotary *rope, Value residual);
+                           std::optional<double> scale, std::optional<double> cap,
+                           const Rotary *rope, Value residual);
 
   /// The 16-bit type the tensor-core kernels read weights in, and their
   /// mma.sync operands.

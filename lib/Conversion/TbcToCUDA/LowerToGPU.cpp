@@ -259,7 +259,7 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
       .Case([&](LinearOp l) {
         return projection(launch, in[0], in[1], l.getBias() ? in[2] : Value(), Value(), {},
                           out[0], std::nullopt, 0.0, std::nullopt, false, std::nullopt,
-                          nullptr, Value());
+                          std::nullopt, nullptr, Value());
       })
       .Case([&](FusedLinearOp f) {
         unsigned next = 2;
@@ -267,7 +267,9 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
         Value corr = f.getMeanCorrection() ? in[next++] : Value();
         InputGain gain{f.getGain() ? in[next++] : Value(),
                        f.getGainOffset() ? f.getGainOffset()->convertToDouble() : 0.0};
-        std::optional<double> cap;
+        std::optional<double> scale, cap;
+        if (f.getScale())
+          scale = f.getScale()->convertToDouble();
         if (f.getSoftcap())
           cap = f.getSoftcap()->convertToDouble();
         std::optional<Rotary> rope;
@@ -280,7 +282,7 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
         Value residual = f.getResidual() ? in[next++] : Value();
         return projection(launch, in[0], in[1], bias, corr, gain, out[0], f.getNorm(),
                           f.getEps() ? f.getEps()->convertToDouble() : 0.0, f.getAct(),
-                          f.getGlu(), cap, rope ? &*rope : nullptr, residual);
+                          f.getGlu(), scale, cap, rope ? &*rope : nullptr, residual);
       })
       .Case([&](NormOpInterface n) {
         return rowNorm(n.getNormKind(), Value(), in[0], in[1],
@@ -366,6 +368,12 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
         double cap = op.getCap().convertToDouble();
         return pointwise(width(out[0]), [&](Value t, Value c) {
           g.store(emitSoftcap(b, loc, cap, g.load(in[0], {t, c})), out[0], {t, c});
+        });
+      })
+      .Case([&](ScaleOp op) {
+        double factor = op.getFactor().convertToDouble();
+        return pointwise(width(out[0]), [&](Value t, Value c) {
+          g.store(g.fmul(g.load(in[0], {t, c}), g.f32(factor)), out[0], {t, c});
         });
       })
       .Case([&](ClipOp op) {

@@ -90,6 +90,8 @@ Value Emitter::epilogue(const Epilogue &e, Value col, Value mean, Value rstd,
     v = g.fmul(emitActivation(b, loc, *e.act, v), z(1));
   else if (e.act)
     v = emitActivation(b, loc, *e.act, v);
+  if (e.scale)
+    v = g.fmul(v, g.f32(*e.scale));
   if (e.cap)
     v = emitSoftcap(b, loc, *e.cap, v);
   return v;
@@ -146,8 +148,9 @@ LogicalResult Emitter::projection(const cuda::Launch &launch, Value x, Value w, 
                                   Value corr, const InputGain &gain, Value out,
                                   std::optional<NormKind> norm, double eps,
                                   std::optional<Activation> act, bool glu,
-                                  std::optional<double> cap, const Rotary *rope, Value residual) {
-  Epilogue e{bias, corr, norm, act, glu, cap, width(out), residual};
+                                  std::optional<double> scale, std::optional<double> cap,
+                                  const Rotary *rope, Value residual) {
+  Epilogue e{bias, corr, norm, act, glu, scale, cap, width(out), residual};
   // A transposed 16-bit weight ([out, in, 1], made from GPT-2's [in, out]
   // at bind time) is an [out, in] matrix to every variant.
   if (auto t = cast<MemRefType>(w.getType());
