@@ -169,6 +169,15 @@ FIXTURES = {
     "cohere": dict(model_type="cohere", num_hidden_layers=2, num_key_value_heads=2,
                    logit_scale=0.25, tie_word_embeddings=True, pad_token_id=0,
                    bos_token_id=1, eos_token_id=2),
+    # Falcon-7B's block: multi-query [q heads; k; v] rows, one LayerNorm
+    # for both parallel branches, exact GELU, no biases, tied embeddings.
+    "falcon": dict(model_type="falcon", num_hidden_layers=2, multi_query=True,
+                   parallel_attn=True, bias=False, ffn_hidden_size=INTER),
+    # Falcon's new decoder (40B, 180B): query_key_value grouped per
+    # key/value head ([q q k v] for 4 heads on 2), two LayerNorms (ln_attn,
+    # ln_mlp) for the parallel branches, biases.
+    "falcon-new": dict(model_type="falcon", num_hidden_layers=2, new_decoder_architecture=True,
+                       num_kv_heads=2, bias=True, ffn_hidden_size=INTER),
 }
 # Their own field names: COMMON's would collide with them.
 OWN_FIELDS = ("gpt2", "bloom", "mpt", "gptj")

@@ -209,7 +209,7 @@ public:
         qkv = ClipOp::create(b, loc, qkv.getType(), qkv, b.getF64FloatAttr(*s.clipQkv));
       bool perHead = s.qkvLayout == QkvLayout::FusedPerHead;
       SmallVector<Value> parts =
-          split(qkv, {qDim, kvDim, kvDim}, perHead ? s.numHeads : 1);
+          split(qkv, {qDim, kvDim, kvDim}, perHead ? s.numKvHeads : 1);
       q = parts[0], k = parts[1], v = parts[2];
       break;
     }

@@ -378,6 +378,71 @@ void shareParallelNorm(ModelSpec &s) {
   s.names.ffnPreNorm = "";
 }
 
+/// Falcon: LayerNorms with biases, GELU MLPs, NeoX RoPE, one fused
+/// query_key_value in each of its three layouts: Falcon-7B's multi-query
+/// [q heads; k; v] rows, per-head [q k v] without multi_query, and the new
+/// decoder's (40B, 180B, Falcon 2) per key/value group [q..., k, v]. Blocks
+/// are serial, parallel on one norm (7B, Falcon 2) or parallel on two
+/// (ln_attn, ln_mlp: the new decoder's default).
+void readFalcon(JsonFields &f, ModelSpec &s) {
+  auto either = [&](const char *key, const char *legacy) {
+    return f.has(key) || !f.has(legacy) ? key : legacy;
+  };
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  const char *hiddenKey = either("hidden_size", "n_embed");
+  const char *headsKey = either("num_attention_heads", "n_head");
+  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
+  s.numLayers = f.reqInt(either("num_hidden_layers", "n_layer"), 1, L::kMaxLayers);
+  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
+  s.maxPositions = f.getInt("max_position_embeddings", 2048, 0, L::kMaxPositions);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
+                         " is not divisible by " + headsKey + " " + std::to_string(s.numHeads));
+  if (f.ok() && f.getBool("alibi", false))
+    f.fail("alibi", "Falcon with ALiBi (Falcon-RW) is not supported");
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.ffnSize = f.getInt("ffn_hidden_size", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  bool newDecoder = f.getBool("new_decoder_architecture", false);
+  bool parallel = f.getBool("parallel_attn", true);
+  s.numKvHeads = newDecoder ? f.getInt("num_kv_heads", s.numHeads, 1, L::kMaxHeads)
+                 : f.getBool("multi_query", true) ? 1
+                                                  : s.numHeads;
+  s.qkvLayout = newDecoder || s.numKvHeads == s.numHeads ? QkvLayout::FusedPerHead
+                                                         : QkvLayout::FusedRows;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation", "gelu");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("bias", false);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names = {};
+  s.names.embed = "transformer.word_embeddings.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.qkv = "self_attention.query_key_value";
+  s.names.o = "self_attention.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+  int64_t norms = newDecoder ? f.getInt("num_ln_in_parallel_attn", 2, 1, 2) : 1;
+  if (f.ok() && newDecoder && norms == 1 && !parallel)
+    f.fail("parallel_attn", "a new-decoder Falcon with one norm must be parallel "
+                            "(transformers has no MLP input otherwise)");
+  if (newDecoder && norms == 2) {
+    s.parallelBlock = true;
+    s.names.attnPreNorm = "ln_attn";
+    s.names.ffnPreNorm = "ln_mlp";
+  } else {
+    s.names.attnPreNorm = "input_layernorm";
+    s.names.ffnPreNorm = "post_attention_layernorm";
+    if (parallel)
+      shareParallelNorm(s);
+  }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
 /// Granite (3.x): Llama with four multipliers: embeddings, attention logits
 /// (in place of head_dim^-0.5), each sub-layer's output before its residual
 /// add, and the logits (divided by logits_scaling).
@@ -695,6 +760,7 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"Gemma3ForCausalLM",
        [](JsonFields &f, ModelSpec &s) { readGemma(f, s, true); }},
       {"Olmo2ForCausalLM", readOlmo2},
+      {"FalconForCausalLM", readFalcon},
       {"GraniteForCausalLM", readGranite},
       {"CohereForCausalLM", readCohere},
       {"PhiForCausalLM", readPhi},

@@ -33,10 +33,6 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
                                          " attention heads are not divisible "
                                          "into " +
                                          num(s.numKvHeads) + " key/value heads"};
-  if (s.qkvLayout == QkvLayout::FusedPerHead && s.numKvHeads != s.numHeads)
-    return SpecViolation{"kv_heads", "a per-head interleaved fused QKV "
-                                     "weight needs as many key/value heads as "
-                                     "query heads"};
   if (s.vocabSize * s.hiddenSize > L::kMaxTensorElements ||
       s.ffnSize * s.hiddenSize > L::kMaxTensorElements ||
       s.numHeads * s.headDim * s.hiddenSize > L::kMaxTensorElements)

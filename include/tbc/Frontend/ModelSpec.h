@@ -37,7 +37,10 @@ enum class FfnKind { Mlp, Glu };
 enum class QkvLayout {
   Separate,        // q_proj, k_proj, v_proj
   FusedRows,       // one [q; k; v] weight (Phi-3 qkv_proj)
-  FusedPerHead,    // [heads, 3 * head_dim] interleaved (GPT-NeoX query_key_value)
+  // Per key/value head: [kv_heads, (heads / kv_heads + 2) * head_dim], each
+  // group's query heads, then its key, then its value (GPT-NeoX's and BLOOM's
+  // query_key_value with a query head a group; Falcon's new decoder).
+  FusedPerHead,
   FusedInOut,      // one [in, q|k|v] Conv1D weight (GPT-2 c_attn)
 };
 
