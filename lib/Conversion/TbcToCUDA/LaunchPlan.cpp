@@ -289,9 +289,12 @@ int64_t cuda::minBlocksPerSM(Operation *op, const cuda::Launch &launch, bool hal
   // GPT-J spec's QKV spilled 300-450 bytes at 128), it may have all the
   // registers ptxas wants (one block an SM): without LSR in the code
   // generator (CudaBackend.cpp) ptxas took 128 unasked for the
-  // llama-dynamic fixture's f32 QKV and spilled 8 bytes.
+  // llama-dynamic fixture's f32 QKV and spilled 8 bytes. So too a
+  // LayerNorm prologue with a GLU epilogue (8 rows of mean, rstd and two
+  // halves' sums and corrections): at 128 registers Command R's and
+  // StableLM 2's bf16 gate/up kernels spilled 52-76 bytes.
   if (launch.body == Body::fma && launch.rowsPerBlock > 1)
-    return rope ? 1 : layerNorm ? 2 : 0;
+    return rope || (layerNorm && fused.getGlu()) ? 1 : layerNorm ? 2 : 0;
   // The fused GEMV on 16-bit weights (8 warps): its loads of x, 128 bits
   // where the schedule shows the rows aligned, are no longer kept apart
   // from the weight's by a run-time branch, and ptxas hoists them all:

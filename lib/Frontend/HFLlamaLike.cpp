@@ -1,0 +1,201 @@
+//===- HFLlamaLike.cpp - families with Llama's tensor names ---------------===//
+//
+// Llama, Mistral, Qwen2/3, Phi-3, OLMo 2, Gemma 1/2/3, Granite, StarCoder2
+// and StableLM: `model.layers.{i}.` with self_attn/mlp projections, each
+// family's quirks on top of readLlamaCommon.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HFReaders.h"
+
+#include <cmath>
+
+using namespace tbc;
+using namespace tbc::hf;
+
+namespace {
+using L = SpecLimits;
+} // namespace
+
+void hf::readLlama(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  bool attnBias = f.getBool("attention_bias", false);
+  bool mlpBias = f.getBool("mlp_bias", false);
+  s.qkvBias = s.oBias = attnBias;
+  s.ffnBias = s.downBias = mlpBias;
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+void hf::readMistral(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  readRope(f, s, 10000.0);
+}
+
+void hf::readQwen2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.qkvBias = true;
+  bool useSliding = f.getBool("use_sliding_window", false);
+  int64_t window = useSliding ? slidingWindow(f) : 0;
+  int64_t maxWindowLayers = f.getInt("max_window_layers", 0, 0, L::kMaxLayers);
+  layerWindows(f, s, window, [&](int64_t i) {
+    return window > 0 && i >= maxWindowLayers;
+  });
+  readRope(f, s, 10000.0);
+}
+
+void hf::readQwen3(JsonFields &f, ModelSpec &s) {
+  readQwen2(f, s);
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.qkNorm = QKNormKind::PerHead;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+}
+
+void hf::readPhi3(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.qkvLayout = QkvLayout::FusedRows;
+  s.fusedGateUp = true;
+  s.names.qkv = "self_attn.qkv_proj";
+  s.names.gateUp = "mlp.gate_up_proj";
+  s.names.q = s.names.k = s.names.v = s.names.gate = s.names.up = "";
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  if (!f.has("max_position_embeddings"))
+    s.maxPositions = 4096; // Phi3Config's default
+  readRope(f, s, 10000.0, 1.0, /*phi3=*/true);
+}
+
+void hf::readOlmo2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  s.placement = NormPlacement::BranchPost;
+  s.names.attnPreNorm = s.names.ffnPreNorm = "";
+  s.names.attnPostNorm = "post_attention_layernorm";
+  s.names.ffnPostNorm = "post_feedforward_layernorm";
+  s.qkNorm = QKNormKind::Full;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// Gemma (1): Llama's pre-norm block with Gemma's (1 + w) RMSNorm gain,
+/// embeddings scaled by sqrt(hidden), GeGLU and tied embeddings.
+void hf::readGemma1(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  // GemmaConfig takes the legacy "gelu" of the original releases for the
+  // tanh approximation they were trained with (their hidden_activation is
+  // not read by transformers 5).
+  s.activation = f.getString("hidden_act", "") == "gelu"
+                     ? "gelu_tanh"
+                     : activationFromHF(f, "hidden_act", "gelu_pytorch_tanh");
+  if (f.ok() && f.getBool("use_bidirectional_attention", false))
+    f.fail("use_bidirectional_attention",
+           "bidirectional attention (an encoder) is not supported");
+  s.norm.gainOffset = 1.0;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.embeddingScale = std::sqrt(double(s.hiddenSize));
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// Gemma 2 and Gemma 3 text: sandwich norms with (1 + w), scaled
+/// embeddings, query_pre_attn_scalar, GeGLU-tanh, alternating windows.
+void hf::readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
+  readLlamaCommon(f, s);
+  s.activation = activationFromHF(
+      f, f.has("hidden_activation") ? "hidden_activation" : "hidden_act",
+      "gelu_tanh");
+  s.placement = NormPlacement::Sandwich;
+  s.norm.gainOffset = 1.0;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.embeddingScale = std::sqrt(double(s.hiddenSize));
+  s.names.ffnPreNorm = "pre_feedforward_layernorm";
+  s.names.attnPostNorm = "post_attention_layernorm";
+  s.names.ffnPostNorm = "post_feedforward_layernorm";
+  double qpa = f.optPositive("query_pre_attn_scalar")
+                   .value_or(double(s.headDim));
+  s.attnScale = 1.0 / std::sqrt(qpa);
+  s.attnSoftcap = f.optPositive("attn_logit_softcapping");
+  s.finalSoftcap = f.optPositive("final_logit_softcapping");
+  int64_t window = slidingWindow(f);
+  if (!gemma3) {
+    layerWindows(f, s, window, [](int64_t i) { return (i + 1) % 2 != 0; });
+    readRope(f, s, 10000.0);
+    return;
+  }
+  s.qkNorm = QKNormKind::PerHead;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+  int64_t pattern = f.getInt("sliding_window_pattern", 6, 1, L::kMaxLayers);
+  layerWindows(f, s, window,
+               [&](int64_t i) { return (i + 1) % pattern != 0; });
+  if (readRope(f, s, 1000000.0))
+    return; // transformers 5: per-layer-type rope_parameters
+  // Local layers use their own base and no scaling.
+  double localTheta = f.optPositive("rope_local_base_freq").value_or(10000.0);
+  for (LayerVariant &l : s.layers)
+    if (l.window > 0) {
+      l.rope.theta = localTheta;
+      l.rope.scaling = {};
+    }
+}
+
+/// Granite (3.x): Llama with four multipliers: embeddings, attention logits
+/// (in place of head_dim^-0.5), each sub-layer's output before its residual
+/// add, and the logits (divided by logits_scaling).
+void hf::readGranite(JsonFields &f, ModelSpec &s) {
+  readLlama(f, s);
+  if (!f.ok())
+    return;
+  s.embeddingScale = f.getNumber("embedding_multiplier", 1.0);
+  s.attnScale = f.getNumber("attention_multiplier", 1.0);
+  s.residualScale = f.getNumber("residual_multiplier", 1.0);
+  double logitsScaling = f.getNumber("logits_scaling", 1.0);
+  s.logitScale = 1.0 / logitsScaling;
+  for (auto [key, v] : {std::pair{"attention_multiplier", s.attnScale},
+                        std::pair{"logits_scaling", logitsScaling}})
+    if (f.ok() && !(v > 0 && std::isfinite(v)))
+      f.fail(key, "must be positive and finite, got " + json::formatNumber(v));
+}
+
+/// StarCoder2: LayerNorm, GQA, a GELU-tanh MLP, biases on every projection
+/// (use_bias), one sliding window for every layer, tied embeddings.
+void hf::readStarcoder2(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu_pytorch_tanh");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("use_bias", true);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names.gate = "";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+  int64_t window = slidingWindow(f);
+  layerWindows(f, s, window, [&](int64_t) { return window > 0; });
+  readRope(f, s, 10000.0);
+}
+
+/// StableLM (2): LayerNorm, SwiGLU, optional q/k/v biases, partial NeoX
+/// RoPE (a quarter of the head by default), serial or parallel on one norm.
+void hf::readStableLm(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("qk_layernorm", false))
+    f.fail("qk_layernorm", "StableLM's per-head LayerNorms of queries and keys "
+                           "(a weight per head) are not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  s.qkvBias = f.getBool("use_qkv_bias", false);
+  if (f.getBool("use_parallel_residual", false))
+    shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.25);
+}

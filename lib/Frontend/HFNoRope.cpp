@@ -1,0 +1,168 @@
+//===- HFNoRope.cpp - learned positions and ALiBi -------------------------===//
+//
+// GPT-2 (learned absolute positions, Conv1D [in, out] weights), BLOOM and
+// MPT (ALiBi with each family's slopes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "HFReaders.h"
+#include "tbc/Dialect/PositionBias.h"
+
+using namespace tbc;
+using namespace tbc::hf;
+
+namespace {
+using L = SpecLimits;
+
+/// Fields BLOOM and MPT share: one [q; k; v] projection per layer, all
+/// heads sharing keys and values (no GQA), ALiBi, LayerNorm, a plain GELU MLP
+/// of 4 x hidden, tied embeddings.
+void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
+                     const char *layersKey, const char *headsKey) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
+  s.numLayers = f.reqInt(layersKey, 1, L::kMaxLayers);
+  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
+                         " is not divisible by " + headsKey + " " +
+                         std::to_string(s.numHeads));
+  if (!f.ok())
+    return;
+  s.numKvHeads = s.numHeads;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.ffnSize = 4 * s.hiddenSize;
+  s.ffnKind = FfnKind::Mlp;
+  s.positions = PositionKind::Alibi;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names = {};
+  s.names.lmHead = "lm_head.weight";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+}
+} // namespace
+
+void hf::readGPT2(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
+                         " is not divisible by n_head " +
+                         std::to_string(s.numHeads));
+  if (f.ok() && f.getBool("scale_attn_by_inverse_layer_idx", false))
+    f.fail("scale_attn_by_inverse_layer_idx", "is not supported");
+  if (f.ok() && !f.getBool("scale_attn_weights", true))
+    f.fail("scale_attn_weights", "unscaled attention is not supported");
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
+            true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "gelu_tanh");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.positions = PositionKind::Learned;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.qkvLayout = QkvLayout::FusedInOut;
+  s.weightsInOut = true;
+  // save_pretrained's names; the weight binder also accepts them without
+  // the "transformer." prefix (the original upload).
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.positionEmbed = "transformer.wpe.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.attnPreNorm = "ln_1";
+  s.names.ffnPreNorm = "ln_2";
+  s.names.qkv = "attn.c_attn";
+  s.names.o = "attn.c_proj";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+}
+
+/// BLOOM: per-head interleaved query_key_value, biases everywhere, a
+/// LayerNorm right after the embeddings, tanh GELU, the paper's slopes.
+void hf::readBloom(JsonFields &f, ModelSpec &s) {
+  readAlibiCommon(f, s, f.has("n_embed") ? "n_embed" : "hidden_size", "n_layer",
+                  "n_head");
+  if (!f.ok())
+    return;
+  if (f.getBool("apply_residual_connection_post_layernorm", false)) {
+    f.fail("apply_residual_connection_post_layernorm",
+           "residuals taken after the norm are not supported");
+    return;
+  }
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
+            true};
+  s.activation = "gelu_tanh";
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.qkvLayout = QkvLayout::FusedPerHead;
+  s.alibiSlopes = bloomAlibiSlopes(s.numHeads);
+  s.names.embed = "transformer.word_embeddings.weight";
+  s.names.embedNorm = "transformer.word_embeddings_layernorm";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.attnPreNorm = "input_layernorm";
+  s.names.ffnPreNorm = "post_attention_layernorm";
+  s.names.qkv = "self_attention.query_key_value";
+  s.names.o = "self_attention.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+}
+
+/// MPT as transformers' MptForCausalLM runs it: no biases and bias-free
+/// LayerNorms (whatever `no_bias` says), exact GELU, ALiBi with MPT's own
+/// slope order, an optional clamp of the fused QKV output (clip_qkv), and
+/// `attn_config.softmax_scale`. Options transformers does not implement are
+/// refused rather than silently ignored.
+void hf::readMpt(JsonFields &f, ModelSpec &s) {
+  readAlibiCommon(f, s, "d_model", "n_layers", "n_heads");
+  if (!f.ok())
+    return;
+  if (f.getInt("expansion_ratio", 4, 1, 64) != 4)
+    f.fail("expansion_ratio", "only 4 is supported (transformers' MPT builds "
+                              "a 4 x d_model MLP whatever it says)");
+  if (f.ok() && !f.getBool("no_bias", true))
+    f.fail("no_bias", "MPT with biases is not supported (transformers' MPT "
+                      "has none)");
+  if (f.ok() && f.has("logit_scale"))
+    f.fail("logit_scale", "is not supported (transformers' MPT ignores it)");
+  double maxBias = 8.0;
+  if (const json::Value *ac = f.getObject("attn_config")) {
+    JsonFields a = f.nested(*ac, "attn_config");
+    for (const char *unsupported : {"prefix_lm", "qk_ln", "attn_uses_sequence_id"})
+      if (a.ok() && a.getBool(unsupported, false))
+        a.fail(unsupported, "is not supported");
+    if (a.ok() && !a.getBool("alibi", true))
+      a.fail("alibi", "MPT without ALiBi is not supported (transformers' MPT "
+                      "always uses it)");
+    if (a.ok() && a.getString("attn_type", "multihead_attention") !=
+                      "multihead_attention")
+      a.fail("attn_type", "only multihead_attention is supported");
+    maxBias = a.optPositive("alibi_bias_max").value_or(8.0);
+    s.clipQkv = a.optPositive("clip_qkv");
+    s.attnScale = a.optPositive("softmax_scale").value_or(0.0);
+  }
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
+            false};
+  s.activation = "gelu";
+  s.qkvLayout = QkvLayout::FusedRows;
+  s.alibiSlopes = mptAlibiSlopes(s.numHeads, maxBias);
+  s.names.embed = "transformer.wte.weight";
+  s.names.layerPrefix = "transformer.blocks.{i}.";
+  s.names.finalNorm = "transformer.norm_f";
+  s.names.attnPreNorm = "norm_1";
+  s.names.ffnPreNorm = "norm_2";
+  s.names.qkv = "attn.Wqkv";
+  s.names.o = "attn.out_proj";
+  s.names.up = "ffn.up_proj";
+  s.names.down = "ffn.down_proj";
+}

@@ -1,0 +1,221 @@
+//===- HFParallel.cpp - families built on parallel blocks -----------------===//
+//
+// GPT-NeoX, GPT-J, Phi-1/2, Falcon and Cohere: attention and MLP side by
+// side on one or two norms, fused or separate QKV, GPT-J-style or NeoX RoPE.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HFReaders.h"
+
+using namespace tbc;
+using namespace tbc::hf;
+
+namespace {
+using L = SpecLimits;
+} // namespace
+
+void hf::readGPTNeoX(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
+  s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("num_attention_heads",
+           "hidden_size " + std::to_string(s.hiddenSize) +
+               " is not divisible by num_attention_heads " +
+               std::to_string(s.numHeads));
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
+            true};
+  s.parallelBlock = f.getBool("use_parallel_residual", true);
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu");
+  s.qkvBias = s.oBias = f.getBool("attention_bias", true);
+  s.ffnBias = s.downBias = true;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
+  s.qkvLayout = QkvLayout::FusedPerHead;
+  s.names = {};
+  s.names.embed = "gpt_neox.embed_in.weight";
+  s.names.layerPrefix = "gpt_neox.layers.{i}.";
+  s.names.finalNorm = "gpt_neox.final_layer_norm";
+  s.names.lmHead = "embed_out.weight";
+  s.names.attnPreNorm = "input_layernorm";
+  s.names.ffnPreNorm = "post_attention_layernorm";
+  s.names.qkv = "attention.query_key_value";
+  s.names.o = "attention.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  double theta = f.optPositive("rotary_emb_base").value_or(10000.0);
+  double pct = f.getNumber("rotary_pct", 0.25);
+  if (f.ok() && !(pct > 0 && pct <= 1))
+    f.fail("rotary_pct", "must be in (0, 1]");
+  readRope(f, s, theta, pct);
+}
+
+/// GPT-J: the parallel block on one LayerNorm, unbiased attention, a biased
+/// GELU-tanh MLP and LM head, GPT-J-style (interleaved pairs) RoPE on the
+/// first rotary_dim dims of each head, base 10000.
+void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
+  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
+  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
+  s.numKvHeads = s.numHeads;
+  // The size of transformers' sin/cos table: positions past it fail there.
+  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
+                         " is not divisible by n_head " + std::to_string(s.numHeads));
+  // Without rotary_dim transformers builds a table of n_embd dims and
+  // multiplies each head of head_dim by it: not a model that runs.
+  if (f.ok() && !f.has("rotary_dim"))
+    f.fail("rotary_dim", "GPT-J without rotary_dim is not supported (transformers "
+                         "then rotates each head by a table of n_embd dims)");
+  int64_t rotaryDim = f.getInt("rotary_dim", 0, 1, L::kMaxHeadDim);
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "gelu_new");
+  s.ffnBias = s.downBias = s.lmHeadBias = true;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.lmHeadBias = "lm_head.bias";
+  s.names.attnPreNorm = "ln_1";
+  s.names.q = "attn.q_proj";
+  s.names.k = "attn.k_proj";
+  s.names.v = "attn.v_proj";
+  s.names.o = "attn.out_proj";
+  s.names.up = "mlp.fc_in";
+  s.names.down = "mlp.fc_out";
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  RopeSpec rope;
+  rope.gptjStyle = true;
+  rope.rotaryDim = rotaryDim;
+  for (LayerVariant &l : s.layers)
+    l.rope = rope;
+}
+
+/// Phi-1, Phi-1.5 and Phi-2: LayerNorm, the parallel block on one norm,
+/// biases on every projection and on the LM head, a GELU-tanh MLP, partial
+/// NeoX RoPE (half the head by default).
+void hf::readPhi(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("qk_layernorm", false))
+    f.fail("qk_layernorm", "Phi's LayerNorm of queries and keys is not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "gelu_new");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.lmHeadBias = true;
+  s.names.o = "self_attn.dense";
+  s.names.gate = "";
+  s.names.up = "mlp.fc1";
+  s.names.down = "mlp.fc2";
+  s.names.finalNorm = "model.final_layernorm";
+  s.names.lmHeadBias = "lm_head.bias";
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.5);
+}
+
+/// Falcon: LayerNorms with biases, GELU MLPs, NeoX RoPE, one fused
+/// query_key_value in each of its three layouts: Falcon-7B's multi-query
+/// [q heads; k; v] rows, per-head [q k v] without multi_query, and the new
+/// decoder's (40B, 180B, Falcon 2) per key/value group [q..., k, v]. Blocks
+/// are serial, parallel on one norm (7B, Falcon 2) or parallel on two
+/// (ln_attn, ln_mlp: the new decoder's default).
+void hf::readFalcon(JsonFields &f, ModelSpec &s) {
+  auto either = [&](const char *key, const char *legacy) {
+    return f.has(key) || !f.has(legacy) ? key : legacy;
+  };
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  const char *hiddenKey = either("hidden_size", "n_embed");
+  const char *headsKey = either("num_attention_heads", "n_head");
+  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
+  s.numLayers = f.reqInt(either("num_hidden_layers", "n_layer"), 1, L::kMaxLayers);
+  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
+  s.maxPositions = f.getInt("max_position_embeddings", 2048, 0, L::kMaxPositions);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
+                         " is not divisible by " + headsKey + " " + std::to_string(s.numHeads));
+  if (f.ok() && f.getBool("alibi", false))
+    f.fail("alibi", "Falcon with ALiBi (Falcon-RW) is not supported");
+  if (!f.ok())
+    return;
+  s.headDim = s.hiddenSize / s.numHeads;
+  s.ffnSize = f.getInt("ffn_hidden_size", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  bool newDecoder = f.getBool("new_decoder_architecture", false);
+  bool parallel = f.getBool("parallel_attn", true);
+  s.numKvHeads = newDecoder ? f.getInt("num_kv_heads", s.numHeads, 1, L::kMaxHeads)
+                 : f.getBool("multi_query", true) ? 1
+                                                  : s.numHeads;
+  s.qkvLayout = newDecoder || s.numKvHeads == s.numHeads ? QkvLayout::FusedPerHead
+                                                         : QkvLayout::FusedRows;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation", "gelu");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("bias", false);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names = {};
+  s.names.embed = "transformer.word_embeddings.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.qkv = "self_attention.query_key_value";
+  s.names.o = "self_attention.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+  int64_t norms = newDecoder ? f.getInt("num_ln_in_parallel_attn", 2, 1, 2) : 1;
+  if (f.ok() && newDecoder && norms == 1 && !parallel)
+    f.fail("parallel_attn", "a new-decoder Falcon with one norm must be parallel "
+                            "(transformers has no MLP input otherwise)");
+  if (newDecoder && norms == 2) {
+    s.parallelBlock = true;
+    s.names.attnPreNorm = "ln_attn";
+    s.names.ffnPreNorm = "ln_mlp";
+  } else {
+    s.names.attnPreNorm = "input_layernorm";
+    s.names.ffnPreNorm = "post_attention_layernorm";
+    if (parallel)
+      shareParallelNorm(s);
+  }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// Cohere (Command R): the parallel block on one bias-free LayerNorm,
+/// GPT-J-style (interleaved pairs) RoPE, SwiGLU, tied embeddings, logits
+/// multiplied by logit_scale.
+void hf::readCohere(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (f.ok() && f.getBool("use_qk_norm", false))
+    f.fail("use_qk_norm", "Cohere's per-head LayerNorms of queries and keys "
+                          "(a weight per head) are not supported");
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.logitScale = f.getNumber("logit_scale", 0.0625);
+  shareParallelNorm(s);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+  for (LayerVariant &l : s.layers)
+    l.rope.gptjStyle = true;
+}

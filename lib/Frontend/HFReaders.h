@@ -1,0 +1,77 @@
+//===- HFReaders.h - one reader per family of config.json ------*- C++ -*-===//
+//
+// The Hugging Face config readers HFConfig.cpp dispatches to by
+// `architectures`, and the field readers they share. Each reader fills a
+// ModelSpec from its family's fields, following transformers'
+// modeling_<arch>.py (see ../shared/docs/ARCHITECTURES.md); errors go
+// through JsonFields, so they name the file, line and field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TBC_LIB_FRONTEND_HFREADERS_H
+#define TBC_LIB_FRONTEND_HFREADERS_H
+
+#include "JsonFields.h"
+#include "tbc/Frontend/ModelSpec.h"
+
+#include <functional>
+#include <string>
+
+namespace tbc::hf {
+
+//===--- HFCommon.cpp: fields many families share -------------------------===//
+
+/// Maps transformers' activation names onto tbc::Activation keywords.
+std::string activationFromHF(JsonFields &f, const std::string &key, const std::string &dflt);
+
+/// Per-layer attention kinds from `layer_types` when present, else from
+/// `isSliding(i)`.
+void layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
+                  const std::function<bool(int64_t)> &isSliding);
+
+/// Fields every Llama-like config shares, with Llama's tensor names.
+void readLlamaCommon(JsonFields &f, ModelSpec &s);
+
+/// RoPE of every layer from rope_parameters (transformers 5) or rope_theta /
+/// rope_scaling / partial_rotary_factor (4); true when per-layer-type
+/// parameters were read. `phi3`: Phi-3's names for longrope.
+bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta, double defaultPartial = 1.0,
+              bool phi3 = false);
+
+int64_t slidingWindow(JsonFields &f);
+
+/// The parallel block of GPT-J, Phi-1/2, StableLM, Falcon-7B and Cohere:
+/// both branches read the layer's one norm, x + attn(n x) + ffn(n x).
+void shareParallelNorm(ModelSpec &s);
+
+//===--- HFLlamaLike.cpp: Llama's names and serial pre-norm blocks --------===//
+
+void readLlama(JsonFields &f, ModelSpec &s);
+void readMistral(JsonFields &f, ModelSpec &s);
+void readQwen2(JsonFields &f, ModelSpec &s);
+void readQwen3(JsonFields &f, ModelSpec &s);
+void readPhi3(JsonFields &f, ModelSpec &s);
+void readOlmo2(JsonFields &f, ModelSpec &s);
+void readGemma1(JsonFields &f, ModelSpec &s);
+void readGemma(JsonFields &f, ModelSpec &s, bool gemma3);
+void readGranite(JsonFields &f, ModelSpec &s);
+void readStarcoder2(JsonFields &f, ModelSpec &s);
+void readStableLm(JsonFields &f, ModelSpec &s);
+
+//===--- HFParallel.cpp: families built on parallel blocks ----------------===//
+
+void readGPTNeoX(JsonFields &f, ModelSpec &s);
+void readGPTJ(JsonFields &f, ModelSpec &s);
+void readPhi(JsonFields &f, ModelSpec &s);
+void readFalcon(JsonFields &f, ModelSpec &s);
+void readCohere(JsonFields &f, ModelSpec &s);
+
+//===--- HFNoRope.cpp: learned positions and ALiBi ------------------------===//
+
+void readGPT2(JsonFields &f, ModelSpec &s);
+void readBloom(JsonFields &f, ModelSpec &s);
+void readMpt(JsonFields &f, ModelSpec &s);
+
+} // namespace tbc::hf
+
+#endif // TBC_LIB_FRONTEND_HFREADERS_H
