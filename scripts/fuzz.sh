@@ -24,7 +24,7 @@ cflags=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanit
 lflags=(-fsanitize=fuzzer,address,undefined)
 mlir=(-L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM)
 runtime=("$root"/lib/Support/*.cpp "$root"/lib/Runtime/*.cpp)
-frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,RopeScalingFields,HFConfig,NativeSpec,ModelReaders}.cpp)
+frontend=("$root"/lib/Frontend/{ModelSpec,JsonFields,RopeScalingFields,HFConfig,HFCommon,HFLlamaLike,HFParallel,HFNoRope,NativeSpec,ModelReaders}.cpp)
 compiler=("$root"/lib/Dialect/*.cpp "$root"/lib/Analysis/RowAlignment.cpp "$root"/lib/Transforms/*.cpp
           "$root"/lib/Conversion/Common/*.cpp "$root"/lib/Conversion/TbcToCPU/*.cpp "$root"/lib/Conversion/TbcToCUDA/*.cpp
           "$root"/lib/Target/*.cpp "$root"/lib/Target/*/*.cpp

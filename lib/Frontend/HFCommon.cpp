@@ -196,6 +196,22 @@ int64_t hf::slidingWindow(JsonFields &f) {
 
 /// The parallel block of GPT-J, Phi-1/2 and StableLM: both branches read
 /// the layer's one LayerNorm, x + attn(n x) + ffn(n x).
+bool hf::readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const char *layersKey,
+                   const char *headsKey) {
+  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
+  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
+  s.numLayers = f.reqInt(layersKey, 1, L::kMaxLayers);
+  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
+  if (f.ok() && s.hiddenSize % s.numHeads != 0)
+    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
+                         " is not divisible by " + headsKey + " " + std::to_string(s.numHeads));
+  if (!f.ok())
+    return false;
+  s.numKvHeads = s.numHeads;
+  s.headDim = s.hiddenSize / s.numHeads;
+  return true;
+}
+
 void hf::shareParallelNorm(ModelSpec &s) {
   s.parallelBlock = s.sharedParallelNorm = true;
   s.names.ffnPreNorm = "";

@@ -19,18 +19,8 @@ using L = SpecLimits;
 /// of 4 x hidden, tied embeddings.
 void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
                      const char *layersKey, const char *headsKey) {
-  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
-  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
-  s.numLayers = f.reqInt(layersKey, 1, L::kMaxLayers);
-  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
-  if (f.ok() && s.hiddenSize % s.numHeads != 0)
-    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
-                         " is not divisible by " + headsKey + " " +
-                         std::to_string(s.numHeads));
-  if (!f.ok())
+  if (!readSizes(f, s, hiddenKey, layersKey, headsKey))
     return;
-  s.numKvHeads = s.numHeads;
-  s.headDim = s.hiddenSize / s.numHeads;
   s.ffnSize = 4 * s.hiddenSize;
   s.ffnKind = FfnKind::Mlp;
   s.positions = PositionKind::Alibi;
@@ -42,24 +32,16 @@ void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
 } // namespace
 
 void hf::readGPT2(JsonFields &f, ModelSpec &s) {
-  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
-  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
-  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
-  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
-  s.numKvHeads = s.numHeads;
+  if (!readSizes(f, s, "n_embd", "n_layer", "n_head"))
+    return;
   s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
   s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
-  if (f.ok() && s.hiddenSize % s.numHeads != 0)
-    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
-                         " is not divisible by n_head " +
-                         std::to_string(s.numHeads));
   if (f.ok() && f.getBool("scale_attn_by_inverse_layer_idx", false))
     f.fail("scale_attn_by_inverse_layer_idx", "is not supported");
   if (f.ok() && !f.getBool("scale_attn_weights", true))
     f.fail("scale_attn_weights", "unscaled attention is not supported");
   if (!f.ok())
     return;
-  s.headDim = s.hiddenSize / s.numHeads;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
             true};
   s.ffnKind = FfnKind::Mlp;

@@ -15,21 +15,12 @@ using L = SpecLimits;
 } // namespace
 
 void hf::readGPTNeoX(JsonFields &f, ModelSpec &s) {
-  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
-  s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
-  s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
-  s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
-  s.numKvHeads = s.numHeads;
+  if (!readSizes(f, s, "hidden_size", "num_hidden_layers", "num_attention_heads"))
+    return;
   s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
   s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
-  if (f.ok() && s.hiddenSize % s.numHeads != 0)
-    f.fail("num_attention_heads",
-           "hidden_size " + std::to_string(s.hiddenSize) +
-               " is not divisible by num_attention_heads " +
-               std::to_string(s.numHeads));
   if (!f.ok())
     return;
-  s.headDim = s.hiddenSize / s.numHeads;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
             true};
   s.parallelBlock = f.getBool("use_parallel_residual", true);
@@ -62,17 +53,11 @@ void hf::readGPTNeoX(JsonFields &f, ModelSpec &s) {
 /// GELU-tanh MLP and LM head, GPT-J-style (interleaved pairs) RoPE on the
 /// first rotary_dim dims of each head, base 10000.
 void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
-  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
-  s.hiddenSize = f.reqInt("n_embd", 1, L::kMaxHidden);
-  s.numLayers = f.reqInt("n_layer", 1, L::kMaxLayers);
-  s.numHeads = f.reqInt("n_head", 1, L::kMaxHeads);
-  s.numKvHeads = s.numHeads;
+  if (!readSizes(f, s, "n_embd", "n_layer", "n_head"))
+    return;
   // The size of transformers' sin/cos table: positions past it fail there.
   s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
   s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
-  if (f.ok() && s.hiddenSize % s.numHeads != 0)
-    f.fail("n_head", "n_embd " + std::to_string(s.hiddenSize) +
-                         " is not divisible by n_head " + std::to_string(s.numHeads));
   // Without rotary_dim transformers builds a table of n_embd dims and
   // multiplies each head of head_dim by it: not a model that runs.
   if (f.ok() && !f.has("rotary_dim"))
@@ -81,7 +66,6 @@ void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
   int64_t rotaryDim = f.getInt("rotary_dim", 0, 1, L::kMaxHeadDim);
   if (!f.ok())
     return;
-  s.headDim = s.hiddenSize / s.numHeads;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
   s.ffnKind = FfnKind::Mlp;
   s.activation = activationFromHF(f, "activation_function", "gelu_new");
@@ -144,21 +128,14 @@ void hf::readFalcon(JsonFields &f, ModelSpec &s) {
   auto either = [&](const char *key, const char *legacy) {
     return f.has(key) || !f.has(legacy) ? key : legacy;
   };
-  s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
-  const char *hiddenKey = either("hidden_size", "n_embed");
-  const char *headsKey = either("num_attention_heads", "n_head");
-  s.hiddenSize = f.reqInt(hiddenKey, 1, L::kMaxHidden);
-  s.numLayers = f.reqInt(either("num_hidden_layers", "n_layer"), 1, L::kMaxLayers);
-  s.numHeads = f.reqInt(headsKey, 1, L::kMaxHeads);
+  if (!readSizes(f, s, either("hidden_size", "n_embed"), either("num_hidden_layers", "n_layer"),
+                 either("num_attention_heads", "n_head")))
+    return;
   s.maxPositions = f.getInt("max_position_embeddings", 2048, 0, L::kMaxPositions);
-  if (f.ok() && s.hiddenSize % s.numHeads != 0)
-    f.fail(headsKey, std::string(hiddenKey) + " " + std::to_string(s.hiddenSize) +
-                         " is not divisible by " + headsKey + " " + std::to_string(s.numHeads));
   if (f.ok() && f.getBool("alibi", false))
     f.fail("alibi", "Falcon with ALiBi (Falcon-RW) is not supported");
   if (!f.ok())
     return;
-  s.headDim = s.hiddenSize / s.numHeads;
   s.ffnSize = f.getInt("ffn_hidden_size", 4 * s.hiddenSize, 1, L::kMaxFfn);
   bool newDecoder = f.getBool("new_decoder_architecture", false);
   bool parallel = f.getBool("parallel_attn", true);

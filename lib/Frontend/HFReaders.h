@@ -40,6 +40,13 @@ bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta, double defaultPa
 
 int64_t slidingWindow(JsonFields &f);
 
+/// The sizes of a config in its family's field names (GPT-2's n_embd,
+/// n_layer, n_head, ...): vocab_size, hidden, layers and heads, as many
+/// key/value heads as query heads, head_dim = hidden / heads, which must
+/// divide. False, the error recorded in `f`, when a field is missing or wrong.
+bool readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const char *layersKey,
+               const char *headsKey);
+
 /// The parallel block of GPT-J, Phi-1/2, StableLM, Falcon-7B and Cohere:
 /// both branches read the layer's one norm, x + attn(n x) + ffn(n x).
 void shareParallelNorm(ModelSpec &s);
