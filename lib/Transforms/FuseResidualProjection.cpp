@@ -55,19 +55,10 @@ struct FuseAddIntoProjection : OpRewritePattern<AddOp> {
     // The fused op takes the add's place, where the residual and all of the
     // projection's operands exist.
     rewriter.setInsertionPoint(add);
-    FusedLinearOp fused;
-    if (auto l = dyn_cast<LinearOp>(producer)) {
-      fused = FusedLinearOp::create(
-          rewriter, l.getLoc(), add.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
-          /*lengths=*/Value(), residual, NormKindAttr(), FloatAttr(), /*gain_offset=*/FloatAttr(),
-          ActivationAttr(), false, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(),
-          /*rope=*/RotaryEpilogueAttr(),
-          l.getWeightInOut());
-    } else {
-      fused = cast<FusedLinearOp>(rewriter.clone(*producer));
-      fused.getResidualMutable().assign(residual);
-    }
+    auto l = dyn_cast<LinearOp>(producer);
+    FusedLinearOp fused = l ? fusedLinearOf(rewriter, l, add.getType())
+                            : cast<FusedLinearOp>(rewriter.clone(*producer));
+    fused.getResidualMutable().assign(residual);
     // The sum is what a tap on the add named.
     if (Attribute tap = add->getAttr(TbcDialect::TapAttrHelper::getNameStr()))
       fused->setAttr(TbcDialect::TapAttrHelper::getNameStr(), tap);

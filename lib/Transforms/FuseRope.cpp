@@ -86,15 +86,13 @@ struct FuseRopeIntoProjection : OpRewritePattern<RopeOp> {
                                         rope.getTheta(), rope.getScalingAttr());
     rewriter.setInsertionPoint(producer);
     FusedLinearOp fused;
-    if (auto l = dyn_cast<LinearOp>(producer))
-      fused = FusedLinearOp::create(
-          rewriter, l.getLoc(), l.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          /*mean_correction=*/Value(), /*gain=*/Value(), rope.getPositions(),
-          rope.getLengths(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
-          /*gain_offset=*/FloatAttr(),
-          ActivationAttr(), false, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(), attr,
-          l.getWeightInOut());
-    else {
+    if (auto l = dyn_cast<LinearOp>(producer)) {
+      fused = fusedLinearOf(rewriter, l, l.getType());
+      fused.getPositionsMutable().assign(rope.getPositions());
+      if (rope.getLengths())
+        fused.getLengthsMutable().assign(rope.getLengths());
+      fused.setRopeAttr(attr);
+    } else {
       auto f = cast<FusedLinearOp>(producer);
       fused = FusedLinearOp::create(
           rewriter, f.getLoc(), f.getType(), f.getInput(), f.getWeight(), f.getBias(),

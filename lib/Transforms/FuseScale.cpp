@@ -31,12 +31,10 @@ struct FuseScaleIntoProjection : OpRewritePattern<ScaleOp> {
     if (producer->hasAttr(TbcDialect::TapAttrHelper::getNameStr()))
       return rewriter.notifyMatchFailure(scale, "the projection's output is tapped");
     if (auto l = dyn_cast<LinearOp>(producer)) {
-      rewriter.replaceOpWithNewOp<FusedLinearOp>(
-          scale, scale.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
-          /*lengths=*/Value(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
-          /*gain_offset=*/FloatAttr(), ActivationAttr(), false, scale.getFactorAttr(),
-          /*softcap=*/FloatAttr(), /*rope=*/RotaryEpilogueAttr(), l.getWeightInOut());
+      rewriter.setInsertionPoint(scale);
+      FusedLinearOp fused = fusedLinearOf(rewriter, l, scale.getType());
+      fused.setScaleAttr(scale.getFactorAttr());
+      rewriter.replaceOp(scale, fused.getResult());
       rewriter.eraseOp(l);
       return success();
     }

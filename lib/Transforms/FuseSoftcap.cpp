@@ -22,12 +22,10 @@ struct FuseSoftcapIntoProjection : OpRewritePattern<SoftcapOp> {
     if (!producer || !producer->hasOneUse())
       return rewriter.notifyMatchFailure(cap, "input has other users");
     if (auto l = dyn_cast<LinearOp>(producer)) {
-      rewriter.replaceOpWithNewOp<FusedLinearOp>(
-          cap, cap.getType(), l.getInput(), l.getWeight(), l.getBias(),
-          /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(),
-          /*lengths=*/Value(), /*residual=*/Value(), NormKindAttr(), FloatAttr(),
-          /*gain_offset=*/FloatAttr(), ActivationAttr(), false, /*scale=*/FloatAttr(),
-          cap.getCapAttr(), /*rope=*/RotaryEpilogueAttr(), l.getWeightInOut());
+      rewriter.setInsertionPoint(cap);
+      FusedLinearOp fused = fusedLinearOf(rewriter, l, cap.getType());
+      fused.setSoftcapAttr(cap.getCapAttr());
+      rewriter.replaceOp(cap, fused.getResult());
       rewriter.eraseOp(l);
       return success();
     }

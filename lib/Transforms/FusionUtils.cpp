@@ -35,6 +35,15 @@ Value tbc::concatWeights(PatternRewriter &rewriter, Location loc,
                           parts, dim);
 }
 
+tbc::FusedLinearOp tbc::fusedLinearOf(PatternRewriter &rewriter, LinearOp linear, Type type) {
+  return FusedLinearOp::create(
+      rewriter, linear.getLoc(), type, linear.getInput(), linear.getWeight(), linear.getBias(),
+      /*mean_correction=*/Value(), /*gain=*/Value(), /*positions=*/Value(), /*lengths=*/Value(),
+      /*residual=*/Value(), NormKindAttr(), /*eps=*/FloatAttr(), /*gain_offset=*/FloatAttr(),
+      ActivationAttr(), /*glu=*/false, /*scale=*/FloatAttr(), /*softcap=*/FloatAttr(),
+      RotaryEpilogueAttr(), linear.getWeightInOut());
+}
+
 RankedTensorType tbc::withWidth(Type activation, int64_t width) {
   auto t = cast<RankedTensorType>(activation);
   SmallVector<int64_t> shape(t.getShape());

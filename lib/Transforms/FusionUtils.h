@@ -27,6 +27,12 @@ mlir::LogicalResult
 applyFusionPatterns(mlir::Operation *root,
                     void (*populate)(mlir::RewritePatternSet &));
 
+/// The epilogue-free `tbc.fused_linear` computing what `linear` does, with
+/// result type `type`, at the rewriter's insertion point: the patterns that
+/// fuse a step into a plain projection then give it that step (a scale, a
+/// soft-cap, RoPE, a residual).
+FusedLinearOp fusedLinearOf(mlir::PatternRewriter &rewriter, LinearOp linear, mlir::Type type);
+
 /// The same activation type with a new feature width.
 mlir::RankedTensorType withWidth(mlir::Type activation, int64_t width);
 
