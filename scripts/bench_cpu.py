@@ -487,6 +487,9 @@ def timed_rounds(procs, rounds, prompts, decode, rng, probe, settle_s, fma_probe
     every prompt length P a fresh random prompt that every engine of `procs`
     ((name, Process) pairs) prefills and decodes `decode(P)` steps of in
     turn, `settle_s` apart (the previous engine's spinning workers settle).
+    The turn order rotates by one engine each round, so that no engine is
+    always the one right after the probes (which flush the caches and, on
+    some VMs, leave the next run measurably slower or faster).
     Returns prefill tok/s by (name, P), decode tok/s by name (for the P
     with decode steps), and the probes' GB/s and GFLOP/s, each a list with
     one value per timed round."""
@@ -502,7 +505,8 @@ def timed_rounds(procs, rounds, prompts, decode, rng, probe, settle_s, fma_probe
         for P in prompts:
             prompt = rng.integers(3, VOCAB, P).tolist()
             steps = decode(P)
-            for name, proc in procs:
+            turn = r % max(len(procs), 1)
+            for name, proc in procs[turn:] + procs[:turn]:
                 time.sleep(settle_s)
                 t = proc.ask("time", (prompt, steps))
                 if t and r > 0:

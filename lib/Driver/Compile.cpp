@@ -306,8 +306,8 @@ int tbc::compileMain(int argc, char **argv) {
       "cpu-decode-prefetch", cl::cat(cat), cl::init(-1), cl::value_desc("bytes"),
       cl::desc("--target cpu: how far ahead a decode projection prefetches "
                "its weights into L2 (0: none). -1 (the default): the target "
-               "CPU's choice (8192 on Intel, 4096 for 16-bit weights on Zen "
-               "but Zen 3 and 5, 0 otherwise)"));
+               "CPU's choice (8192 on Intel, 4096 for 16-bit weights on Zen 1 "
+               "and 2, 0 otherwise)"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));

@@ -34,8 +34,10 @@ HostTarget hostTarget(const TargetOptions &options) {
 /// Intel's 8 KB of prefetch (decodePrefetchFor): four streams with it
 /// against one, interleaved rounds under KVM at 23-26 GB/s, decode +4% in
 /// f32 and +1-4% in bf16 at hidden 1024-4096, where four without prefetch
-/// lost 12-15% in bf16 (bench/NOTES.md 2026-11-29, "Emerald Rapids"). Zen 4
-/// and other Intel cores are unmeasured and keep one.
+/// lost 12-15% in bf16 (bench/NOTES.md 2026-11-29, "Emerald Rapids"). A Zen
+/// 4 reads one as fast as two and faster than four (bf16 hidden 2048, nine
+/// interleaved rounds: 1.01x and 0.93x one; bench/NOTES.md 2026-12-02,
+/// "Zen 4"); other Intel cores are unmeasured and keep one.
 bool readsFourDecodeStreams(StringRef cpu) {
   return cpu == "znver3" || cpu == "znver5" || cpu == "emeraldrapids";
 }
@@ -46,15 +48,22 @@ bool readsFourDecodeStreams(StringRef cpu) {
 /// with four streams too (Emerald Rapids: one stream without it 0.83x).
 /// AMD's Zen streams f32 panels faster with its hardware prefetcher alone
 /// (+6-11% without on Zen 3) and 16-bit ones, which take twice the
-/// instructions per byte, with 4 KB (bench/NOTES.md 2026-11-26) -- except
-/// a Zen that reads four decode streams, which reads bf16 panels faster without
-/// (Zen 3: 1-9%; bench/NOTES.md 2026-11-28, "four decode streams").
+/// instructions per byte, with 4 KB (Zen 3 with two streams; bench/NOTES.md
+/// 2026-11-26) -- except where measured since: Zen 3 and Zen 5 with their
+/// four streams (Zen 3: 1-9% faster without; bench/NOTES.md 2026-11-28,
+/// "four decode streams") and Zen 4 with its one (bf16 decode 0.90x at hidden
+/// 2048 and 0.84x at 1024 with 4 KB, interleaved rounds; bench/NOTES.md
+/// 2026-12-02, "Zen 4"). Zen 1 and 2 keep the first rule.
+bool readsPanelsWithoutPrefetch(StringRef cpu) {
+  return cpu == "znver3" || cpu == "znver4" || cpu == "znver5";
+}
+
 int64_t decodePrefetchFor(StringRef cpu, StringRef weightType) {
   if (!cpu.starts_with("znver"))
     return kDefaultDecodePrefetch;
-  if (readsFourDecodeStreams(cpu))
+  if (weightType == "f32" || readsPanelsWithoutPrefetch(cpu))
     return 0;
-  return weightType == "f32" ? 0 : 4096;
+  return 4096;
 }
 
 /// How many weight panels a decode tile reads side by side on `cpu`: four
