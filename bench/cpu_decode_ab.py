@@ -3,8 +3,8 @@
 
 tbc picks per target CPU how many weight panels a decode projection reads
 side by side and how far ahead it prefetches them (CpuBackend.cpp; measured
-on Zen 3, Zen 5 and a Sapphire Rapids). On another CPU, this times the
-choices against each other: the same random Llama-shaped model as
+on Zen 3, 4 and 5, a Sapphire Rapids and an Emerald Rapids). On another CPU,
+this times the choices against each other: the same random Llama-shaped model as
 scripts/bench_cpu.py (hidden 1024, 2048 or 4096), one module per variant
 (`tbc compile --cpu-decode-streams S --cpu-decode-prefetch B`), each in its
 own warm process through the C API, then rounds in which every variant
