@@ -61,6 +61,9 @@ def main():
     p.add_argument("--variants", default="default,1/0,2/0,4/0")
     p.add_argument("--peers", default="", help="engines of bench_cpu.py: eager, compile, llama.cpp")
     p.add_argument("--baseline-build", metavar="DIR", help="adds the earlier build's tbc (tbc-base)")
+    p.add_argument("--cpu", default="host",
+                   help="tbc compile --cpu of every module (e.g. znver3: AVX2 code on this host)")
+    p.add_argument("--cpu-features", default="", help="tbc compile --cpu-features of every module")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=64, help="decode steps a round")
     p.add_argument("--prompt", type=int, default=64, help="prompt tokens before them")
@@ -69,6 +72,7 @@ def main():
     a = p.parse_args()
     variants = a.variants.split(",")
     flags = [variant_flags(v) for v in variants]  # refuses a malformed one before any work
+    target = ["--cpu", a.cpu] + (["--cpu-features", a.cpu_features] if a.cpu_features else [])
     peers = [e for e in a.peers.split(",") if e]
     for e in peers:
         if e not in ("eager", "compile", "llama.cpp"):
@@ -88,11 +92,11 @@ def main():
         tbc_engines = []  # (name, engine, module, build)
         for i, (v, f) in enumerate(zip(variants, flags)):
             path = os.path.join(tmp, f"{i}.tbcm")
-            compile_module(os.path.join(a.build, "bin", "tbc"), folder, a.dtype, f, path)
+            compile_module(os.path.join(a.build, "bin", "tbc"), folder, a.dtype, target + f, path)
             tbc_engines.append((v, "tbc", path, a.build))
         if a.baseline_build:
             path = os.path.join(tmp, "base.tbcm")
-            compile_module(os.path.join(a.baseline_build, "bin", "tbc"), folder, a.dtype, [], path)
+            compile_module(os.path.join(a.baseline_build, "bin", "tbc"), folder, a.dtype, target, path)
             tbc_engines.append(("tbc-base", "tbc-base", path, a.baseline_build))
         procs = [(name, bench_cpu.Process(engine, dict(
                      spec, module=path, libtbc=os.path.join(build, "lib", "libtbc.so"))))
@@ -101,7 +105,8 @@ def main():
             procs.append((e, bench_cpu.Process(e, dict(spec, compile=e == "compile"))))
         procs = [(name, proc) for name, proc in procs if proc.ok]
 
-        print(f"hidden {a.hidden}, {a.dtype} weights, {a.steps} decode steps a round, "
+        print(f"hidden {a.hidden}, {a.dtype} weights, tbc {' '.join(target)}, "
+              f"{a.steps} decode steps a round, "
               f"{a.rounds} rounds after a warm-up, {a.threads} threads", flush=True)
         by_prompt, speeds, probes, _ = bench_cpu.timed_rounds(
             procs, a.rounds, [a.prompt], lambda P: a.steps, np.random.default_rng(0),
