@@ -21,6 +21,7 @@
 
 #include "tbc/Conversion/TbcToCPU/KernelABI.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
@@ -73,6 +74,15 @@ static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k)
   return pairs;
 }
 
+/// Asks LLVM not to unroll the loop carrying it (scf-to-cf moves the
+/// attribute onto the loop's latch branch, where LLVM IR translation makes
+/// it `!llvm.loop !{!"llvm.loop.unroll.disable"}`).
+static Attribute noUnroll(MLIRContext *ctx) {
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
+  return LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {},
+                                       {}, {});
+}
+
 void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                           Value acc, Value colBegin, Value colEnd, const CpuTile &shape,
                           bool accumulate) {
@@ -100,6 +110,12 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // (AVX2: vpmovzxwd, vpslld). The accumulators then hold even and odd
   // columns, interleaved back once per block of k (evenOddToColumns).
   const bool evenOdd = !dot && weightVec.getElementType().isBF16() && kVectorsPerPanel == 2;
+  // AVX2's decode loop over 16-bit panels, unrolled by LLVM, keeps two k
+  // steps of widened rows in flight: with the accumulators that is more than
+  // 16 ymm registers, and it spilled (4 stores and reloads an iteration in
+  // a bf16 four-stream loop; bench/NOTES.md 2026-12-02). f32 rows are FMA
+  // memory operands and AVX-512 has 32 registers: both stay unrolled.
+  const bool keepDecodeLoopRolled = !dot && elementBytes == 2 && kVector == 8;
   auto rowLanes = VectorType::get({kVector}, b.getI32Type());
   auto panelRowVec = VectorType::get({2 * kVector}, b.getBF16Type());
   // A single row's kDecodeUnroll accumulator sets each sum every
@@ -385,6 +401,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
             }
             scf::YieldOp::create(kb, loc, next);
           });
+      if (keepDecodeLoopRolled)
+        unrolled->setAttr("loop_annotation", noUnroll(cb.getContext()));
       SmallVector<Value> partial(unrolled.getResults().take_front(P * n));
       auto tail = scf::ForOp::create(
           cb, loc, kMain, k1, idx(cb, 1), partial,
