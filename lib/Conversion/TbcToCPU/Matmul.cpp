@@ -74,9 +74,10 @@ static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k)
   return pairs;
 }
 
-/// Asks LLVM not to unroll the loop carrying it (scf-to-cf moves the
-/// attribute onto the loop's latch branch, where LLVM IR translation makes
-/// it `!llvm.loop !{!"llvm.loop.unroll.disable"}`).
+/// Asks LLVM not to unroll the scf.for carrying it as `loop_annotation`:
+/// scf-to-cf copies the loop's attributes onto its latch branch, where the
+/// name is llvm.br's own loop metadata, translated to
+/// `!llvm.loop !{!"llvm.loop.unroll.disable"}`.
 static Attribute noUnroll(MLIRContext *ctx) {
   auto unroll = LLVM::LoopUnrollAttr::get(ctx, BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
   return LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {},
@@ -112,8 +113,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   const bool evenOdd = !dot && weightVec.getElementType().isBF16() && kVectorsPerPanel == 2;
   // AVX2's decode loop over 16-bit panels, unrolled by LLVM, keeps two k
   // steps of widened rows in flight: with the accumulators that is more than
-  // 16 ymm registers, and it spilled (4 stores and reloads an iteration in
-  // a bf16 four-stream loop; bench/NOTES.md 2026-12-02). f32 rows are FMA
+  // 16 ymm registers, and it spilled (2 stores and 2 reloads an iteration
+  // in a bf16 four-stream loop; bench/NOTES.md 2026-12-02). f32 rows are FMA
   // memory operands and AVX-512 has 32 registers: both stay unrolled.
   const bool keepDecodeLoopRolled = !dot && elementBytes == 2 && kVector == 8;
   auto rowLanes = VectorType::get({kVector}, b.getI32Type());
