@@ -72,7 +72,7 @@ def main():
     a = p.parse_args()
     variants = a.variants.split(",")
     flags = [variant_flags(v) for v in variants]  # refuses a malformed one before any work
-    target = ["--cpu", a.cpu] + (["--cpu-features", a.cpu_features] if a.cpu_features else [])
+    target = bench_cpu.target_flags(a.cpu, a.cpu_features)
     peers = [e for e in a.peers.split(",") if e]
     for e in peers:
         if e not in ("eager", "compile", "llama.cpp"):

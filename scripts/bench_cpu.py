@@ -481,6 +481,11 @@ class FmaProbe:
         return best
 
 
+def target_flags(cpu, cpu_features):
+    """`tbc compile`'s flags for the CPU a module is built for."""
+    return ["--cpu", cpu] + (["--cpu-features", cpu_features] if cpu_features else [])
+
+
 def timed_rounds(procs, rounds, prompts, decode, rng, probe, settle_s, fma_probe=None):
     """One warm-up round (torch.compile compiles there), then `rounds` timed
     rounds: each a bandwidth probe (and an FMA probe where it runs), then for
@@ -502,11 +507,12 @@ def timed_rounds(procs, rounds, prompts, decode, rng, probe, settle_s, fma_probe
             probes.append(probe.measure(3))
             if fma_probe is not None and fma_probe.ok:
                 fma_probes.append(fma_probe.measure(1))
+        turn = r % max(len(procs), 1)
+        order = procs[turn:] + procs[:turn]
         for P in prompts:
             prompt = rng.integers(3, VOCAB, P).tolist()
             steps = decode(P)
-            turn = r % max(len(procs), 1)
-            for name, proc in procs[turn:] + procs[:turn]:
+            for name, proc in order:
                 time.sleep(settle_s)
                 t = proc.ask("time", (prompt, steps))
                 if t and r > 0:
@@ -643,8 +649,7 @@ def main():
                     path, build, extra = builds[e]
                     subprocess.run([os.path.join(build, "bin", "tbc"), "compile", folder,
                                     "--dtype", "f32" if e == "tbc-f32" else dtype,
-                                    "--cpu", a.cpu, "-o", path] + extra
-                                   + (["--cpu-features", a.cpu_features] if a.cpu_features else []),
+                                    "-o", path] + target_flags(a.cpu, a.cpu_features) + extra,
                                    check=True, stderr=subprocess.DEVNULL)
                 spec = dict(weights=folder, dtype=dtype, threads=a.threads,
                             gguf=os.path.join(tmp, "m.gguf"), compile=False,
