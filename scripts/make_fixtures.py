@@ -157,6 +157,15 @@ FIXTURES = {
     # q/k/v biases, a quarter of each head rotated.
     "stablelm": dict(model_type="stablelm", num_hidden_layers=2, num_key_value_heads=2,
                      use_qkv_bias=True, use_parallel_residual=True),
+    # StableLM 2 12B's attention: a bias-free LayerNorm of each query and
+    # key head, each head its own gain (q_layernorm.norms.{h}), before the
+    # partial RoPE; GQA, the parallel block on one norm.
+    "stablelm-qk-norm": dict(model_type="stablelm", num_hidden_layers=2, num_key_value_heads=2,
+                             qk_layernorm=True, use_parallel_residual=True),
+    # Phi with qk_layernorm: one LayerNorm (gain and bias) for every query
+    # and key head.
+    "phi-qk-norm": dict(model_type="phi", num_hidden_layers=2, num_key_value_heads=2,
+                        partial_rotary_factor=0.5, hidden_act="gelu_new", qk_layernorm=True),
     # Granite 3: Llama with an embedding multiplier, an attention scale in
     # place of head_dim^-0.5, each sub-layer's output scaled before its
     # residual add, and the logits divided by logits_scaling.
@@ -169,6 +178,11 @@ FIXTURES = {
     "cohere": dict(model_type="cohere", num_hidden_layers=2, num_key_value_heads=2,
                    logit_scale=0.25, tie_word_embeddings=True, pad_token_id=0,
                    bos_token_id=1, eos_token_id=2),
+    # Command R+'s attention: use_qk_norm, a bias-free LayerNorm of each
+    # query and key head with a gain each (q_norm.weight [heads, head_dim]).
+    "cohere-qk-norm": dict(model_type="cohere", num_hidden_layers=2, num_key_value_heads=2,
+                           use_qk_norm=True, logit_scale=0.25, tie_word_embeddings=True,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2),
     # Falcon-7B's block: multi-query [q heads; k; v] rows, one LayerNorm
     # for both parallel branches, exact GELU, no biases, tied embeddings.
     "falcon": dict(model_type="falcon", num_hidden_layers=2, multi_query=True,
@@ -189,7 +203,8 @@ def randomize(model, gemma):
     g = torch.Generator().manual_seed(1234)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.ndim >= 2:
+            # Cohere's per-head QK-norm gains are [heads, head_dim]: gains.
+            if p.ndim >= 2 and not name.endswith(("q_norm.weight", "k_norm.weight")):
                 fan_in = p.shape[0] if "c_attn" in name or "c_proj" in name or "c_fc" in name else p.shape[-1]
                 std = 1.0 if "embed" in name or "wte" in name or "wpe" in name else fan_in ** -0.5
                 p.copy_(torch.randn(p.shape, generator=g) * std)

@@ -92,8 +92,10 @@ def Tbc_RMSNormOp : Tbc_Op<"rms_norm",
     float32. `gain_offset = 1` models Gemma's `(1 + w)` gain. With `groups = G`
     the last dimension is split into G contiguous groups of `weight` length,
     each normalised on its own: this is per-head QK-norm (Qwen3, Gemma 3),
-    with G = number of heads. Without `groups` the weight length must equal
-    the last dimension.
+    with G = number of heads. The groups share one gain of the group's
+    length, or each has its own: a weight of the whole last dimension
+    (`[G * len]`, group g's gain at `g * len`) or `[G, len]` (row g).
+    Without `groups` the weight length must equal the last dimension.
 
     ```mlir
     %y = tbc.rms_norm %x, %w eps = 1.0e-05 : tensor<?x?x4096xf32>, tensor<4096xf32>
@@ -122,27 +124,34 @@ def Tbc_RMSNormOp : Tbc_Op<"rms_norm",
 
 def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
     [Pure, AllTypesMatch<["input", "result"]>, Tbc_NormOpInterface]> {
-  let summary = "LayerNorm over the last dimension, optional bias";
+  let summary = "LayerNorm over the last dimension (or groups of it), optional bias";
   let description = [{
     `y = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias`, statistics in
-    float32, biased variance (as torch.nn.LayerNorm).
+    float32, biased variance (as torch.nn.LayerNorm). With `groups = G` the
+    last dimension is split into G contiguous groups, each normalised on its
+    own, as `tbc.rms_norm`'s: per-head QK LayerNorm, with one gain for every
+    head (Phi's `q_layernorm`, `[len]`) or a gain per head (StableLM 2's
+    `norms.{h}`, Cohere's `q_norm`: `[G * len]` or `[G, len]`). The bias has
+    the weight's shape.
 
     ```mlir
     %y = tbc.layer_norm %x, %w, %b eps = 1.0e-05 : tensor<?x?x512xf32>, tensor<512xf32>, tensor<512xf32>
+    %q = tbc.layer_norm %x, %w eps = 1.0e-05 groups = 32 : tensor<?x?x4096xf32>, tensor<32x128xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
-                       Optional<Tbc_FloatTensor>:$bias, F64Attr:$eps);
+                       Optional<Tbc_FloatTensor>:$bias, F64Attr:$eps,
+                       OptionalAttr<I64Attr>:$groups);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? `eps` `=` $eps attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+    $input `,` $weight (`,` $bias^)? `eps` `=` $eps (`groups` `=` $groups^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
   }];
   let extraClassDeclaration = [{
     NormKind getNormKind() { return NormKind::layer; }
     ::mlir::Value getNormBias() { return getBias(); }
     ::mlir::FloatAttr getGainOffsetAttr() { return {}; }
     double getGainOffsetValue() { return 0.0; }
-    int64_t getNumGroups() { return 1; }
+    int64_t getNumGroups() { return getGroups().value_or(1); }
   }];
   let hasVerifier = 1;
 }

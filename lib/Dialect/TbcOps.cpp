@@ -196,53 +196,67 @@ LogicalResult SinusoidalPositionsOp::verify() {
 // Norms
 //===----------------------------------------------------------------------===//
 
-LogicalResult RMSNormOp::verify() {
-  if (getEps().convertToDouble() < 0)
-    return emitOpError("'eps' must be non-negative, got ")
-           << getEps().convertToDouble();
-  int64_t groups = getNumGroups();
-  if (failed(requirePositive(*this, "groups", groups)))
+/// A norm's gain (or bias) for `groups` groups of `hidden` features: one
+/// group's length shared by all ([len]), or a gain per group ([G * len] or
+/// [G, len]).
+static LogicalResult verifyNormVector(Operation *op, Value v, StringRef what, int64_t hidden,
+                                      int64_t groups) {
+  RankedTensorType t = tensorType(v);
+  if (groups > 1 && t.getRank() == 2) {
+    if (t.getShape()[0] != groups || t.getShape()[1] * groups != hidden)
+      return op->emitOpError() << what << " of shape [" << t.getShape()[0] << ", "
+                               << t.getShape()[1] << "] is not [groups, hidden / groups] = ["
+                               << groups << ", " << hidden / groups << "]";
+    return success();
+  }
+  FailureOr<int64_t> len = vectorLength(op, v, what);
+  if (failed(len))
     return failure();
-  FailureOr<int64_t> hidden = featureDim(*this, getInput(), "input");
-  FailureOr<int64_t> len = vectorLength(*this, getWeight(), "weight");
-  if (failed(hidden) || failed(len))
-    return failure();
-  if (ShapedType::isDynamic(*hidden))
-    return emitOpError("input feature dimension must be static");
-  FailureOr<int64_t> grouped = checkedProduct(*this, *len, groups, "weight length x groups");
+  if (*len == hidden)
+    return success();
+  if (groups == 1)
+    return op->emitOpError() << what << " length " << *len << " does not match the hidden size "
+                             << hidden;
+  FailureOr<int64_t> grouped = checkedProduct(op, *len, groups, (what + " length x groups").str());
   if (failed(grouped))
     return failure();
-  if (*grouped != *hidden) {
-    if (groups == 1)
-      return emitOpError("weight length ")
-             << *len << " does not match the hidden size " << *hidden;
-    return emitOpError("weight length ")
-           << *len << " times groups " << groups
-           << " does not match the hidden size " << *hidden;
-  }
+  if (*grouped != hidden)
+    return op->emitOpError() << what << " length " << *len << " times groups " << groups
+                             << " does not match the hidden size " << hidden;
   return success();
 }
 
-LogicalResult LayerNormOp::verify() {
-  if (getEps().convertToDouble() < 0)
-    return emitOpError("'eps' must be non-negative, got ")
-           << getEps().convertToDouble();
-  FailureOr<int64_t> hidden = featureDim(*this, getInput(), "input");
-  FailureOr<int64_t> len = vectorLength(*this, getWeight(), "weight");
-  if (failed(hidden) || failed(len))
+/// The checks every norm shares: eps, groups, gain and bias shapes.
+static LogicalResult verifyNorm(Operation *op, double eps, int64_t groups, Value input,
+                                Value weight, Value bias) {
+  if (eps < 0)
+    return op->emitOpError("'eps' must be non-negative, got ") << eps;
+  if (failed(requirePositive(op, "groups", groups)))
     return failure();
-  if (*len != *hidden)
-    return emitOpError("weight length ")
-           << *len << " does not match the hidden size " << *hidden;
-  if (Value bias = getBias()) {
-    FailureOr<int64_t> blen = vectorLength(*this, bias, "bias");
-    if (failed(blen))
-      return failure();
-    if (*blen != *hidden)
-      return emitOpError("bias length ")
-             << *blen << " does not match the hidden size " << *hidden;
-  }
+  FailureOr<int64_t> hidden = featureDim(op, input, "input");
+  if (failed(hidden))
+    return failure();
+  if (ShapedType::isDynamic(*hidden))
+    return op->emitOpError("input feature dimension must be static");
+  if (*hidden % groups != 0)
+    return op->emitOpError("hidden size ") << *hidden << " is not a multiple of groups "
+                                           << groups;
+  if (failed(verifyNormVector(op, weight, "weight", *hidden, groups)))
+    return failure();
+  if (bias && tensorType(bias).getShape() != tensorType(weight).getShape())
+    return op->emitOpError("bias shape must be the weight's, got ")
+           << tensorType(bias) << " and " << tensorType(weight);
   return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNorm(*this, getEps().convertToDouble(), getNumGroups(), getInput(), getWeight(),
+                    Value());
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getEps().convertToDouble(), getNumGroups(), getInput(), getWeight(),
+                    getBias());
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,6 +26,10 @@ struct WeightSlot {
   std::string name;
   SmallVector<int64_t> shape;
   bool shared = false; // one tensor for every layer: `name` is absolute
+  /// Checkpoint tensors (layer-relative, rank 1) concatenated at bind time
+  /// into this slot, whose `name` is then the module they make up
+  /// (StableLM 2's per-head norms); empty: the slot is the tensor `name`.
+  std::vector<std::string> parts;
 };
 
 /// Collects the per-layer weights of a spec, in the order the block
@@ -46,13 +50,8 @@ public:
       linear(s.names.qkv, hidden, qDim + 2 * kvDim, s.qkvBias);
       break;
     }
-    if (s.qkNorm == QKNormKind::PerHead) {
-      vec(s.names.qNorm + ".weight", s.headDim);
-      vec(s.names.kNorm + ".weight", s.headDim);
-    } else if (s.qkNorm == QKNormKind::Full) {
-      vec(s.names.qNorm + ".weight", qDim);
-      vec(s.names.kNorm + ".weight", kvDim);
-    }
+    qkNorm(s.names.qNorm, s.numHeads);
+    qkNorm(s.names.kNorm, s.numKvHeads);
     if (s.positions == PositionKind::Relative)
       list.push_back({s.names.relativeBias + ".weight",
                       {s.relative.numBuckets, s.numHeads},
@@ -77,6 +76,34 @@ private:
   std::vector<WeightSlot> list;
 
   void vec(const std::string &name, int64_t n) { list.push_back({name, {n}}); }
+  /// The gains (and biases) of the QK-norm of `heads` heads.
+  void qkNorm(const std::string &name, int64_t heads) {
+    const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+    bool bias = n.kind == NormType::LayerNorm && n.bias;
+    for (const char *suffix : {".weight", ".bias"}) {
+      if (StringRef(suffix) == ".bias" && !bias)
+        break;
+      WeightSlot slot{name + suffix, {s.headDim}};
+      switch (s.qkNorm) {
+      case QKNormKind::None:
+        return;
+      case QKNormKind::PerHead:
+        break;
+      case QKNormKind::PerHeadStacked:
+        slot.shape = {heads, s.headDim};
+        break;
+      case QKNormKind::PerHeadTensors:
+        slot.shape = {heads * s.headDim};
+        for (int64_t h = 0; h < heads; ++h)
+          slot.parts.push_back(name + ".norms." + std::to_string(h) + suffix);
+        break;
+      case QKNormKind::Full:
+        slot.shape = {heads * s.headDim};
+        break;
+      }
+      list.push_back(std::move(slot));
+    }
+  }
   void norm(const std::string &name, int64_t n) {
     if (name.empty())
       return;
@@ -121,17 +148,27 @@ public:
     return ParamOp::create(b, loc, RankedTensorType::get(shape, elt), name);
   }
 
+  /// A layer's weight for `slot`: its checkpoint tensor, or its parts'
+  /// concatenation (a bind-time transform, as a merged QKV's weights).
+  Value slotValue(const WeightSlot &slot, const std::string &prefix) {
+    if (slot.parts.empty())
+      return param(slot.shared ? slot.name : prefix + slot.name, slot.shape);
+    SmallVector<Value> parts;
+    int64_t each = slot.shape[0] / int64_t(slot.parts.size());
+    for (const std::string &part : slot.parts)
+      parts.push_back(param(prefix + part, {each}));
+    return ConcatOp::create(b, loc, RankedTensorType::get(slot.shape, elt), parts,
+                            b.getI64IntegerAttr(0));
+  }
+
   /// Norm `slot` (weights looked up in `w`); identity when `slot` is empty.
   Value norm(const std::map<std::string, Value> &w, const std::string &slot,
              Value x) {
     if (slot.empty())
       return x;
     Value weight = w.at(slot + ".weight");
-    if (s.norm.kind == NormType::RMSNorm)
-      return rmsNorm(x, weight, 1);
-    Value bias = s.norm.bias ? w.at(slot + ".bias") : Value();
-    return LayerNormOp::create(b, loc, x.getType(), x, weight, bias,
-                               b.getF64FloatAttr(s.norm.eps));
+    Value bias = s.norm.kind == NormType::LayerNorm && s.norm.bias ? w.at(slot + ".bias") : Value();
+    return normOf(s.norm, x, weight, bias, 1);
   }
 
   /// A norm outside the blocks (its weights are model-level params).
@@ -144,11 +181,27 @@ public:
   }
 
   Value rmsNorm(Value x, Value weight, int64_t groups) {
-    return RMSNormOp::create(
-        b, loc, x.getType(), x, weight, b.getF64FloatAttr(s.norm.eps),
-        s.norm.gainOffset != 0 ? b.getF64FloatAttr(s.norm.gainOffset)
-                               : FloatAttr(),
-        groups != 1 ? b.getI64IntegerAttr(groups) : IntegerAttr());
+    return normOf(s.norm, x, weight, Value(), groups);
+  }
+
+  /// A norm of kind `n` over `groups` groups of x's features.
+  Value normOf(const NormSpec &n, Value x, Value weight, Value bias, int64_t groups) {
+    IntegerAttr groupsAttr = groups != 1 ? b.getI64IntegerAttr(groups) : IntegerAttr();
+    if (n.kind == NormType::LayerNorm)
+      return LayerNormOp::create(b, loc, x.getType(), x, weight, bias, b.getF64FloatAttr(n.eps),
+                                 groupsAttr);
+    return RMSNormOp::create(b, loc, x.getType(), x, weight, b.getF64FloatAttr(n.eps),
+                             n.gainOffset != 0 ? b.getF64FloatAttr(n.gainOffset) : FloatAttr(),
+                             groupsAttr);
+  }
+
+  /// The QK-norm of q or k (`heads` heads), weights in slot `name`.
+  Value qkNorm(const std::map<std::string, Value> &w, const std::string &name, Value x,
+               int64_t heads) {
+    const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+    Value bias = n.kind == NormType::LayerNorm && n.bias ? w.at(name + ".bias") : Value();
+    return normOf(n, x, w.at(name + ".weight"), bias,
+                  s.qkNorm == QKNormKind::Full ? 1 : heads);
   }
 
   Value linear(const std::map<std::string, Value> &w, const std::string &slot,
@@ -215,11 +268,8 @@ public:
     }
     }
     if (s.qkNorm != QKNormKind::None) {
-      bool perHead = s.qkNorm == QKNormKind::PerHead;
-      q = rmsNorm(q, w.at(s.names.qNorm + ".weight"),
-                  perHead ? s.numHeads : 1);
-      k = rmsNorm(k, w.at(s.names.kNorm + ".weight"),
-                  perHead ? s.numKvHeads : 1);
+      q = qkNorm(w, s.names.qNorm, q, s.numHeads);
+      k = qkNorm(w, s.names.kNorm, k, s.numKvHeads);
     }
     if (s.positions == PositionKind::Rope) {
       q = rope(q, pos, variant.rope);
@@ -441,7 +491,7 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
       args.push_back(em.lengths);
     std::string prefix = layerPrefix(s, i);
     for (const WeightSlot &slot : slots.slots())
-      args.push_back(em.param(slot.shared ? slot.name : prefix + slot.name, slot.shape));
+      args.push_back(em.slotValue(slot, prefix));
     h = func::CallOp::create(b, loc, blocks[variantOf[i]], args).getResult(0);
   }
   if (s.finalNorm)

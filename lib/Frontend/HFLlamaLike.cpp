@@ -184,15 +184,20 @@ void hf::readStarcoder2(JsonFields &f, ModelSpec &s) {
 }
 
 /// StableLM (2): LayerNorm, SwiGLU, optional q/k/v biases, partial NeoX
-/// RoPE (a quarter of the head by default), serial or parallel on one norm.
+/// RoPE (a quarter of the head by default), serial or parallel on one norm,
+/// and with qk_layernorm (StableLM 2 12B) a bias-free LayerNorm of each
+/// query and key head with its own gain (q_layernorm.norms.{h}).
 void hf::readStableLm(JsonFields &f, ModelSpec &s) {
   readLlamaCommon(f, s);
-  if (f.ok() && f.getBool("qk_layernorm", false))
-    f.fail("qk_layernorm", "StableLM's per-head LayerNorms of queries and keys "
-                           "(a weight per head) are not supported");
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  if (f.getBool("qk_layernorm", false)) {
+    s.qkNorm = QKNormKind::PerHeadTensors;
+    s.qkNormSpec = NormSpec{NormType::LayerNorm, s.norm.eps, 0.0, false};
+    s.names.qNorm = "self_attn.q_layernorm";
+    s.names.kNorm = "self_attn.k_layernorm";
+  }
   s.qkvBias = f.getBool("use_qkv_bias", false);
   if (f.getBool("use_parallel_residual", false))
     shareParallelNorm(s);

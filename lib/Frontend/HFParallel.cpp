@@ -95,14 +95,18 @@ void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
 
 /// Phi-1, Phi-1.5 and Phi-2: LayerNorm, the parallel block on one norm,
 /// biases on every projection and on the LM head, a GELU-tanh MLP, partial
-/// NeoX RoPE (half the head by default).
+/// NeoX RoPE (half the head by default); with qk_layernorm a LayerNorm
+/// (gain and bias) of each query and key head, one for all heads.
 void hf::readPhi(JsonFields &f, ModelSpec &s) {
   readLlamaCommon(f, s);
-  if (f.ok() && f.getBool("qk_layernorm", false))
-    f.fail("qk_layernorm", "Phi's LayerNorm of queries and keys is not supported");
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  if (f.getBool("qk_layernorm", false)) {
+    s.qkNorm = QKNormKind::PerHead;
+    s.names.qNorm = "self_attn.q_layernorm";
+    s.names.kNorm = "self_attn.k_layernorm";
+  }
   s.ffnKind = FfnKind::Mlp;
   s.activation = activationFromHF(f, "hidden_act", "gelu_new");
   s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
@@ -178,15 +182,19 @@ void hf::readFalcon(JsonFields &f, ModelSpec &s) {
 
 /// Cohere (Command R): the parallel block on one bias-free LayerNorm,
 /// GPT-J-style (interleaved pairs) RoPE, SwiGLU, tied embeddings, logits
-/// multiplied by logit_scale.
+/// multiplied by logit_scale; with use_qk_norm (Command R+) a bias-free
+/// LayerNorm of each query and key head, each head its own gain
+/// (q_norm.weight [heads, head_dim]).
 void hf::readCohere(JsonFields &f, ModelSpec &s) {
   readLlamaCommon(f, s);
-  if (f.ok() && f.getBool("use_qk_norm", false))
-    f.fail("use_qk_norm", "Cohere's per-head LayerNorms of queries and keys "
-                          "(a weight per head) are not supported");
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
+  if (f.getBool("use_qk_norm", false)) {
+    s.qkNorm = QKNormKind::PerHeadStacked;
+    s.names.qNorm = "self_attn.q_norm";
+    s.names.kNorm = "self_attn.k_norm";
+  }
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   s.logitScale = f.getNumber("logit_scale", 0.0625);

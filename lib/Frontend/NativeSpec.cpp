@@ -84,13 +84,19 @@ void readAttention(JsonFields &f, ModelSpec &s) {
   s.causal = a.getBool("causal", true);
   s.attnScale = a.optPositive("scale").value_or(0.0);
   s.attnSoftcap = a.optPositive("softcap");
-  std::string qk = a.getChoice("qk_norm", "none", {"none", "per_head", "full"});
-  s.qkNorm = qk == "none"       ? QKNormKind::None
-             : qk == "per_head" ? QKNormKind::PerHead
-                                : QKNormKind::Full;
+  std::string qk = a.getChoice("qk_norm", "none", {"none", "per_head", "per_head_gains", "full"});
+  s.qkNorm = qk == "none"             ? QKNormKind::None
+             : qk == "per_head"       ? QKNormKind::PerHead
+             : qk == "per_head_gains" ? QKNormKind::PerHeadStacked
+                                      : QKNormKind::Full;
+  // An RMSNorm with the blocks' epsilon and gain offset, or a bias-free
+  // LayerNorm (Cohere, StableLM 2), whatever the blocks' norm is.
+  std::string qkKind = a.getChoice("qk_norm_kind", "rms", {"rms", "layer"});
   if (s.qkNorm != QKNormKind::None) {
     s.names.qNorm = "self_attn.q_norm";
     s.names.kNorm = "self_attn.k_norm";
+    s.qkNormSpec = qkKind == "rms" ? NormSpec{NormType::RMSNorm, s.norm.eps, s.norm.gainOffset, false}
+                                   : NormSpec{NormType::LayerNorm, s.norm.eps, 0.0, false};
   }
   s.qkvBias = a.getBool("bias", false);
   s.oBias = a.getBool("out_bias", false);

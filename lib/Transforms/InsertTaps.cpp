@@ -105,11 +105,18 @@ struct TbcInsertTapsPass : tbc::impl::TbcInsertTapsBase<TbcInsertTapsPass> {
       if (relativeNames.count(callee))
         return;
       SmallVector<std::optional<std::string>> &names = relativeNames[callee];
-      for (Value v : call.getOperands()) {
+      for (auto [i, v] : llvm::enumerate(call.getOperands())) {
         std::optional<StringRef> name = paramName(v);
         names.push_back(std::nullopt);
         if (name && name->starts_with(*layer + "."))
           names.back() = modulePath(name->drop_front(layer->size() + 1));
+        // Tensors concatenated at bind time into one weight (StableLM 2's
+        // per-head norms, q_layernorm.norms.{h}) make up the module the
+        // block's argument is named after (q_layernorm).
+        if (v.getDefiningOp<ConcatOp>())
+          if (auto arg = callee.getArgAttrOfType<StringAttr>(
+                  i, TbcDialect::NameAttrHelper::getNameStr()))
+            names.back() = modulePath(arg.getValue());
       }
     });
     if (level != "all")

@@ -66,6 +66,22 @@ func.func @rms_norm_group_length(%x: tensor<?x16xf32>, %w: tensor<8xf32>) {
 
 // -----
 
+func.func @rms_norm_group_gains_shape(%x: tensor<?x16xf32>, %w: tensor<2x8xf32>) {
+  // expected-error @+1 {{weight of shape [2, 8] is not [groups, hidden / groups] = [4, 4]}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 groups = 4 : tensor<?x16xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_groups_divide(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{hidden size 16 is not a multiple of groups 3}}
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 groups = 3 : tensor<?x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 func.func @rms_norm_negative_eps(%x: tensor<?x16xf32>, %w: tensor<16xf32>) {
   // expected-error @+1 {{'eps' must be non-negative, got -1.000000e-06}}
   %0 = tbc.rms_norm %x, %w eps = -1.0e-6 : tensor<?x16xf32>, tensor<16xf32>
@@ -115,8 +131,24 @@ func.func @layer_norm_weight_length(%x: tensor<?x16xf32>, %w: tensor<12xf32>) {
 // -----
 
 func.func @layer_norm_bias_length(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %b: tensor<15xf32>) {
-  // expected-error @+1 {{bias length 15 does not match the hidden size 16}}
+  // expected-error @+1 {{bias shape must be the weight's, got 'tensor<15xf32>' and 'tensor<16xf32>'}}
   %0 = tbc.layer_norm %x, %w, %b eps = 1.0e-5 : tensor<?x16xf32>, tensor<16xf32>, tensor<15xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_group_bias_shape(%x: tensor<?x16xf32>, %w: tensor<4x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{bias shape must be the weight's, got 'tensor<4xf32>' and 'tensor<4x4xf32>'}}
+  %0 = tbc.layer_norm %x, %w, %b eps = 1.0e-5 groups = 4 : tensor<?x16xf32>, tensor<4x4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_group_length(%x: tensor<?x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight length 8 times groups 4 does not match the hidden size 16}}
+  %0 = tbc.layer_norm %x, %w eps = 1.0e-5 groups = 4 : tensor<?x16xf32>, tensor<8xf32>
   return
 }
 

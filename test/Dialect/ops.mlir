@@ -39,6 +39,22 @@ func.func @norms(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>,
   return %0, %1, %2, %3, %4 : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
 }
 
+// Per-head norms: one gain shared by the heads, or each head's own, flat
+// ([heads * head_dim]) or stacked ([heads, head_dim]).
+// CHECK-LABEL: func.func @grouped_norms
+func.func @grouped_norms(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>, %hw: tensor<4xf32>, %sw: tensor<4x4xf32>)
+    -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) {
+  // CHECK: tbc.rms_norm %{{.*}}, %{{.*}} eps = 9.9999999999999995E-7 groups = 4 : tensor<?x?x16xf32>, tensor<16xf32>
+  %0 = tbc.rms_norm %x, %w eps = 1.0e-6 groups = 4 : tensor<?x?x16xf32>, tensor<16xf32>
+  // CHECK: tbc.rms_norm %{{.*}}, %{{.*}} eps = 9.9999999999999995E-7 groups = 4 : tensor<?x?x16xf32>, tensor<4x4xf32>
+  %1 = tbc.rms_norm %x, %sw eps = 1.0e-6 groups = 4 : tensor<?x?x16xf32>, tensor<4x4xf32>
+  // CHECK: tbc.layer_norm %{{.*}}, %{{.*}}, %{{.*}} eps = 1.000000e-05 groups = 4 : tensor<?x?x16xf32>, tensor<4xf32>, tensor<4xf32>
+  %2 = tbc.layer_norm %x, %hw, %hw eps = 1.0e-5 groups = 4 : tensor<?x?x16xf32>, tensor<4xf32>, tensor<4xf32>
+  // CHECK: tbc.layer_norm %{{.*}}, %{{.*}} eps = 1.000000e-05 groups = 4 : tensor<?x?x16xf32>, tensor<4x4xf32>
+  %3 = tbc.layer_norm %x, %sw eps = 1.0e-5 groups = 4 : tensor<?x?x16xf32>, tensor<4x4xf32>
+  return %0, %1, %2, %3 : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
+}
+
 // CHECK-LABEL: func.func @projections
 func.func @projections(%x: tensor<?x?x16xf32>, %w: tensor<48x16xf32>, %b: tensor<48xf32>, %wt: tensor<16x48xf32>)
     -> (tensor<?x?x48xf32>, tensor<?x?x48xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {

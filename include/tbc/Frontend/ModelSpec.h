@@ -30,7 +30,18 @@ enum class NormPlacement { Pre, Post, BranchPost, Sandwich };
 /// Rope rotates q/k; Learned and Sinusoidal add to the embeddings; Alibi
 /// and Relative add a bias inside attention (BLOOM/MPT slopes, T5 buckets).
 enum class PositionKind { Rope, Learned, Sinusoidal, Alibi, Relative, None };
-enum class QKNormKind { None, PerHead, Full };
+/// A norm of the queries and keys before RoPE (QK-norm), and how the
+/// checkpoint stores its gains.
+enum class QKNormKind {
+  None,
+  PerHead,        // each head apart, one gain for all: q_norm.weight [head_dim]
+                  // (Qwen3, Gemma 3; Phi's q_layernorm with a bias)
+  PerHeadStacked, // each head its own gain, stacked: q_norm.weight [heads, head_dim]
+                  // (Cohere's use_qk_norm: Command R+)
+  PerHeadTensors, // each head its own gain, a tensor each: q_layernorm.norms.{h}.weight
+                  // [head_dim] (StableLM 2's qk_layernorm: StableLM 2 12B)
+  Full,           // the whole projection: q_norm.weight [heads * head_dim] (OLMo 2)
+};
 enum class FfnKind { Mlp, Glu };
 
 /// How the checkpoint stores the q/k/v projections.
@@ -138,6 +149,9 @@ struct ModelSpec {
   std::vector<double> alibiSlopes; // one per head (PositionKind::Alibi)
   RelativeBiasSpec relative;       // PositionKind::Relative
   QKNormKind qkNorm = QKNormKind::None;
+  /// The QK-norm's kind, epsilon, gain offset and bias where they are not
+  /// the blocks' norm's (StableLM 2: LayerNorms without the blocks' bias).
+  std::optional<NormSpec> qkNormSpec;
   bool causal = true;
   double attnScale = 0; // 0: head_dim^-0.5
   std::optional<double> attnSoftcap;

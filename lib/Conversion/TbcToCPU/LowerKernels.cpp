@@ -77,7 +77,7 @@ public:
         })
         .Case([&](LayerNormOp n) {
           return layerNorm(in[0], in[1], n.getBias() ? in[2] : Value(), out[0],
-                           n.getEps().convertToDouble());
+                           n.getEps().convertToDouble(), n.getNumGroups());
         })
         .Case([&](AddNormOp n) { return addNorm(n, in, out); })
         .Case([&](NormAddOp n) { return normAdd(n, in, out[0]); })
@@ -218,15 +218,27 @@ private:
     return ss;
   }
 
+  /// A grouped norm's gain (or bias) `w` over the [b, t, G, len] view of
+  /// its input, and its indexing map: one gain for every group ([len]: d3)
+  /// or each group its own ([G * len], viewed [G, len], or [G, len]: d2, d3).
+  std::pair<Value, AffineMap> groupVector(Value w, int64_t groups, int64_t glen) {
+    auto type = cast<MemRefType>(w.getType());
+    if (type.getNumElements() == glen)
+      return {w, kb.map(4, {kb.d(3)})};
+    Value view = type.getRank() == 1 ? kb.splitLastDim(w, groups) : w;
+    return {view, kb.map(4, {kb.d(2), kb.d(3)})};
+  }
+
   LogicalResult rmsNorm(Value x, Value w, Value out, double eps, double offset,
                         int64_t groups) {
     int64_t glen = width(x) / groups;
     Value x4 = kb.splitLastDim(x, groups), out4 = kb.splitLastDim(out, groups);
     Value ss = sumSquares(x4, x);
     float inv = 1.0f / float(glen);
-    kb.generic(ValueRange{x4, ss, w}, out4,
+    auto [gain, gainMap] = groupVector(w, groups, glen);
+    kb.generic(ValueRange{x4, ss, gain}, out4,
                {kb.identity(4), kb.map(4, {kb.d(0), kb.d(1), kb.d(2)}),
-                kb.map(4, {kb.d(3)}), kb.identity(4)},
+                gainMap, kb.identity(4)},
                KernelBuilder::iterators(4),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  auto c = [&](float v) {
@@ -244,33 +256,45 @@ private:
     return success();
   }
 
-  /// mean[b, t] and rstd[b, t] of x's rows (biased variance).
+  /// The maps of a [b, t, (G,) n] view's rows: the statistics' indices
+  /// (all but the last) and the reductions' iterators over the row.
+  AffineMap statisticsMap(unsigned rank) {
+    SmallVector<AffineExpr> lead;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      lead.push_back(kb.d(i));
+    return kb.map(rank, lead);
+  }
+
+  /// mean and rstd of the rows of x [b, t, n] or of its groups' rows
+  /// [b, t, G, n] (biased variance): [b, t] or [b, t, G].
   std::pair<Value, Value> rowStats(Value x, double eps) {
-    float inv = 1.0f / float(width(x));
-    Value mean = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic}, {B(x), T(x)});
-    Value var = kb.alloc({ShapedType::kDynamic, ShapedType::kDynamic}, {B(x), T(x)});
+    auto type = cast<MemRefType>(x.getType());
+    unsigned rank = type.getRank();
+    float inv = 1.0f / float(type.getShape().back());
+    SmallVector<int64_t> shape(type.getShape().drop_back());
+    shape[0] = shape[1] = ShapedType::kDynamic;
+    Value mean = kb.alloc(shape, {B(x), T(x)});
+    Value var = kb.alloc(shape, {B(x), T(x)});
     kb.fill(mean, 0.0);
     kb.fill(var, 0.0);
-    AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
-    kb.generic(x, mean, {kb.identity(3), rowMap}, KernelBuilder::iterators(2, 1),
+    AffineMap rowMap = statisticsMap(rank), statMap = kb.identity(rank - 1);
+    kb.generic(x, mean, {kb.identity(rank), rowMap}, KernelBuilder::iterators(rank - 1, 1),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
                });
-    kb.generic(ValueRange{}, mean, {kb.map(2, {kb.d(0), kb.d(1)})},
-               KernelBuilder::iterators(2),
+    kb.generic(ValueRange{}, mean, {statMap}, KernelBuilder::iterators(rank - 1),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value c = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(inv));
                  linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], c).getResult());
                });
-    kb.generic(ValueRange{x, mean}, var, {kb.identity(3), rowMap, rowMap},
-               KernelBuilder::iterators(2, 1),
+    kb.generic(ValueRange{x, mean}, var, {kb.identity(rank), rowMap, rowMap},
+               KernelBuilder::iterators(rank - 1, 1),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value dlt = arith::SubFOp::create(nb, l, a[0], a[1]);
                  Value sq = arith::MulFOp::create(nb, l, dlt, dlt);
                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], sq).getResult());
                });
-    kb.generic(ValueRange{}, var, {kb.map(2, {kb.d(0), kb.d(1)})},
-               KernelBuilder::iterators(2),
+    kb.generic(ValueRange{}, var, {statMap}, KernelBuilder::iterators(rank - 1),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  auto c = [&](float v) {
                    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
@@ -282,18 +306,29 @@ private:
     return {mean, var}; // var now holds rstd
   }
 
-  LogicalResult layerNorm(Value x, Value w, Value bias, Value out, double eps) {
-    auto [mean, rstd] = rowStats(x, eps);
-    AffineMap rowMap = kb.map(3, {kb.d(0), kb.d(1)});
-    AffineMap colMap = kb.map(3, {kb.d(2)});
-    SmallVector<Value> ins{x, mean, rstd, w};
-    SmallVector<AffineMap> maps{kb.identity(3), rowMap, rowMap, colMap};
+  LogicalResult layerNorm(Value x, Value w, Value bias, Value out, double eps,
+                          int64_t groups = 1) {
+    // Whole rows as [b, t, n]; groups as [b, t, G, n / G], each its rows.
+    unsigned rank = groups > 1 ? 4 : 3;
+    int64_t glen = width(x) / groups;
+    Value xv = groups > 1 ? kb.splitLastDim(x, groups) : x;
+    Value outv = groups > 1 ? kb.splitLastDim(out, groups) : out;
+    auto vector = [&](Value v) {
+      return groups > 1 ? groupVector(v, groups, glen)
+                        : std::pair<Value, AffineMap>{v, kb.map(3, {kb.d(2)})};
+    };
+    auto [mean, rstd] = rowStats(xv, eps);
+    AffineMap rowMap = statisticsMap(rank);
+    auto [gain, gainMap] = vector(w);
+    SmallVector<Value> ins{xv, mean, rstd, gain};
+    SmallVector<AffineMap> maps{kb.identity(rank), rowMap, rowMap, gainMap};
     if (bias) {
-      ins.push_back(bias);
-      maps.push_back(colMap);
+      auto [beta, betaMap] = vector(bias);
+      ins.push_back(beta);
+      maps.push_back(betaMap);
     }
-    maps.push_back(kb.identity(3));
-    kb.generic(ins, out, maps, KernelBuilder::iterators(3),
+    maps.push_back(kb.identity(rank));
+    kb.generic(ins, outv, maps, KernelBuilder::iterators(rank),
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value n = arith::MulFOp::create(
                      nb, l, arith::SubFOp::create(nb, l, a[0], a[1]), a[2]);

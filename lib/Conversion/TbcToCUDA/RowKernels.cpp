@@ -116,9 +116,19 @@ LogicalResult Emitter::rowNorm(NormKind kind, Value lhs, Value x, Value w, Value
       std::tie(mean, rstd) = rowStatistics(kind, glen, eps, [&](auto term) {
         return warpReduce(lane, glen, [&](Value i) { return term(at(i)); });
       });
+      // Element i of this group's gain (or bias): one for every group
+      // ([glen]), or the group's own ([groups * glen] or [groups, glen]).
+      auto groupElement = [&](Value vec, Value i) {
+        auto type = cast<MemRefType>(vec.getType());
+        if (type.getNumElements() == glen)
+          return g.load(vec, i);
+        if (type.getRank() == 2)
+          return g.load(vec, {grp, i});
+        return g.load(vec, g.add(base, i));
+      };
       g.loop(lane, g.idx(glen), g.idx(32), [&](Value i) {
         Value v = at(i);
-        Value gain = g.load(w, i);
+        Value gain = groupElement(w, i);
         Value y;
         if (kind == NormKind::rms) {
           if (offset != 0.0)
@@ -127,7 +137,7 @@ LogicalResult Emitter::rowNorm(NormKind kind, Value lhs, Value x, Value w, Value
         } else {
           y = g.fmul(g.fmul(g.fsub(v, mean), rstd), gain);
           if (bias)
-            y = g.fadd(y, g.load(bias, i));
+            y = g.fadd(y, groupElement(bias, i));
         }
         Value c = g.add(base, i);
         if (residual)
