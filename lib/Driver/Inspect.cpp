@@ -21,6 +21,29 @@ namespace cl = llvm::cl;
 
 using namespace tbc;
 
+/// ", qk-norm layer per head, a gain per head", or nothing without one.
+static std::string qkNormText(const ModelSpec &s) {
+  if (s.qkNorm == QKNormKind::None)
+    return "";
+  const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+  std::string text = std::string(", qk-norm ") + (n.kind == NormType::RMSNorm ? "rms" : "layer");
+  switch (s.qkNorm) {
+  case QKNormKind::None:
+    break;
+  case QKNormKind::PerHead:
+    text += " per head, one gain";
+    break;
+  case QKNormKind::PerHeadStacked:
+  case QKNormKind::PerHeadTensors:
+    text += " per head, a gain per head";
+    break;
+  case QKNormKind::Full:
+    text += " over all heads";
+    break;
+  }
+  return text + (n.kind == NormType::LayerNorm && n.bias ? " and bias" : "");
+}
+
 static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
   static const char *placements[] = {"pre", "post", "branch_post", "sandwich"};
   // In PositionKind's order.
@@ -31,7 +54,7 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << s.numLayers << ", ffn " << s.ffnSize << "\n"
      << "attention: " << s.numHeads << " heads, " << s.numKvHeads
      << " kv heads, head_dim " << s.headDim
-     << (s.attnSoftcap ? ", logit soft-cap" : "") << "\n"
+     << (s.attnSoftcap ? ", logit soft-cap" : "") << qkNormText(s) << "\n"
      << "norm: " << (s.norm.kind == NormType::RMSNorm ? "rms" : "layer")
      << ", " << placements[int(s.placement)]
      << (!s.parallelBlock        ? ", serial block"
