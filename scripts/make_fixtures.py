@@ -166,6 +166,13 @@ FIXTURES = {
     # and key head.
     "phi-qk-norm": dict(model_type="phi", num_hidden_layers=2, num_key_value_heads=2,
                         partial_rotary_factor=0.5, hidden_act="gelu_new", qk_layernorm=True),
+    # Nemotron: LayerNorm1P (a biased LayerNorm whose gain is 1 + weight),
+    # a squared-ReLU MLP without a gate, NeoX RoPE on half of each head.
+    "nemotron": dict(model_type="nemotron", num_hidden_layers=2, num_key_value_heads=2,
+                     partial_rotary_factor=0.5, tie_word_embeddings=False),
+    # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
+    # (up_proj, down_proj), no gate.
+    "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),
     # Granite 3: Llama with an embedding multiplier, an attention scale in
     # place of head_dim^-0.5, each sub-layer's output scaled before its
     # residual add, and the logits divided by logits_scaling.

@@ -7,11 +7,13 @@ include "TbcDialect.td"
 include "mlir/IR/EnumAttr.td"
 
 // Pointwise non-linearities used by FFNs and GLUs. `gelu` is the exact (erf)
-// GELU; `gelu_tanh` is the tanh approximation (gelu_new, gelu_pytorch_tanh).
+// GELU; `gelu_tanh` is the tanh approximation (gelu_new, gelu_pytorch_tanh);
+// `relu2` is the squared ReLU, max(x, 0)^2 (Primer; Nemotron's and Arcee's
+// MLPs).
 def Tbc_Activation : I32EnumAttr<"Activation", "pointwise activation", [
     I32EnumAttrCase<"silu", 0>, I32EnumAttrCase<"gelu", 1>,
     I32EnumAttrCase<"gelu_tanh", 2>, I32EnumAttrCase<"relu", 3>,
-    I32EnumAttrCase<"sigmoid", 4>]> {
+    I32EnumAttrCase<"sigmoid", 4>, I32EnumAttrCase<"relu2", 5>]> {
   let cppNamespace = "::tbc";
 }
 

@@ -126,8 +126,9 @@ def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
     [Pure, AllTypesMatch<["input", "result"]>, Tbc_NormOpInterface]> {
   let summary = "LayerNorm over the last dimension (or groups of it), optional bias";
   let description = [{
-    `y = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias`, statistics in
-    float32, biased variance (as torch.nn.LayerNorm). With `groups = G` the
+    `y = (x - mean(x)) * rsqrt(var(x) + eps) * (gain_offset + weight) + bias`,
+    statistics in float32, biased variance (as torch.nn.LayerNorm);
+    `gain_offset = 1` is Nemotron's LayerNorm1P. With `groups = G` the
     last dimension is split into G contiguous groups, each normalised on its
     own, as `tbc.rms_norm`'s: per-head QK LayerNorm, with one gain for every
     head (Phi's `q_layernorm`, `[len]`) or a gain per head (StableLM 2's
@@ -136,21 +137,26 @@ def Tbc_LayerNormOp : Tbc_Op<"layer_norm",
 
     ```mlir
     %y = tbc.layer_norm %x, %w, %b eps = 1.0e-05 : tensor<?x?x512xf32>, tensor<512xf32>, tensor<512xf32>
+    %n = tbc.layer_norm %x, %w, %b eps = 1.0e-05 gain_offset = 1.0 : tensor<?x?x512xf32>, tensor<512xf32>, tensor<512xf32>
     %q = tbc.layer_norm %x, %w eps = 1.0e-05 groups = 32 : tensor<?x?x4096xf32>, tensor<32x128xf32>
     ```
   }];
   let arguments = (ins Tbc_FloatTensor:$input, Tbc_FloatTensor:$weight,
                        Optional<Tbc_FloatTensor>:$bias, F64Attr:$eps,
+                       OptionalAttr<F64Attr>:$gain_offset,
                        OptionalAttr<I64Attr>:$groups);
   let results = (outs Tbc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? `eps` `=` $eps (`groups` `=` $groups^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+    $input `,` $weight (`,` $bias^)? `eps` `=` $eps (`gain_offset` `=` $gain_offset^)?
+    (`groups` `=` $groups^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
   }];
   let extraClassDeclaration = [{
     NormKind getNormKind() { return NormKind::layer; }
     ::mlir::Value getNormBias() { return getBias(); }
-    ::mlir::FloatAttr getGainOffsetAttr() { return {}; }
-    double getGainOffsetValue() { return 0.0; }
+    double getGainOffsetValue() {
+      auto v = getGainOffset();
+      return v ? v->convertToDouble() : 0.0;
+    }
     int64_t getNumGroups() { return getGroups().value_or(1); }
   }];
   let hasVerifier = 1;

@@ -144,11 +144,7 @@ LogicalResult AddNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult NormAddOp::verify() {
-  if (failed(checkFusedNorm(*this, getKind(), getEps(), getInput(), getWeight(), getBias())))
-    return failure();
-  if (getGainOffset() && getKind() != NormKind::rms)
-    return emitOpError("only an RMSNorm takes a gain offset");
-  return success();
+  return checkFusedNorm(*this, getKind(), getEps(), getInput(), getWeight(), getBias());
 }
 
 //===----------------------------------------------------------------------===//

@@ -56,6 +56,7 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << " kv heads, head_dim " << s.headDim
      << (s.attnSoftcap ? ", logit soft-cap" : "") << qkNormText(s) << "\n"
      << "norm: " << (s.norm.kind == NormType::RMSNorm ? "rms" : "layer")
+     << (s.norm.gainOffset != 0 ? " (gain " + json::formatNumber(s.norm.gainOffset) + " + w)" : "")
      << ", " << placements[int(s.placement)]
      << (!s.parallelBlock        ? ", serial block"
          : s.sharedParallelNorm ? ", parallel block sharing one norm"

@@ -187,11 +187,11 @@ public:
   /// A norm of kind `n` over `groups` groups of x's features.
   Value normOf(const NormSpec &n, Value x, Value weight, Value bias, int64_t groups) {
     IntegerAttr groupsAttr = groups != 1 ? b.getI64IntegerAttr(groups) : IntegerAttr();
+    FloatAttr offset = n.gainOffset != 0 ? b.getF64FloatAttr(n.gainOffset) : FloatAttr();
     if (n.kind == NormType::LayerNorm)
       return LayerNormOp::create(b, loc, x.getType(), x, weight, bias, b.getF64FloatAttr(n.eps),
-                                 groupsAttr);
-    return RMSNormOp::create(b, loc, x.getType(), x, weight, b.getF64FloatAttr(n.eps),
-                             n.gainOffset != 0 ? b.getF64FloatAttr(n.gainOffset) : FloatAttr(),
+                                 offset, groupsAttr);
+    return RMSNormOp::create(b, loc, x.getType(), x, weight, b.getF64FloatAttr(n.eps), offset,
                              groupsAttr);
   }
 

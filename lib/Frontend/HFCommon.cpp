@@ -47,13 +47,14 @@ std::string hf::activationFromHF(JsonFields &f, const std::string &key,
       {"silu", "silu"},           {"swish", "silu"},
       {"gelu", "gelu"},           {"gelu_new", "gelu_tanh"},
       {"gelu_pytorch_tanh", "gelu_tanh"},
-      {"relu", "relu"},           {"sigmoid", "sigmoid"}};
+      {"relu", "relu"},           {"relu2", "relu2"},
+      {"sigmoid", "sigmoid"}};
   auto it = known.find(act);
   if (it != known.end())
     return it->second;
   f.fail(key, "unsupported activation '" + act +
                   "' (supported: silu, swish, gelu, gelu_new, "
-                  "gelu_pytorch_tanh, relu, sigmoid)");
+                  "gelu_pytorch_tanh, relu, relu2, sigmoid)");
   return dflt;
 }
 

@@ -36,6 +36,8 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"PhiForCausalLM", readPhi},
       {"Phi3ForCausalLM", readPhi3},
       {"StableLmForCausalLM", readStableLm},
+      {"ArceeForCausalLM", readArcee},
+      {"NemotronForCausalLM", readNemotron},
       {"Starcoder2ForCausalLM", readStarcoder2},
       {"GPTNeoXForCausalLM", readGPTNeoX},
       {"GPTJForCausalLM", readGPTJ},

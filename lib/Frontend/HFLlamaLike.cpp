@@ -1,7 +1,8 @@
 //===- HFLlamaLike.cpp - families with Llama's tensor names ---------------===//
 //
-// Llama, Mistral, Qwen2/3, Phi-3, OLMo 2, Gemma 1/2/3, Granite, StarCoder2
-// and StableLM: `model.layers.{i}.` with self_attn/mlp projections, each
+// Llama, Mistral, Qwen2/3, Phi-3, OLMo 2, Gemma 1/2/3, Granite, StarCoder2,
+// StableLM, Arcee and Nemotron: `model.layers.{i}.` with self_attn/mlp
+// projections, each
 // family's quirks on top of readLlamaCommon.
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +26,39 @@ void hf::readLlama(JsonFields &f, ModelSpec &s) {
   s.ffnBias = s.downBias = mlpBias;
   layerWindows(f, s, 0, [](int64_t) { return false; });
   readRope(f, s, 10000.0);
+}
+
+/// Arcee (AFM): Llama with a plain MLP, up_proj and down_proj around a
+/// squared ReLU (relu2), no gate.
+void hf::readArcee(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "relu2");
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  s.names.gate = "";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// Nemotron (Nemotron-4, Minitron, Nemotron-Mini): Llama's names and serial
+/// pre-norm blocks with LayerNorm1P, a LayerNorm with a bias whose gain is
+/// 1 + weight; a plain squared-ReLU MLP (up_proj, down_proj); NeoX RoPE on
+/// half of each head by default.
+void hf::readNemotron(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("norm_eps", 1e-5), 1.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "relu2");
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  s.names.gate = "";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.5);
 }
 
 void hf::readMistral(JsonFields &f, ModelSpec &s) {

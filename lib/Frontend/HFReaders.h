@@ -64,6 +64,8 @@ void readGemma(JsonFields &f, ModelSpec &s, bool gemma3);
 void readGranite(JsonFields &f, ModelSpec &s);
 void readStarcoder2(JsonFields &f, ModelSpec &s);
 void readStableLm(JsonFields &f, ModelSpec &s);
+void readArcee(JsonFields &f, ModelSpec &s);
+void readNemotron(JsonFields &f, ModelSpec &s);
 
 //===--- HFParallel.cpp: families built on parallel blocks ----------------===//
 

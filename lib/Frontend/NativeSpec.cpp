@@ -141,7 +141,7 @@ void readFfn(JsonFields &f, ModelSpec &s) {
   std::string kind = n.getChoice("kind", "glu", {"glu", "mlp"});
   s.ffnKind = kind == "glu" ? FfnKind::Glu : FfnKind::Mlp;
   s.activation = n.getChoice("activation", "silu",
-                             {"silu", "gelu", "gelu_tanh", "relu", "sigmoid"});
+                             {"silu", "gelu", "gelu_tanh", "relu", "relu2", "sigmoid"});
   s.ffnSize = n.reqInt("d_ff", 1, L::kMaxFfn);
   s.ffnBias = s.downBias = n.getBool("bias", false);
   if (s.ffnKind == FfnKind::Glu)

@@ -128,14 +128,6 @@ func.func @norm_add_rms_bias(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
 
 // -----
 
-func.func @norm_add_layer_offset(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
-  // expected-error @+1 {{only an RMSNorm takes a gain offset}}
-  %h = tbc.norm_add layer %a, %w residual(%a) eps = 1.0e-5 gain_offset = 1.0 : tensor<?x32xf32>, tensor<32xf32>
-  return
-}
-
-// -----
-
 func.func @norm_add_eps(%a: tensor<?x32xf32>, %w: tensor<32xf32>) {
   // expected-error @+1 {{'eps' must be non-negative}}
   %h = tbc.norm_add rms %a, %w residual(%a) eps = -1.0 : tensor<?x32xf32>, tensor<32xf32>

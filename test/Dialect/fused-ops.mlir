@@ -53,12 +53,15 @@ func.func @add_norm(%a: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>, %w: tensor<3
 }
 
 // CHECK-LABEL: func.func @norm_add
-func.func @norm_add(%x: tensor<?x?x32xf32>, %r: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+func.func @norm_add(%x: tensor<?x?x32xf32>, %r: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   // CHECK: tbc.norm_add rms %{{.*}}, %{{.*}} residual(%{{.*}}) eps = 1.000000e-05 gain_offset = 1.000000e+00 : tensor<?x?x32xf32>, tensor<32xf32>
   %h = tbc.norm_add rms %x, %w residual(%r) eps = 1.0e-5 gain_offset = 1.0 : tensor<?x?x32xf32>, tensor<32xf32>
   // CHECK: tbc.norm_add layer %{{.*}}, %{{.*}}, %{{.*}} residual(%{{.*}}) eps = 1.000000e-05 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
   %h2 = tbc.norm_add layer %x, %w, %w residual(%r) eps = 1.0e-5 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
-  return %h, %h2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  // A LayerNorm with a gain offset (Nemotron's LayerNorm1P post-norm).
+  // CHECK: tbc.norm_add layer %{{.*}}, %{{.*}}, %{{.*}} residual(%{{.*}}) eps = 1.000000e-05 gain_offset = 1.000000e+00 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %h3 = tbc.norm_add layer %x, %w, %w residual(%r) eps = 1.0e-5 gain_offset = 1.0 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %h, %h2, %h3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }
 
 // CHECK-LABEL: func.func @transforms

@@ -517,7 +517,7 @@ func.func @glu_shape(%a: tensor<?x32xf32>, %b: tensor<?x16xf32>) {
 // -----
 
 func.func @glu_unknown_act(%a: tensor<?x32xf32>) {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'act' [silu, gelu, gelu_tanh, relu, sigmoid]}}
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'act' [silu, gelu, gelu_tanh, relu, sigmoid, relu2]}}
   %0 = tbc.glu swish %a, %a : tensor<?x32xf32>
   return
 }

@@ -25,7 +25,7 @@ func.func @embedding(%ids: tensor<?x?xi32>, %t: tensor<100x16xf32>) -> (tensor<?
 
 // CHECK-LABEL: func.func @norms
 func.func @norms(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>, %hw: tensor<4xf32>)
-    -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) {
+    -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) {
   // CHECK: tbc.rms_norm %{{.*}}, %{{.*}} eps = 9.9999999999999995E-7 : tensor<?x?x16xf32>, tensor<16xf32>
   %0 = tbc.rms_norm %x, %w eps = 1.0e-6 : tensor<?x?x16xf32>, tensor<16xf32>
   // CHECK: tbc.rms_norm %{{.*}}, %{{.*}} eps = 9.9999999999999995E-7 gain_offset = 1.000000e+00 : tensor<?x?x16xf32>, tensor<16xf32>
@@ -36,7 +36,9 @@ func.func @norms(%x: tensor<?x?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>,
   %3 = tbc.layer_norm %x, %w, %b eps = 1.0e-5 : tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>
   // CHECK: tbc.layer_norm %{{.*}}, %{{.*}} eps = 1.000000e-05 : tensor<?x?x16xf32>, tensor<16xf32>
   %4 = tbc.layer_norm %x, %w eps = 1.0e-5 : tensor<?x?x16xf32>, tensor<16xf32>
-  return %0, %1, %2, %3, %4 : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
+  // CHECK: tbc.layer_norm %{{.*}}, %{{.*}}, %{{.*}} eps = 1.000000e-05 gain_offset = 1.000000e+00 : tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>
+  %5 = tbc.layer_norm %x, %w, %b eps = 1.0e-5 gain_offset = 1.0 : tensor<?x?x16xf32>, tensor<16xf32>, tensor<16xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
 }
 
 // Per-head norms: one gain shared by the heads, or each head's own, flat

@@ -53,6 +53,10 @@ Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {
     return sigmoid(x);
   case Activation::relu:
     return arith::MaximumFOp::create(b, loc, x, c(0.0));
+  case Activation::relu2: {
+    Value r = arith::MaximumFOp::create(b, loc, x, c(0.0));
+    return arith::MulFOp::create(b, loc, r, r);
+  }
   case Activation::gelu: {
     // 0.5 x (1 + erf(x / sqrt(2)))
     Value e = math::ErfOp::create(b, loc,

@@ -77,7 +77,8 @@ public:
         })
         .Case([&](LayerNormOp n) {
           return layerNorm(in[0], in[1], n.getBias() ? in[2] : Value(), out[0],
-                           n.getEps().convertToDouble(), n.getNumGroups());
+                           n.getEps().convertToDouble(), n.getGainOffsetValue(),
+                           n.getNumGroups());
         })
         .Case([&](AddNormOp n) { return addNorm(n, in, out); })
         .Case([&](NormAddOp n) { return normAdd(n, in, out[0]); })
@@ -306,7 +307,7 @@ private:
     return {mean, var}; // var now holds rstd
   }
 
-  LogicalResult layerNorm(Value x, Value w, Value bias, Value out, double eps,
+  LogicalResult layerNorm(Value x, Value w, Value bias, Value out, double eps, double offset,
                           int64_t groups = 1) {
     // Whole rows as [b, t, n]; groups as [b, t, G, n / G], each its rows.
     unsigned rank = groups > 1 ? 4 : 3;
@@ -332,7 +333,12 @@ private:
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value n = arith::MulFOp::create(
                      nb, l, arith::SubFOp::create(nb, l, a[0], a[1]), a[2]);
-                 Value y = arith::MulFOp::create(nb, l, n, a[3]);
+                 Value gain = a[3];
+                 if (offset != 0.0)
+                   gain = arith::AddFOp::create(
+                       nb, l, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(offset))),
+                       gain);
+                 Value y = arith::MulFOp::create(nb, l, n, gain);
                  if (bias)
                    y = arith::AddFOp::create(nb, l, y, a[4]);
                  linalg::YieldOp::create(nb, l, y);
@@ -350,22 +356,20 @@ private:
                          })))
       return failure();
     double eps = n.getEps().convertToDouble();
-    if (n.getKind() == NormKind::rms) {
-      double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+    double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+    if (n.getKind() == NormKind::rms)
       return rmsNorm(sum, in[2], out[1], eps, off, 1);
-    }
-    return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps);
+    return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps, off);
   }
 
   /// out = residual + norm(x): the norm written to `out`, the residual
   /// added in place (a second pass over rows still in cache).
   LogicalResult normAdd(NormAddOp n, ValueRange in, Value out) {
     double eps = n.getEps().convertToDouble();
-    LogicalResult normed =
-        n.getKind() == NormKind::rms
-            ? rmsNorm(in[0], in[2], out, eps,
-                      n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0, 1)
-            : layerNorm(in[0], in[2], n.getBias() ? in[3] : Value(), out, eps);
+    double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+    LogicalResult normed = n.getKind() == NormKind::rms
+                               ? rmsNorm(in[0], in[2], out, eps, off, 1)
+                               : layerNorm(in[0], in[2], n.getBias() ? in[3] : Value(), out, eps, off);
     if (failed(normed))
       return failure();
     return pointwise(ValueRange{in[1], out}, out, [&](OpBuilder &nb, Location l, ValueRange v) {

@@ -129,10 +129,10 @@ LogicalResult Emitter::rowNorm(NormKind kind, Value lhs, Value x, Value w, Value
       g.loop(lane, g.idx(glen), g.idx(32), [&](Value i) {
         Value v = at(i);
         Value gain = groupElement(w, i);
+        if (offset != 0.0)
+          gain = g.fadd(g.f32(offset), gain);
         Value y;
         if (kind == NormKind::rms) {
-          if (offset != 0.0)
-            gain = g.fadd(g.f32(offset), gain);
           y = g.fmul(g.fmul(v, rstd), gain);
         } else {
           y = g.fmul(g.fmul(g.fsub(v, mean), rstd), gain);
