@@ -173,6 +173,11 @@ FIXTURES = {
     # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
     # (up_proj, down_proj), no gate.
     "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),
+    # SmolLM3: Llama with a NoPE layer (no_rope_layers: every second layer
+    # here, every fourth by default) that also takes the sliding window.
+    "smollm3": dict(model_type="smollm3", num_hidden_layers=2, num_key_value_heads=2,
+                    no_rope_layer_interval=2, use_sliding_window=True, sliding_window=5,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2),
     # Granite 3: Llama with an embedding multiplier, an attention scale in
     # place of head_dim^-0.5, each sub-layer's output scaled before its
     # residual add, and the logits divided by logits_scaling.
@@ -190,6 +195,12 @@ FIXTURES = {
     "cohere-qk-norm": dict(model_type="cohere", num_hidden_layers=2, num_key_value_heads=2,
                            use_qk_norm=True, logit_scale=0.25, tie_word_embeddings=True,
                            pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    # Cohere 2 (Command R7B, Command A): Cohere's parallel block, sliding
+    # layers with interleaved-pair RoPE and global layers without positions
+    # (NoPE); one of each here (three sliding in four by default).
+    "cohere2": dict(model_type="cohere2", num_hidden_layers=2, num_key_value_heads=2,
+                    sliding_window=5, sliding_window_pattern=2, logit_scale=0.25,
+                    tie_word_embeddings=True, pad_token_id=0, bos_token_id=1, eos_token_id=2),
     # Falcon-7B's block: multi-query [q heads; k; v] rows, one LayerNorm
     # for both parallel branches, exact GELU, no biases, tied embeddings.
     "falcon": dict(model_type="falcon", num_hidden_layers=2, multi_query=True,

@@ -79,7 +79,9 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
     const LayerVariant &l = s.layers[i];
     os << "  layer " << i << ": "
        << (l.window ? "window " + std::to_string(l.window) : "global");
-    if (s.positions == PositionKind::Rope) {
+    if (s.positions == PositionKind::Rope && l.noRope) {
+      os << ", no rope";
+    } else if (s.positions == PositionKind::Rope) {
       os << ", rope " << (l.rope.gptjStyle ? "gptj " : "") << "theta " << l.rope.theta
          << " dims " << l.rope.rotaryDim;
       const RopeScalingSpec &sc = l.rope.scaling;

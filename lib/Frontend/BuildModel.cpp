@@ -271,7 +271,7 @@ public:
       q = qkNorm(w, s.names.qNorm, q, s.numHeads);
       k = qkNorm(w, s.names.kNorm, k, s.numKvHeads);
     }
-    if (s.positions == PositionKind::Rope) {
+    if (s.positions == PositionKind::Rope && !variant.noRope) {
       q = rope(q, pos, variant.rope);
       k = rope(k, pos, variant.rope);
     }
@@ -368,8 +368,8 @@ std::vector<std::string> blockNames(const std::vector<LayerVariant> &variants) {
     return {"block"};
   std::vector<std::string> names;
   for (const LayerVariant &v : variants)
-    names.push_back(v.window > 0 ? "block_window" + std::to_string(v.window)
-                                 : "block_global");
+    names.push_back((v.window > 0 ? "block_window" + std::to_string(v.window) : "block_global") +
+                    (v.noRope ? "_nope" : ""));
   std::vector<std::string> unique = names;
   for (size_t i = 0; i < names.size(); ++i)
     if (std::count(names.begin(), names.end(), names[i]) > 1)

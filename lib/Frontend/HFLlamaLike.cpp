@@ -61,6 +61,48 @@ void hf::readNemotron(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 10000.0, 0.5);
 }
 
+/// SmolLM3: Llama with NoPE layers: no_rope_layers holds 1 for a layer that
+/// rotates its queries and keys and 0 for one that does not (by default
+/// every no_rope_layer_interval-th layer is NoPE); with use_sliding_window
+/// the NoPE layers are the sliding ones (unless layer_types says which);
+/// tied embeddings by default.
+void hf::readSmolLM3(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  int64_t interval = f.getInt("no_rope_layer_interval", 4, 1, L::kMaxLayers);
+  std::vector<bool> rotates(s.numLayers);
+  for (int64_t i = 0; i < s.numLayers; ++i)
+    rotates[i] = (i + 1) % interval != 0;
+  if (std::optional<std::vector<double>> flags = f.optNumbers("no_rope_layers")) {
+    if (int64_t(flags->size()) != s.numLayers) {
+      f.fail("no_rope_layers", "expected " + std::to_string(s.numLayers) +
+                                   " entries (one per layer), got " +
+                                   std::to_string(flags->size()));
+      return;
+    }
+    for (int64_t i = 0; i < s.numLayers; ++i) {
+      if ((*flags)[i] != 0 && (*flags)[i] != 1) {
+        f.fail("no_rope_layers", "entry " + std::to_string(i) +
+                                     " must be 1 (RoPE) or 0 (no RoPE), got " +
+                                     json::formatNumber((*flags)[i]));
+        return;
+      }
+      rotates[i] = (*flags)[i] == 1;
+    }
+  }
+  if (!f.ok())
+    return;
+  int64_t window = f.getBool("use_sliding_window", false) ? slidingWindow(f) : 0;
+  layerWindows(f, s, window, [&](int64_t i) { return window > 0 && !rotates[i]; });
+  for (int64_t i = 0; f.ok() && i < s.numLayers; ++i)
+    s.layers[i].noRope = !rotates[i];
+  readRope(f, s, 10000.0);
+}
+
 void hf::readMistral(JsonFields &f, ModelSpec &s) {
   readLlamaCommon(f, s);
   int64_t window = slidingWindow(f);

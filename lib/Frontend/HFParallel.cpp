@@ -1,6 +1,6 @@
 //===- HFParallel.cpp - families built on parallel blocks -----------------===//
 //
-// GPT-NeoX, GPT-J, Phi-1/2, Falcon and Cohere: attention and MLP side by
+// GPT-NeoX, GPT-J, Phi-1/2, Falcon and Cohere (1, 2): attention and MLP side by
 // side on one or two norms, fused or separate QKV, GPT-J-style or NeoX RoPE.
 //
 //===----------------------------------------------------------------------===//
@@ -186,20 +186,60 @@ void hf::readFalcon(JsonFields &f, ModelSpec &s) {
 /// LayerNorm of each query and key head, each head its own gain
 /// (q_norm.weight [heads, head_dim]).
 void hf::readCohere(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readCohereBlock(f, s);
   if (!f.ok())
     return;
-  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
   if (f.getBool("use_qk_norm", false)) {
     s.qkNorm = QKNormKind::PerHeadStacked;
     s.names.qNorm = "self_attn.q_norm";
     s.names.kNorm = "self_attn.k_norm";
   }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readCohereRope(f, s);
+}
+
+/// Cohere 2 (Command R7B, Command A): Cohere's block, and sliding-window
+/// layers (three in four by default: sliding_window_pattern, or
+/// layer_types) that alone rotate their queries and keys: the global
+/// layers have no positions (NoPE).
+void hf::readCohere2(JsonFields &f, ModelSpec &s) {
+  readCohereBlock(f, s);
+  if (!f.ok())
+    return;
+  // transformers derives the head dim from the hidden size, whatever the
+  // config says.
+  if (s.hiddenSize % s.numHeads != 0) {
+    f.fail("num_attention_heads", "hidden_size " + std::to_string(s.hiddenSize) +
+                                      " is not divisible by num_attention_heads " +
+                                      std::to_string(s.numHeads));
+    return;
+  }
+  s.headDim = s.hiddenSize / s.numHeads;
+  int64_t window = slidingWindow(f);
+  int64_t pattern = f.getInt("sliding_window_pattern", 4, 1, L::kMaxLayers);
+  layerWindows(f, s, window, [&](int64_t i) { return (i + 1) % pattern != 0; });
+  if (!f.ok())
+    return;
+  for (LayerVariant &l : s.layers)
+    l.noRope = l.window == 0;
+  readCohereRope(f, s);
+}
+
+/// What Cohere and Cohere 2 share: the parallel block on one bias-free
+/// LayerNorm, tied embeddings, the logit scale.
+void hf::readCohereBlock(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   s.logitScale = f.getNumber("logit_scale", 0.0625);
   shareParallelNorm(s);
-  layerWindows(f, s, 0, [](int64_t) { return false; });
+}
+
+/// Cohere's RoPE: interleaved pairs (GPT-J's style) over whole heads.
+void hf::readCohereRope(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 10000.0);
   for (LayerVariant &l : s.layers)
     l.rope.gptjStyle = true;

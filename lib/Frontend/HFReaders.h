@@ -66,6 +66,7 @@ void readStarcoder2(JsonFields &f, ModelSpec &s);
 void readStableLm(JsonFields &f, ModelSpec &s);
 void readArcee(JsonFields &f, ModelSpec &s);
 void readNemotron(JsonFields &f, ModelSpec &s);
+void readSmolLM3(JsonFields &f, ModelSpec &s);
 
 //===--- HFParallel.cpp: families built on parallel blocks ----------------===//
 
@@ -74,6 +75,9 @@ void readGPTJ(JsonFields &f, ModelSpec &s);
 void readPhi(JsonFields &f, ModelSpec &s);
 void readFalcon(JsonFields &f, ModelSpec &s);
 void readCohere(JsonFields &f, ModelSpec &s);
+void readCohere2(JsonFields &f, ModelSpec &s);
+void readCohereBlock(JsonFields &f, ModelSpec &s);
+void readCohereRope(JsonFields &f, ModelSpec &s);
 
 //===--- HFNoRope.cpp: learned positions and ALiBi ------------------------===//
 

@@ -232,6 +232,19 @@ void readPositions(JsonFields &f, ModelSpec &s) {
       l.rope.scaling = {};
     }
   }
+  // no_rope_pattern repeats over the layers: true marks a layer whose
+  // queries and keys are not rotated (NoPE: SmolLM3's every fourth layer,
+  // Cohere 2's global ones).
+  if (const json::Value *pattern = p.raw("no_rope_pattern")) {
+    if (!pattern->isArray() || pattern->elements().empty() ||
+        !llvm::all_of(pattern->elements(), [](const json::Value &e) { return e.isBool(); })) {
+      p.fail("no_rope_pattern", "expected a non-empty array of true (no RoPE) / false");
+      return;
+    }
+    const auto &flags = pattern->elements();
+    for (int64_t i = 0; i < s.numLayers; ++i)
+      s.layers[i].noRope = flags[i % flags.size()].asBool();
+  }
   extendPositionsForDynamicRope(s);
 }
 

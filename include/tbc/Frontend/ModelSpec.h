@@ -106,8 +106,11 @@ struct RelativeBiasSpec {
 struct LayerVariant {
   int64_t window = 0; // sliding window in tokens, 0 = global attention
   RopeSpec rope;      // only meaningful with RoPE positions
+  /// NoPE: a layer of a RoPE model whose queries and keys are not rotated
+  /// (SmolLM3's no_rope_layers, Cohere 2's global layers).
+  bool noRope = false;
   bool operator==(const LayerVariant &o) const {
-    return window == o.window && rope == o.rope;
+    return window == o.window && rope == o.rope && noRope == o.noRope;
   }
 };
 
