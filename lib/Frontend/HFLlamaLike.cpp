@@ -28,36 +28,38 @@ void hf::readLlama(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 10000.0);
 }
 
-/// Arcee (AFM): Llama with a plain MLP, up_proj and down_proj around a
-/// squared ReLU (relu2), no gate.
-void hf::readArcee(JsonFields &f, ModelSpec &s) {
+namespace {
+/// Llama's names, attention and serial blocks with a gateless MLP, up_proj
+/// and down_proj around `hidden_act` (a squared ReLU by default): Arcee's
+/// and Nemotron's blocks, all but their RoPE.
+void readGatelessLlama(JsonFields &f, ModelSpec &s) {
   readLlamaCommon(f, s);
   if (!f.ok())
     return;
   s.ffnKind = FfnKind::Mlp;
-  s.activation = activationFromHF(f, "hidden_act", "relu2");
+  s.activation = hf::activationFromHF(f, "hidden_act", "relu2");
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
   s.names.gate = "";
   layerWindows(f, s, 0, [](int64_t) { return false; });
-  readRope(f, s, 10000.0);
+}
+} // namespace
+
+/// Arcee (AFM): Llama with a gateless squared-ReLU MLP.
+void hf::readArcee(JsonFields &f, ModelSpec &s) {
+  readGatelessLlama(f, s);
+  if (f.ok())
+    readRope(f, s, 10000.0);
 }
 
-/// Nemotron (Nemotron-4, Minitron, Nemotron-Mini): Llama's names and serial
-/// pre-norm blocks with LayerNorm1P, a LayerNorm with a bias whose gain is
-/// 1 + weight; a plain squared-ReLU MLP (up_proj, down_proj); NeoX RoPE on
-/// half of each head by default.
+/// Nemotron (Nemotron-4, Minitron, Nemotron-Mini): Arcee's blocks on
+/// LayerNorm1P, a LayerNorm with a bias whose gain is 1 + weight; NeoX RoPE
+/// on half of each head by default.
 void hf::readNemotron(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readGatelessLlama(f, s);
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("norm_eps", 1e-5), 1.0, true};
-  s.ffnKind = FfnKind::Mlp;
-  s.activation = activationFromHF(f, "hidden_act", "relu2");
-  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
-  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
-  s.names.gate = "";
-  layerWindows(f, s, 0, [](int64_t) { return false; });
   readRope(f, s, 10000.0, 0.5);
 }
 
