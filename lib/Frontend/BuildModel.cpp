@@ -180,10 +180,6 @@ public:
     return norm(w, name, x);
   }
 
-  Value rmsNorm(Value x, Value weight, int64_t groups) {
-    return normOf(s.norm, x, weight, Value(), groups);
-  }
-
   /// A norm of kind `n` over `groups` groups of x's features.
   Value normOf(const NormSpec &n, Value x, Value weight, Value bias, int64_t groups) {
     IntegerAttr groupsAttr = groups != 1 ? b.getI64IntegerAttr(groups) : IntegerAttr();
