@@ -53,15 +53,6 @@ def Tbc_NormOpInterface : OpInterface<"NormOpInterface"> {
                     "getGainOffsetValue">,
     InterfaceMethod<"Groups of the last dimension normalised apart (1: whole row).",
                     "int64_t", "getNumGroups">,
-    InterfaceMethod<"Whether each group has a gain (and bias) of its own: a weight of "
-                    "groups x the group's length ([G * len] or [G, len]), not one "
-                    "group's length shared by all.",
-                    "bool", "hasGainPerGroup", (ins), [{}], [{
-      auto w = ::llvm::cast<::mlir::ShapedType>($_op.getWeight().getType());
-      return $_op.getNumGroups() > 1 &&
-             w.getNumElements() ==
-                 ::llvm::cast<::mlir::ShapedType>($_op.getInput().getType()).getShape().back();
-    }]>,
   ];
 }
 

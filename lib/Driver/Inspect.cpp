@@ -25,7 +25,7 @@ using namespace tbc;
 static std::string qkNormText(const ModelSpec &s) {
   if (s.qkNorm == QKNormKind::None)
     return "";
-  const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+  const NormSpec &n = s.qkNormOrBlockNorm();
   std::string text = std::string(", qk-norm ") + (n.kind == NormType::RMSNorm ? "rms" : "layer");
   switch (s.qkNorm) {
   case QKNormKind::None:

@@ -78,7 +78,7 @@ private:
   void vec(const std::string &name, int64_t n) { list.push_back({name, {n}}); }
   /// The gains (and biases) of the QK-norm of `heads` heads.
   void qkNorm(const std::string &name, int64_t heads) {
-    const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+    const NormSpec &n = s.qkNormOrBlockNorm();
     bool bias = n.kind == NormType::LayerNorm && n.bias;
     for (const char *suffix : {".weight", ".bias"}) {
       if (StringRef(suffix) == ".bias" && !bias)
@@ -194,7 +194,7 @@ public:
   /// The QK-norm of q or k (`heads` heads), weights in slot `name`.
   Value qkNorm(const std::map<std::string, Value> &w, const std::string &name, Value x,
                int64_t heads) {
-    const NormSpec &n = s.qkNormSpec ? *s.qkNormSpec : s.norm;
+    const NormSpec &n = s.qkNormOrBlockNorm();
     Value bias = n.kind == NormType::LayerNorm && n.bias ? w.at(name + ".bias") : Value();
     return normOf(n, x, w.at(name + ".weight"), bias,
                   s.qkNorm == QKNormKind::Full ? 1 : heads);

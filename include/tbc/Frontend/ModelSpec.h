@@ -155,6 +155,8 @@ struct ModelSpec {
   /// The QK-norm's kind, epsilon, gain offset and bias where they are not
   /// the blocks' norm's (StableLM 2: LayerNorms without the blocks' bias).
   std::optional<NormSpec> qkNormSpec;
+  /// The QK-norm's kind, epsilon, gain offset and bias, whoever sets them.
+  const NormSpec &qkNormOrBlockNorm() const { return qkNormSpec ? *qkNormSpec : norm; }
   bool causal = true;
   double attnScale = 0; // 0: head_dim^-0.5
   std::optional<double> attnSoftcap;
