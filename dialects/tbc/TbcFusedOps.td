@@ -125,6 +125,13 @@ def Tbc_AddNormOp : Tbc_Op<"add_norm", [Pure, AllTypesMatch<["lhs", "rhs", "sum"
     $kind $lhs `,` $rhs `,` $weight (`,` $bias^)? `eps` `=` $eps (`gain_offset` `=` $gain_offset^)?
     attr-dict `:` type($lhs) `,` type($weight) (`,` type($bias)^)?
   }];
+  let extraClassDeclaration = [{
+    /// The gain offset as a number (0 when absent), as the norms' own.
+    double getGainOffsetValue() {
+      auto v = getGainOffset();
+      return v ? v->convertToDouble() : 0.0;
+    }
+  }];
   let hasVerifier = 1;
 }
 
@@ -149,6 +156,13 @@ def Tbc_NormAddOp : Tbc_Op<"norm_add", [Pure, AllTypesMatch<["input", "residual"
     $kind $input `,` $weight (`,` $bias^)? `residual` `(` $residual `)` `eps` `=` $eps
     (`gain_offset` `=` $gain_offset^)? attr-dict `:` type($input) `,` type($weight)
     (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The gain offset as a number (0 when absent), as the norms' own.
+    double getGainOffsetValue() {
+      auto v = getGainOffset();
+      return v ? v->convertToDouble() : 0.0;
+    }
   }];
   let hasVerifier = 1;
 }

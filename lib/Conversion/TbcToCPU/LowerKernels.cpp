@@ -356,7 +356,7 @@ private:
                          })))
       return failure();
     double eps = n.getEps().convertToDouble();
-    double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+    double off = n.getGainOffsetValue();
     if (n.getKind() == NormKind::rms)
       return rmsNorm(sum, in[2], out[1], eps, off, 1);
     return layerNorm(sum, in[2], n.getBias() ? in[3] : Value(), out[1], eps, off);
@@ -366,7 +366,7 @@ private:
   /// added in place (a second pass over rows still in cache).
   LogicalResult normAdd(NormAddOp n, ValueRange in, Value out) {
     double eps = n.getEps().convertToDouble();
-    double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+    double off = n.getGainOffsetValue();
     LogicalResult normed = n.getKind() == NormKind::rms
                                ? rmsNorm(in[0], in[2], out, eps, off, 1)
                                : layerNorm(in[0], in[2], n.getBias() ? in[3] : Value(), out, eps, off);

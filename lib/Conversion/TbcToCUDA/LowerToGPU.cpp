@@ -291,12 +291,12 @@ LogicalResult Emitter::emit(Operation *op, const cuda::Launch &launch, ValueRang
                        n.getNumGroups());
       })
       .Case([&](NormAddOp n) {
-        double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+        double off = n.getGainOffsetValue();
         return rowNorm(n.getKind(), Value(), in[0], in[2], n.getBias() ? in[3] : Value(),
                        Value(), out[0], n.getEps().convertToDouble(), off, 1, in[1]);
       })
       .Case([&](AddNormOp n) {
-        double off = n.getGainOffset() ? n.getGainOffset()->convertToDouble() : 0.0;
+        double off = n.getGainOffsetValue();
         return rowNorm(n.getKind(), in[0], in[1], in[2], n.getBias() ? in[3] : Value(),
                        out[0], out[1], n.getEps().convertToDouble(), off, 1);
       })
