@@ -13,7 +13,8 @@
 #   12-token prompts run the FMA variants (decode GEMV, 8 rows a warp), whose
 #   activations stay f32, so with f32 KV caches (--cuda-kv-cache f32) they
 #   match within 1e-4; with the default bf16 caches (keys and values rounded,
-#   as a bf16 model's are) within 2e-2; the long-prompt fixtures
+#   as a bf16 model's are) within 2e-2;
+# * bf16-long: the long-prompt bf16 fixtures
 #   (80 tokens: tensor-core projections and flash attention, which round
 #   activations and P to bf16; once more with split-KV attention, and once
 #   for sm_90a alone, whose projections run on wgmma, as built by default
@@ -22,9 +23,9 @@
 #   blocks; the head dim 256 one in one pass; one with programmatic
 #   dependent launch, --cuda-pdl) within the 2e-2 that
 #   scripts/gpu-check.sh asks of bf16 on a GPU;
-# * bf16-sample: the bf16 set's three kinds of check on one fixture each
-#   (llama with either KV cache, gpt2-long with flash attention), for the
-#   sanitizer suite: the executor's bf16 uploads and the [in, out]
+# * bf16-sample, bf16-long-sample: the bf16 sets' three kinds of check on
+#   one fixture each (llama with either KV cache; gpt2-long with flash
+#   attention), for the sanitizer suite: the executor's bf16 uploads and the [in, out]
 #   transposition run under ASan there, while the kernels, run by the
 #   uninstrumented emulator, are the whole bf16 set's job in the plain suite.
 # Usage: emulated_conformance.sh SET OUT_DIR FIXTURES FIXTURES_BF16
@@ -48,6 +49,8 @@ check() { # name fixture compile-flags... -- conformance-flags...
   fi
   tbc-conformance "$module" "$dir" "$@" || status=1
 }
+# The bf16 checkpoints with long prompts (80 tokens).
+long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long"
 case $set in
   fused | unfused)
     flag=(); [ "$set" = unfused ] && flag=(--no-fuse)
@@ -59,13 +62,13 @@ case $set in
       check "$f f32 fused" "$fixtures/$f" --dtype f32
     done ;;
   bf16)
-    long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long"
     for dir in "$bf16"/*/; do
       f=$(basename "$dir")
       case " $long " in *" $f "*) continue ;; esac
       check "$f bf16 f32-cache" "$dir" --dtype bf16 --cuda-kv-cache f32
       check "$f bf16" "$dir" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2
-    done
+    done ;;
+  bf16-long)
     for f in $long; do
       for attention in flash split-kv; do
         check "$f bf16 $attention" "$bf16/$f" --dtype bf16 --cuda-attention $attention \
@@ -109,7 +112,8 @@ case $set in
       --cuda-flash-passes 1 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
   bf16-sample)
     check "llama bf16 f32-cache" "$bf16/llama" --dtype bf16 --cuda-kv-cache f32
-    check "llama bf16" "$bf16/llama" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2
+    check "llama bf16" "$bf16/llama" --dtype bf16 -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
+  bf16-long-sample)
     check "gpt2-long bf16 flash" "$bf16/gpt2-long" --dtype bf16 --cuda-attention flash \
       -- --tolerance 2e-2 --batch-tolerance 2e-2 ;;
   *) echo "unknown set $set"; exit 2 ;;

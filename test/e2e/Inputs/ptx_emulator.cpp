@@ -50,16 +50,31 @@ struct Type {
 };
 
 struct Operand {
-  enum Kind { None, Reg, Imm, Special, Symbol, Vec, Addr, Label } kind = None;
-  int reg = -1;       // Reg; Addr: base register or -1
-  uint64_t imm = 0;   // Imm
-  int special = 0;    // Special: 0-2 tid, 3-5 ntid, 6-8 ctaid, 9-11 nctaid, 12 laneid
-  int symbol = -1;    // Symbol / Addr: symbol index or -1
-  int64_t offset = 0; // Addr
+  // Packed (the interpreter reads an instruction's operands for every thread
+  // that runs it: smaller instructions stay in the CPU's caches).
+  enum Kind : uint8_t { None, Reg, Imm, Special, Symbol, Vec, Addr, Label } kind = None;
+  uint8_t special = 0; // Special: 0-2 tid, 3-5 ntid, 6-8 ctaid, 9-11 nctaid, 12 laneid
+  uint8_t count = 0;   // Vec
+  int reg = -1;        // Reg; Addr: base register or -1
+  int symbol = -1;     // Symbol / Addr: symbol index or -1
+  int label = -1;      // Label: instruction index
   int regs[4] = {-1, -1, -1, -1}; // Vec: -1 where an element is an immediate (st only)
-  uint64_t imms[4] = {};          // Vec: those immediates
-  int count = 0;      // Vec
-  int label = -1;     // Label: instruction index
+  union {
+    struct {
+      uint64_t imm;   // Imm
+      int64_t offset; // Addr
+    };
+    uint64_t imms[4] = {}; // Vec: its immediates
+  };
+};
+
+/// What an instruction's execution rarely reads: its text (for messages) and
+/// wgmma's register lists.
+struct InstrText {
+  std::string text;
+  // wgmma: the D registers ({d0, ...}) and A's 4 registers (empty: A by
+  // descriptor, ops[0]).
+  std::vector<int> accumulators, wgmmaA;
 };
 
 struct Instr {
@@ -77,18 +92,18 @@ struct Instr {
   bool trans = false;                          // ldmatrix .trans
   bool voteAll = false;                        // vote.sync .all (else .any)
   bool shflIdx = false;                        // shfl.sync .idx (else .bfly)
-  // wgmma: the D registers ({d0, ...}); ops: a-desc, b-desc, scale-d,
-  // imm-scale-a, imm-scale-b.
-  std::vector<int> accumulators;
+  // wgmma: ops a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b; its
+  // registers in `cold`.
   int wgmmaN = 0;                // wgmma: N of m64nNk16
-  std::vector<int> wgmmaA;       // wgmma: A's 4 registers (empty: A by descriptor, ops[0])
   bool wgmmaTransB = false;      // wgmma: B N-major (imm-trans-b 1)
   char toInteger = 0; // cvt .rni / .rmi / .rpi / .rzi: round to an integer value ('n', 'm', 'p', 'z')
   int pred = -1;
   bool predNeg = false;
+  bool ftz = false;      // .ftz
+  bool shiftLeft = false; // shf.l (else shf.r)
   Operand ops[5];
   int nops = 0;
-  std::string text;
+  std::shared_ptr<InstrText> cold = std::make_shared<InstrText>();
 };
 
 /// The device allocation holding [address, address + bytes), from the
@@ -386,12 +401,12 @@ private:
 
   bool operand(const std::string &s, Operand &o, Instr &in) {
     if (s.empty())
-      return fail("empty operand in: " + in.text);
+      return fail("empty operand in: " + in.cold->text);
     if (s[0] == '{') {
       o.kind = Operand::Vec;
       for (const std::string &r : split(s.substr(1, s.size() - 2), ',')) {
         if (o.count == 4 || r.empty())
-          return fail("unsupported vector operand in: " + in.text);
+          return fail("unsupported vector operand in: " + in.cold->text);
         if (r[0] == '%') {
           o.regs[o.count++] = reg(r);
           continue;
@@ -399,7 +414,7 @@ private:
         // An immediate element: only what a store writes may have one.
         Operand imm;
         if (in.op != Op::St || !operand(r, imm, in) || imm.kind != Operand::Imm)
-          return fail("unsupported vector operand in: " + in.text);
+          return fail("unsupported vector operand in: " + in.cold->text);
         o.imms[o.count++] = imm.imm;
       }
       return true;
@@ -416,7 +431,7 @@ private:
       } else {
         auto it = m.symbolIndex.find(base);
         if (it == m.symbolIndex.end())
-          return fail("unknown symbol " + base + " in: " + in.text);
+          return fail("unknown symbol " + base + " in: " + in.cold->text);
         o.symbol = it->second;
       }
       return true;
@@ -459,7 +474,7 @@ private:
     }
     auto it = m.symbolIndex.find(s);
     if (it == m.symbolIndex.end())
-      return fail("unknown operand " + s + " in: " + in.text);
+      return fail("unknown operand " + s + " in: " + in.cold->text);
     o.kind = Operand::Symbol;
     o.symbol = it->second;
     return true;
@@ -485,7 +500,7 @@ private:
     std::vector<std::string> ops = split(rest, ',');
     auto done = [&](Op op, size_t nops) {
       if (ops.size() != nops)
-        return fail("unsupported operands: " + in.text);
+        return fail("unsupported operands: " + in.cold->text);
       in.op = op;
       for (const std::string &s : ops)
         if (!operand(s, in.ops[in.nops++], in))
@@ -495,7 +510,7 @@ private:
     };
     if (parts[0] == "fence")
       return is({"proxy", "async", "shared::cta"}) ? done(Op::FenceProxyAsync, 0)
-                                                    : fail("unsupported fence: " + in.text);
+                                                    : fail("unsupported fence: " + in.cold->text);
     if (is({"fence", "sync", "aligned"}))
       return done(Op::WgmmaFence, 0);
     if (is({"commit_group", "sync", "aligned"}))
@@ -507,7 +522,7 @@ private:
         parts[3] != "aligned" || sscanf(parts[4].c_str(), "m64n%dk16", &n) != 1 ||
         parts[4] != "m64n" + std::to_string(n) + "k16" || n % 8 || n < 8 || n > 256 ||
         parts[5] != "f32" || parts[6] != parts[7] || (parts[6] != "bf16" && parts[6] != "f16"))
-      return fail("unsupported wgmma: " + in.text);
+      return fail("unsupported wgmma: " + in.cold->text);
     in.half = parts[6] == "f16";
     auto registers = [&](const std::string &list, std::vector<int> &out) {
       if (list.size() < 2 || list[0] != '{' || list.back() != '}')
@@ -522,13 +537,13 @@ private:
     const bool aInRegisters = ops.size() == 7 && !ops[1].empty() && ops[1][0] == '{';
     const std::string transB = ops.empty() ? "" : ops.back();
     if (!(aInRegisters || (ops.size() == 8 && ops[6] == "0")) || (transB != "0" && transB != "1"))
-      return fail("unsupported wgmma operands (A K-major or in registers): " + in.text);
-    if (!registers(ops[0], in.accumulators))
-      return fail("unsupported wgmma accumulator: " + in.text);
-    if (int(in.accumulators.size()) != n / 2)
-      return fail("wgmma accumulator count: " + in.text);
-    if (aInRegisters && (!registers(ops[1], in.wgmmaA) || in.wgmmaA.size() != 4))
-      return fail("unsupported wgmma A registers: " + in.text);
+      return fail("unsupported wgmma operands (A K-major or in registers): " + in.cold->text);
+    if (!registers(ops[0], in.cold->accumulators))
+      return fail("unsupported wgmma accumulator: " + in.cold->text);
+    if (int(in.cold->accumulators.size()) != n / 2)
+      return fail("wgmma accumulator count: " + in.cold->text);
+    if (aInRegisters && (!registers(ops[1], in.cold->wgmmaA) || in.cold->wgmmaA.size() != 4))
+      return fail("unsupported wgmma A registers: " + in.cold->text);
     in.wgmmaN = n;
     in.wgmmaTransB = transB == "1";
     f->wgmma = true;
@@ -541,7 +556,7 @@ private:
 
   bool instruction(std::string l) {
     Instr in;
-    in.text = l;
+    in.cold->text = l;
     if (!l.empty() && l.back() == ';')
       l.pop_back();
     if (l[0] == '@') {
@@ -585,8 +600,10 @@ private:
       isKnown |= base == "prefetch" && parts[k] == "L2";
       isKnown |= base == "griddepcontrol" && (parts[k] == "wait" || parts[k] == "launch_dependents");
       if (!isKnown)
-        return fail("unsupported modifier ." + parts[k] + " in: " + in.text);
+        return fail("unsupported modifier ." + parts[k] + " in: " + in.cold->text);
     }
+    in.ftz = has("ftz");
+    in.shiftLeft = base == "shf" && has("l");
     auto lastType = [&] { return parseType(parts.back(), ok); };
     static const std::map<std::string, Op> simple = {
         {"add", Op::Add},   {"sub", Op::Sub},   {"fma", Op::Fma},         {"div", Op::Div},
@@ -597,7 +614,7 @@ private:
         {"sqrt", Op::Sqrt}, {"ex2", Op::Ex2},   {"copysign", Op::Copysign}, {"bfe", Op::Bfe},
         {"shf", Op::Shf},   {"madc", Op::MadcHi}};
     if (base == "madc" && !has("hi"))
-      return fail("unsupported instruction: " + in.text);
+      return fail("unsupported instruction: " + in.cold->text);
     if (auto it = simple.find(base); it != simple.end() && !(base == "bar" && has("warp"))) {
       in.op = it->second;
       if (in.op != Op::Bra && in.op != Op::Ret && in.op != Op::Bar)
@@ -628,7 +645,7 @@ private:
           {"hs", {C::Ge, "i"}},  {"num", {C::Num, "f"}}, {"nan", {C::Nan, "f"}}};
       auto it = kCmps.find(c);
       if (it == kCmps.end() || !std::strchr(it->second.second, in.type.kind == 'f' ? 'f' : 'i'))
-        return fail("unsupported comparison: " + in.text);
+        return fail("unsupported comparison: " + in.cold->text);
       in.cmp = it->second.first;
     } else if (base == "cvt") {
       in.op = Op::Cvt;
@@ -653,56 +670,56 @@ private:
       in.op = base == "ld" ? Op::Ld : Op::St;
       in.space = has("global") ? 'g' : has("shared") ? 's' : has("local") ? 'l' : has("param") ? 'p' : 'x';
       if (in.space == 'x')
-        return fail("unsupported memory space in: " + in.text);
+        return fail("unsupported memory space in: " + in.cold->text);
       in.vec = has("v4") ? 4 : has("v2") ? 2 : 1;
       in.type = lastType();
     } else if (base == "shfl") {
       in.op = Op::Shfl;
       in.shflIdx = has("idx");
       if (!has("sync") || has("bfly") == in.shflIdx)
-        return fail("unsupported shuffle: " + in.text);
+        return fail("unsupported shuffle: " + in.cold->text);
     } else if (base == "vote") {
       // vote.sync.any.pred / .all.pred d, a, membermask (the whole warp)
       in.op = Op::Vote;
       in.voteAll = has("all");
       if (!has("sync") || !has("pred") || has("any") == in.voteAll)
-        return fail("unsupported vote: " + in.text);
+        return fail("unsupported vote: " + in.cold->text);
     } else if (base == "membar") {
       // The blocks of a launch run one after another here: every store is
       // seen by every later access; a fence has nothing left to order.
       in.op = Op::Membar;
       if (!has("gl"))
-        return fail("unsupported membar: " + in.text);
+        return fail("unsupported membar: " + in.cold->text);
     } else if (base == "prefetch") {
       // prefetch.global.L2 [a]: a hint; here its address must be in bounds.
       in.op = Op::Prefetch;
       in.space = 'g';
       if (!has("global") || !has("L2"))
-        return fail("unsupported prefetch: " + in.text);
+        return fail("unsupported prefetch: " + in.cold->text);
     } else if (base == "griddepcontrol") {
       // The launches run one after another here: the wait has nothing to
       // wait for, but it marks where a thread may first touch memory.
       in.op = has("wait") ? Op::GridDepWait : Op::GridDepLaunch;
       if (parts.size() != 2 || !rest.empty())
-        return fail("unsupported griddepcontrol: " + in.text);
+        return fail("unsupported griddepcontrol: " + in.cold->text);
       if (in.op == Op::GridDepWait)
         f->waitsForGrids = true;
     } else if (base == "bar" && has("warp")) {
       in.op = Op::WarpSync; // bar.warp.sync mask: the whole warp meets
       if (!has("sync") || rest != "-1")
-        return fail("unsupported warp barrier (whole warps only): " + in.text);
+        return fail("unsupported warp barrier (whole warps only): " + in.cold->text);
     } else if (base == "atom") {
       // atom.global.add.f32 d, [a], b: d = the old value, [a] += b.
       in.op = Op::AtomAdd;
       in.space = 'g';
       in.type = lastType();
       if (!has("global") || !has("add") || in.type.kind != 'f' || in.type.bits != 32)
-        return fail("unsupported atom: " + in.text);
+        return fail("unsupported atom: " + in.cold->text);
     } else if (base == "cp") {
       // cp.async.{cg,ca}.shared.global [dst], [src], 16; cp.async.commit_group;
       // cp.async.wait_group n.
       if (!has("async"))
-        return fail("unsupported instruction: " + in.text);
+        return fail("unsupported instruction: " + in.cold->text);
       if (has("commit_group")) {
         in.op = Op::CpAsyncCommit;
       } else if (has("wait_group")) {
@@ -710,24 +727,24 @@ private:
       } else {
         in.op = Op::CpAsync;
         if (!has("shared") || !has("global") || !(has("cg") || has("ca")))
-          return fail("unsupported cp.async: " + in.text);
+          return fail("unsupported cp.async: " + in.cold->text);
       }
     } else if (base == "ldmatrix") {
       in.op = Op::Ldmatrix;
       if (!has("m8n8") || !has("shared") || !has("b16"))
-        return fail("unsupported ldmatrix: " + in.text);
+        return fail("unsupported ldmatrix: " + in.cold->text);
       in.vec = has("x4") ? 4 : has("x2") ? 2 : 1;
       in.trans = has("trans");
     } else if (base == "mma") {
       in.op = Op::Mma;
       if (!has("m16n8k16") || !has("row") || !has("col") || !has("f32"))
-        return fail("unsupported mma: " + in.text);
+        return fail("unsupported mma: " + in.cold->text);
       in.half = has("f16");
     } else {
-      return fail("unsupported instruction: " + in.text);
+      return fail("unsupported instruction: " + in.cold->text);
     }
     if (!ok)
-      return fail("unsupported type in: " + in.text);
+      return fail("unsupported type in: " + in.cold->text);
     if (has("rm"))
       in.round = FE_DOWNWARD;
     else if (has("rp"))
@@ -736,7 +753,7 @@ private:
       in.round = FE_TOWARDZERO;
     std::vector<std::string> ops = split(rest, ',');
     if (ops.size() > 5)
-      return fail("too many operands: " + in.text);
+      return fail("too many operands: " + in.cold->text);
     for (const std::string &s : ops) {
       Operand &o = in.ops[in.nops++];
       std::string t = s;
@@ -851,6 +868,18 @@ template <typename Group> struct AsyncGroups {
   }
 };
 
+/// A thread's registers, interleaved with the block's other threads'
+/// (register k of thread i at k * threads + i): the threads run the same
+/// instructions one after another, so that the next thread's registers are
+/// mostly in the cache lines the last one brought in. (One thread's
+/// registers after another's, kernels of thousands of registers made the
+/// interpreter wait for memory at a third of the instructions it ran.)
+struct RegisterFile {
+  uint64_t *base = nullptr;
+  size_t stride = 1;
+  uint64_t &operator[](int k) const { return base[size_t(k) * stride]; }
+};
+
 struct Thread {
   uint32_t pc = 0;
   AsyncGroups<std::vector<AsyncCopy>> copies; // cp.async
@@ -871,7 +900,7 @@ struct Thread {
   State state = Running;
   bool carry = false;
   bool gridsWaited = false; // has run griddepcontrol.wait
-  uint64_t *r = nullptr;
+  RegisterFile r;
   uint8_t *local = nullptr;
   unsigned tid[3] = {0, 0, 0};
 };
@@ -917,7 +946,7 @@ public:
     for (unsigned i = 0; i < threads; ++i) {
       Thread &t = ts[i];
       t = Thread{};
-      t.r = regs.data() + size_t(i) * f.registers;
+      t.r = RegisterFile{regs.data() + i, threads};
       t.local = locals.data() + size_t(i) * (f.localBytes + 16);
       t.tid[0] = i % ntid[0];
       t.tid[1] = i / ntid[0] % ntid[1];
@@ -1066,7 +1095,17 @@ private:
     return 0;
   }
 
-  uint64_t value(const Thread &t, const Operand &o) const {
+  // Registers and immediates inline, the rest out of line: nine in ten
+  // operands read are registers or immediates.
+  __attribute__((always_inline)) uint64_t value(const Thread &t, const Operand &o) const {
+    if (o.kind == Operand::Reg)
+      return t.r[o.reg];
+    if (o.kind == Operand::Imm)
+      return o.imm;
+    return otherValue(t, o);
+  }
+
+  __attribute__((noinline)) uint64_t otherValue(const Thread &t, const Operand &o) const {
     switch (o.kind) {
     case Operand::Reg:
       return t.r[o.reg];
@@ -1098,61 +1137,60 @@ private:
 
   static uint64_t bits(uint64_t v, const Type &ty) { return v & mask(ty.bits); }
 
-  /// Runs `t` until it finishes or reaches a collective.
+  /// Runs `t` until it finishes or reaches a collective. (Its program
+  /// counter is a local here, written back when it stops.)
   bool step(Thread &t) {
-    const std::vector<Instr> &code = f.code;
+    const Instr *code = f.code.data();
+    const uint32_t size = uint32_t(f.code.size());
+    const RegisterFile r = t.r;
+    uint32_t pc = t.pc;
+    auto stop = [&](Thread::State state) {
+      t.pc = pc;
+      t.state = state;
+      return true;
+    };
     for (;;) {
-      if (t.pc >= code.size()) {
-        t.state = Thread::Done;
-        return true;
-      }
-      const Instr &in = code[t.pc];
-      if (in.pred >= 0 && (t.r[in.pred] != 0) == in.predNeg) {
-        ++t.pc;
+      if (pc >= size)
+        return stop(Thread::Done);
+      const Instr &in = code[pc];
+      if (in.pred >= 0 && (r[in.pred] != 0) == in.predNeg) {
+        ++pc;
         continue;
       }
       switch (in.op) {
       case Op::Bra:
-        t.pc = uint32_t(in.ops[0].label);
+        pc = uint32_t(in.ops[0].label);
         continue;
       case Op::Ret:
-        t.state = Thread::Done;
-        return true;
+        return stop(Thread::Done);
       case Op::Bar:
-        t.state = Thread::AtBar;
-        return true;
+        return stop(Thread::AtBar);
       case Op::Shfl:
-        t.state = Thread::AtShfl;
-        return true;
+        return stop(Thread::AtShfl);
       case Op::Vote:
-        t.state = Thread::AtVote;
-        return true;
+        return stop(Thread::AtVote);
       case Op::Mma:
-        t.state = Thread::AtMma;
-        return true;
+        return stop(Thread::AtMma);
       case Op::Ldmatrix:
-        t.state = Thread::AtLdmatrix;
-        return true;
+        return stop(Thread::AtLdmatrix);
       case Op::WarpSync:
-        t.state = Thread::AtWarpSync;
-        return true;
+        return stop(Thread::AtWarpSync);
       case Op::Wgmma:
-        t.state = Thread::AtWgmma;
-        return true;
+        return stop(Thread::AtWgmma);
       default:
         if (!execute(t, in))
           return false;
-        ++t.pc;
+        ++pc;
       }
     }
   }
 
   bool execute(Thread &t, const Instr &in) {
     const Type &ty = in.type;
-    auto v = [&](int i) { return value(t, in.ops[i]); };
-    auto set = [&](uint64_t x) { t.r[in.ops[0].reg] = x; };
+    auto v = [&](int i) __attribute__((always_inline)) { return value(t, in.ops[i]); };
+    auto set = [&](uint64_t x) __attribute__((always_inline)) { t.r[in.ops[0].reg] = x; };
     bool isF = ty.kind == 'f';
-    auto fop = [&](auto fn32, auto fn64) {
+    auto fop = [&](auto fn32, auto fn64) __attribute__((always_inline)) {
       int saved = in.round != FE_TONEAREST ? fegetround() : 0;
       if (in.round != FE_TONEAREST)
         fesetround(in.round);
@@ -1296,8 +1334,8 @@ private:
       return true;
     }
     case Op::Shf: { // shf.l.wrap.b32 d, a, b, c: upper half of (b:a) << (c & 31)
-      if (in.text.find("shf.l") == std::string::npos)
-        return fail("unsupported funnel shift: " + in.text);
+      if (!in.shiftLeft)
+        return fail("unsupported funnel shift: " + in.cold->text);
       uint64_t wide = (uint64_t(uint32_t(v(2))) << 32) | uint32_t(v(1));
       set(uint32_t((wide << (uint32_t(v(3)) & 31)) >> 32));
       return true;
@@ -1382,7 +1420,7 @@ private:
       return true;
     case Op::Prefetch:
       if (!inBounds(t, 'g', address(t, in.ops[0]), 1))
-        return fail("prefetch outside every allocation" + where(t) + ": " + in.text);
+        return fail("prefetch outside every allocation" + where(t) + ": " + in.cold->text);
       return true;
     case Op::CpAsync:
       return asyncCopy(t, in);
@@ -1427,11 +1465,11 @@ private:
         for (const auto &[reg, held] : group.aRegisters)
           if (t.r[reg] != held)
             return fail("a wgmma A register was written while the wgmma was in flight" +
-                        where(t) + ": " + in.text);
+                        where(t) + ": " + in.cold->text);
         for (const PendingWrite &w : group.writes) {
           if (t.r[w.reg] != w.before)
             return fail("a wgmma accumulator register was written while the wgmma was in "
-                        "flight" + where(t) + ": " + in.text);
+                        "flight" + where(t) + ": " + in.cold->text);
           t.r[w.reg] = w.value;
         }
         return true;
@@ -1447,7 +1485,7 @@ private:
       return true;
     case Op::Ex2: {
       float x = std::exp2(F1);
-      if (in.text.find(".ftz") != std::string::npos && std::fpclassify(x) == FP_SUBNORMAL)
+      if (in.ftz && std::fpclassify(x) == FP_SUBNORMAL)
         x = 0.0f;
       set(fromF32(x));
       return true;
@@ -1456,7 +1494,7 @@ private:
       set(fromF32(std::copysign(F2, F1)));
       return true;
     default:
-      return fail("cannot execute: " + in.text);
+      return fail("cannot execute: " + in.cold->text);
     }
 #undef F1
 #undef F2
@@ -1580,6 +1618,53 @@ private:
     return at;
   }
 
+  // Copies of a constant size (a memcpy of a variable one is a library call).
+  static uint64_t load(const uint8_t *at, int bytes) {
+    switch (bytes) {
+    case 1:
+      return *at;
+    case 2: {
+      uint16_t x;
+      memcpy(&x, at, 2);
+      return x;
+    }
+    case 4: {
+      uint32_t x;
+      memcpy(&x, at, 4);
+      return x;
+    }
+    case 8: {
+      uint64_t x;
+      memcpy(&x, at, 8);
+      return x;
+    }
+    default: {
+      uint64_t x = 0;
+      memcpy(&x, at, bytes);
+      return x;
+    }
+    }
+  }
+
+  static void store(uint8_t *at, uint64_t x, int bytes) {
+    switch (bytes) {
+    case 1:
+      *at = uint8_t(x);
+      return;
+    case 2:
+      memcpy(at, &x, 2);
+      return;
+    case 4:
+      memcpy(at, &x, 4);
+      return;
+    case 8:
+      memcpy(at, &x, 8);
+      return;
+    default:
+      memcpy(at, &x, bytes);
+    }
+  }
+
   bool memory(Thread &t, const Instr &in) {
     int bytes = in.type.bits / 8;
     const bool loads = in.op != Op::St; // atom: d, [a], b
@@ -1590,13 +1675,13 @@ private:
     if (in.space == 'p' && in.op == Op::Ld && addr.symbol >= 0) {
       const Symbol &s = m.symbols[addr.symbol];
       if (s.kind != Symbol::Param)
-        return fail("param load from a non-parameter: " + in.text);
+        return fail("param load from a non-parameter: " + in.cold->text);
       p = static_cast<uint8_t *>(params[s.offset]) + addr.offset;
     } else {
       // PTX asks every access, vectors whole, to be naturally aligned.
       size_t total = size_t(bytes) * n;
       auto fault = [&](const char *what) {
-        return fail(what + std::to_string(total) + "-byte access" + where(t) + ": " + in.text);
+        return fail(what + std::to_string(total) + "-byte access" + where(t) + ": " + in.cold->text);
       };
       if (uintptr_t(p) % total)
         return fault("misaligned ");
@@ -1617,14 +1702,12 @@ private:
       const Operand &r = reg;
       uint8_t *at = p + k * bytes;
       if (in.op == Op::Ld) {
-        uint64_t x = 0;
-        memcpy(&x, at, bytes);
-        t.r[r.kind == Operand::Vec ? r.regs[k] : r.reg] = x;
+        t.r[r.kind == Operand::Vec ? r.regs[k] : r.reg] = load(at, bytes);
       } else {
         uint64_t x = r.kind != Operand::Vec ? value(t, r)
                      : r.regs[k] >= 0        ? t.r[r.regs[k]]
                                              : r.imms[k];
-        memcpy(at, &x, bytes);
+        store(at, x, bytes);
         if (in.space == 's')
           wroteShared(t, at, bytes);
       }
@@ -1637,10 +1720,10 @@ private:
   bool asyncCopy(Thread &t, const Instr &in) {
     uint64_t n = value(t, in.ops[2]);
     if (in.nops != 3 || (n != 4 && n != 8 && n != 16))
-      return fail("unsupported cp.async: " + in.text);
+      return fail("unsupported cp.async: " + in.cold->text);
     uint8_t *dst = address(t, in.ops[0]);
     const uint8_t *src = address(t, in.ops[1]);
-    auto fault = [&](const char *what) { return fail(what + where(t) + ": " + in.text); };
+    auto fault = [&](const char *what) { return fail(what + where(t) + ": " + in.cold->text); };
     if (uintptr_t(dst) % n || uintptr_t(src) % n)
       return fault("misaligned cp.async");
     if (!inBounds(t, 's', dst, n) || !inBounds(t, 'g', src, n))
@@ -1682,7 +1765,7 @@ private:
       if (ts[i].state == Thread::AtVote) {
         const Instr &in = f.code[ts[i].pc];
         if (in.nops != 3 || in.ops[2].kind != Operand::Imm || uint32_t(in.ops[2].imm) != ~0u)
-          return fail("vote.sync needs the whole warp's mask (-1): " + in.text);
+          return fail("vote.sync needs the whole warp's mask (-1): " + in.cold->text);
         bool a = value(ts[i], in.ops[1]) & 1;
         any |= a;
         all &= a;
@@ -1741,14 +1824,14 @@ private:
         uint8_t *p = address(t, f.code[t.pc].ops[1]);
         if (uintptr_t(p) % 16 || !inBounds(t, 's', p, 16))
           return fail(std::string(uintptr_t(p) % 16 ? "misaligned" : "out-of-bounds") +
-                      " ldmatrix row (lane " + std::to_string(8 * i + j) + "): " + in.text);
+                      " ldmatrix row (lane " + std::to_string(8 * i + j) + "): " + in.cold->text);
         rows[i][j] = p;
       }
     for (unsigned lane = 0; lane < 32; ++lane) {
       Thread &t = ts[lo + lane];
       const Operand &d = f.code[t.pc].ops[0];
       if ((d.kind == Operand::Vec ? d.count : 1) != in.vec)
-        return fail("ldmatrix destination count: " + in.text);
+        return fail("ldmatrix destination count: " + in.cold->text);
       unsigned g = lane / 4, q = lane % 4;
       for (int i = 0; i < in.vec; ++i) {
         uint32_t pair;
@@ -1895,21 +1978,21 @@ private:
       const Thread &t = ts[i];
       const Instr &ti = f.code[t.pc];
       if (&ti != &in || value(t, ti.ops[0]) != da || value(t, ti.ops[1]) != db)
-        return fail("the threads of a warpgroup run different wgmma" + where(t) + ": " + in.text);
+        return fail("the threads of a warpgroup run different wgmma" + where(t) + ": " + in.cold->text);
     }
     for (uint64_t d : {da, db})
       if ((d >> 49) & 7)
-        return fail("wgmma descriptor with a base offset: " + in.text);
+        return fail("wgmma descriptor with a base offset: " + in.cold->text);
     const int N = in.wgmmaN;
-    WgmmaRead read{da, db, N, in.half, !in.wgmmaA.empty(), in.wgmmaTransB};
+    WgmmaRead read{da, db, N, in.half, !in.cold->wgmmaA.empty(), in.wgmmaTransB};
     float A[64][16], B[256][16];
     if (!readOperands(read, " at its issue" + where(first), A, B))
       return false;
     if (read.aInRegisters) // mma.sync's A fragment, warp w's rows 16 w on
       for (unsigned i = 0; i < 128; ++i) {
         const Thread &t = ts[lo + i];
-        const uint64_t aRegs[4] = {t.r[in.wgmmaA[0]], t.r[in.wgmmaA[1]], t.r[in.wgmmaA[2]],
-                                   t.r[in.wgmmaA[3]]};
+        const uint64_t aRegs[4] = {t.r[in.cold->wgmmaA[0]], t.r[in.cold->wgmmaA[1]], t.r[in.cold->wgmmaA[2]],
+                                   t.r[in.cold->wgmmaA[3]]};
         aFragment(aRegs, i % 32, in.half, A + 16 * (i / 32));
       }
     float scale = float(int64_t(value(first, in.ops[3]))) * float(int64_t(value(first, in.ops[4])));
@@ -1920,7 +2003,7 @@ private:
       for (int j = 0; j < N / 8; ++j)
         for (int e = 0; e < 4; ++e) {
           unsigned row = 16 * w + g + (e >= 2 ? 8 : 0), col = 8 * j + 2 * q + e % 2;
-          int reg = in.accumulators[4 * j + e];
+          int reg = in.cold->accumulators[4 * j + e];
           uint64_t before = accumulatorIn(t, reg); // what the register holds when this lands
           float c = accumulate ? asF32(before) : 0.0f;
           for (int k = 0; k < 16; ++k)
@@ -1928,7 +2011,7 @@ private:
           t.wgmma.open.writes.push_back({reg, fromF32(c), before});
         }
       t.wgmma.open.reads.push_back(wgmmaReads.size());
-      for (int reg : in.wgmmaA)
+      for (int reg : in.cold->wgmmaA)
         t.wgmma.open.aRegisters.push_back({reg, t.r[reg]});
       t.state = Thread::Running;
       ++t.pc;
