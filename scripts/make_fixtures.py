@@ -170,6 +170,12 @@ FIXTURES = {
     # a squared-ReLU MLP without a gate, NeoX RoPE on half of each head.
     "nemotron": dict(model_type="nemotron", num_hidden_layers=2, num_key_value_heads=2,
                      partial_rotary_factor=0.5, tie_word_embeddings=False),
+    # Persimmon: a serial block on biased LayerNorms, GPT-NeoX's per-head
+    # query_key_value, one LayerNorm (gain and bias) for every query head
+    # and one for every key head, NeoX RoPE on half of each head, a biased
+    # squared-ReLU MLP.
+    "persimmon": dict(model_type="persimmon", num_hidden_layers=2, partial_rotary_factor=0.5,
+                      qk_layernorm=True, rope_theta=25000.0),
     # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
     # (up_proj, down_proj), no gate.
     "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),

@@ -39,6 +39,7 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"StableLmForCausalLM", readStableLm},
       {"ArceeForCausalLM", readArcee},
       {"NemotronForCausalLM", readNemotron},
+      {"PersimmonForCausalLM", readPersimmon},
       {"SmolLM3ForCausalLM", readSmolLM3},
       {"Starcoder2ForCausalLM", readStarcoder2},
       {"GPTNeoXForCausalLM", readGPTNeoX},

@@ -63,6 +63,35 @@ void hf::readNemotron(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 10000.0, 0.5);
 }
 
+/// Persimmon (and Fuyu's language model): Nemotron's squared-ReLU MLP and
+/// NeoX RoPE on half of each head (base 25000) in a serial block on biased
+/// LayerNorms, GPT-NeoX's query_key_value ([q k v] per head), biases on
+/// every projection but the LM head, and with qk_layernorm (the default) one
+/// LayerNorm, gain and bias, for every query head and one for every key head.
+void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "relu2");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
+  s.qkvLayout = QkvLayout::FusedPerHead;
+  s.names.q = s.names.k = s.names.v = s.names.gate = "";
+  s.names.qkv = "self_attn.query_key_value";
+  s.names.o = "self_attn.dense";
+  s.names.up = "mlp.dense_h_to_4h";
+  s.names.down = "mlp.dense_4h_to_h";
+  s.names.finalNorm = "model.final_layernorm";
+  if (f.getBool("qk_layernorm", true)) {
+    s.qkNorm = QKNormKind::PerHead;
+    s.names.qNorm = "self_attn.q_layernorm";
+    s.names.kNorm = "self_attn.k_layernorm";
+  }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 25000.0, 0.5);
+}
+
 /// SmolLM3: Llama with NoPE layers: no_rope_layers holds 1 for a layer that
 /// rotates its queries and keys and 0 for one that does not (by default
 /// every no_rope_layer_interval-th layer is NoPE); with use_sliding_window

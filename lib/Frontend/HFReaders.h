@@ -66,6 +66,7 @@ void readStarcoder2(JsonFields &f, ModelSpec &s);
 void readStableLm(JsonFields &f, ModelSpec &s);
 void readArcee(JsonFields &f, ModelSpec &s);
 void readNemotron(JsonFields &f, ModelSpec &s);
+void readPersimmon(JsonFields &f, ModelSpec &s);
 void readSmolLM3(JsonFields &f, ModelSpec &s);
 
 //===--- HFParallel.cpp: families built on parallel blocks ----------------===//
