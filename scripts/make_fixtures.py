@@ -82,6 +82,11 @@ FIXTURES = {
     "llama-hd128-long": dict(model_type="llama", num_hidden_layers=2, num_attention_heads=2,
                              num_key_value_heads=1, head_dim=128, max_position_embeddings=128,
                              seq=80),
+    # StableLM 2 12B's head dim (160: one whole 128-wide walk of the flash
+    # kernel and one partial) and its per-head QK LayerNorms, 80 tokens.
+    "stablelm-hd160-long": dict(model_type="stablelm", num_hidden_layers=1, hidden_size=320,
+                                num_attention_heads=2, num_key_value_heads=1, qk_layernorm=True,
+                                max_position_embeddings=128, seq=80),
     # Gemma-2-9B's head dim (256) with its soft-cap and local/global
     # layers, 80 tokens: the flash kernel's two walks, one per half of the
     # output dims.
@@ -176,6 +181,12 @@ FIXTURES = {
     # squared-ReLU MLP.
     "persimmon": dict(model_type="persimmon", num_hidden_layers=2, partial_rotary_factor=0.5,
                       qk_layernorm=True, rope_theta=25000.0),
+    # GLM (GLM-4-9B): q/k/v biases, one gate_up_proj, interleaved-pair RoPE
+    # on half of each head; GLM-4 (0414) adds a norm after each sub-layer.
+    "glm": dict(model_type="glm", num_hidden_layers=2, num_key_value_heads=2, head_dim=16,
+                rms_norm_eps=1e-5, pad_token_id=0),
+    "glm4": dict(model_type="glm4", num_hidden_layers=2, num_key_value_heads=2, head_dim=16,
+                 rms_norm_eps=1e-5, pad_token_id=0),
     # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
     # (up_proj, down_proj), no gate.
     "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),

@@ -40,6 +40,8 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"ArceeForCausalLM", readArcee},
       {"NemotronForCausalLM", readNemotron},
       {"PersimmonForCausalLM", readPersimmon},
+      {"GlmForCausalLM", [](JsonFields &f, ModelSpec &s) { readGlm(f, s, false); }},
+      {"Glm4ForCausalLM", [](JsonFields &f, ModelSpec &s) { readGlm(f, s, true); }},
       {"SmolLM3ForCausalLM", readSmolLM3},
       {"Starcoder2ForCausalLM", readStarcoder2},
       {"GPTNeoXForCausalLM", readGPTNeoX},

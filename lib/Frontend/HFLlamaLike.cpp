@@ -92,6 +92,35 @@ void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 25000.0, 0.5);
 }
 
+/// GLM (GLM-4-9B's transformers port) and GLM-4 (the 0414 models): Llama's
+/// RMSNorm blocks with q/k/v biases, one gate_up_proj ([gate; up] rows, as
+/// Phi-3's), interleaved-pair RoPE on half of each head; GLM-4 adds a norm
+/// after each sub-layer (post_self_attn_layernorm, post_mlp_layernorm:
+/// sandwich placement). Their configs' defaults are GLM-4-9B's sizes, not
+/// Llama's: head_dim 128, 2 key/value heads, eps 1.5625e-7.
+void hf::readGlm(JsonFields &f, ModelSpec &s, bool glm4) {
+  readLlamaCommon(f, s);
+  if (!f.ok())
+    return;
+  if (!f.has("head_dim"))
+    s.headDim = 128;
+  s.numKvHeads = f.getInt("num_key_value_heads", 2, 1, L::kMaxHeads);
+  s.norm.eps = f.getNumber("rms_norm_eps", 1.5625e-7);
+  s.qkvBias = f.getBool("attention_bias", true);
+  s.fusedGateUp = true;
+  s.names.gateUp = "mlp.gate_up_proj";
+  s.names.gate = s.names.up = "";
+  if (glm4) {
+    s.placement = NormPlacement::Sandwich;
+    s.names.attnPostNorm = "post_self_attn_layernorm";
+    s.names.ffnPostNorm = "post_mlp_layernorm";
+  }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0, 0.5);
+  for (LayerVariant &l : s.layers)
+    l.rope.gptjStyle = true;
+}
+
 /// SmolLM3: Llama with NoPE layers: no_rope_layers holds 1 for a layer that
 /// rotates its queries and keys and 0 for one that does not (by default
 /// every no_rope_layer_interval-th layer is NoPE); with use_sliding_window

@@ -67,6 +67,7 @@ void readStableLm(JsonFields &f, ModelSpec &s);
 void readArcee(JsonFields &f, ModelSpec &s);
 void readNemotron(JsonFields &f, ModelSpec &s);
 void readPersimmon(JsonFields &f, ModelSpec &s);
+void readGlm(JsonFields &f, ModelSpec &s, bool glm4);
 void readSmolLM3(JsonFields &f, ModelSpec &s);
 
 //===--- HFParallel.cpp: families built on parallel blocks ----------------===//

@@ -50,7 +50,7 @@ check() { # name fixture compile-flags... -- conformance-flags...
   tbc-conformance "$module" "$dir" "$@" || status=1
 }
 # The bf16 checkpoints with long prompts (80 tokens).
-long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long"
+long="gemma2-long qwen3-long llama-hd128-long gemma2-hd256-long gpt2-long stablelm-hd160-long"
 case $set in
   fused | unfused)
     flag=(); [ "$set" = unfused ] && flag=(--no-fuse)
