@@ -135,6 +135,11 @@ FIXTURES = {
     # bind time): 80 tokens reach the block-tiled projection (64 rows and up).
     "gpt2-long": dict(model_type="gpt2", n_layer=2, n_embd=HIDDEN, n_head=4, n_positions=128,
                       n_inner=INTER, vocab_size=VOCAB, activation_function="gelu_new", seq=80),
+    # GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's block on nn.Linear
+    # weights with multi-query attention (c_attn rows [q heads; k; v]).
+    "gpt_bigcode": dict(model_type="gpt_bigcode", n_layer=2, n_embd=HIDDEN, n_head=4,
+                        n_positions=64, n_inner=INTER, vocab_size=VOCAB, multi_query=True,
+                        bos_token_id=1, eos_token_id=2),
     # ALiBi with 6 heads: both families' rules for a head count that is not
     # a power of two (BLOOM's extra slopes, MPT's odd-then-even order).
     "bloom": dict(model_type="bloom", n_layer=2, hidden_size=192, n_head=6, vocab_size=VOCAB),
@@ -229,7 +234,7 @@ FIXTURES = {
                        num_kv_heads=2, bias=True, ffn_hidden_size=INTER),
 }
 # Their own field names: COMMON's would collide with them.
-OWN_FIELDS = ("gpt2", "bloom", "mpt", "gptj")
+OWN_FIELDS = ("gpt2", "gpt_bigcode", "bloom", "mpt", "gptj")
 
 
 def randomize(model, gemma):

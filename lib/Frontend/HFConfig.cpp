@@ -47,6 +47,7 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"GPTNeoXForCausalLM", readGPTNeoX},
       {"GPTJForCausalLM", readGPTJ},
       {"GPT2LMHeadModel", readGPT2},
+      {"GPTBigCodeForCausalLM", readGPTBigCode},
       {"BloomForCausalLM", readBloom},
       {"MptForCausalLM", readMpt},
       // MosaicML's own uploads name their remote-code class; transformers

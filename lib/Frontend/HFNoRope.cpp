@@ -1,7 +1,8 @@
 //===- HFNoRope.cpp - learned positions and ALiBi -------------------------===//
 //
-// GPT-2 (learned absolute positions, Conv1D [in, out] weights), BLOOM and
-// MPT (ALiBi with each family's slopes).
+// GPT-2 (learned absolute positions, Conv1D [in, out] weights), GPT-BigCode
+// (GPT-2's block with multi-query attention), BLOOM and MPT (ALiBi with each
+// family's slopes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,9 +30,11 @@ void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
   s.names.lmHead = "lm_head.weight";
   layerWindows(f, s, 0, [](int64_t) { return false; });
 }
-} // namespace
 
-void hf::readGPT2(JsonFields &f, ModelSpec &s) {
+/// GPT-2's block, which GPT-BigCode keeps: learned absolute positions,
+/// LayerNorms, a biased GELU-tanh MLP of n_inner (4 x hidden), biases on
+/// every projection, tied embeddings, GPT-2's names.
+void readGpt2Block(JsonFields &f, ModelSpec &s) {
   if (!readSizes(f, s, "n_embd", "n_layer", "n_head"))
     return;
   s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
@@ -49,8 +52,6 @@ void hf::readGPT2(JsonFields &f, ModelSpec &s) {
   s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
   s.positions = PositionKind::Learned;
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
-  s.qkvLayout = QkvLayout::FusedInOut;
-  s.weightsInOut = true;
   // save_pretrained's names; the weight binder also accepts them without
   // the "transformer." prefix (the original upload).
   s.names = {};
@@ -66,6 +67,27 @@ void hf::readGPT2(JsonFields &f, ModelSpec &s) {
   s.names.up = "mlp.c_fc";
   s.names.down = "mlp.c_proj";
   layerWindows(f, s, 0, [](int64_t) { return false; });
+}
+} // namespace
+
+/// GPT-2: Conv1D weights ([in, out], transposed at bind time), one c_attn
+/// of [q k v] columns.
+void hf::readGPT2(JsonFields &f, ModelSpec &s) {
+  readGpt2Block(f, s);
+  s.qkvLayout = QkvLayout::FusedInOut;
+  s.weightsInOut = true;
+}
+
+/// GPT-BigCode (StarCoder, SantaCoder, WizardCoder): GPT-2's block on
+/// nn.Linear weights; with multi_query (the default) one key/value head, its
+/// c_attn rows [q heads; k; v], else per head [q k v].
+void hf::readGPTBigCode(JsonFields &f, ModelSpec &s) {
+  readGpt2Block(f, s);
+  if (!f.ok())
+    return;
+  bool multiQuery = f.getBool("multi_query", true);
+  s.numKvHeads = multiQuery ? 1 : s.numHeads;
+  s.qkvLayout = multiQuery ? QkvLayout::FusedRows : QkvLayout::FusedPerHead;
 }
 
 /// BLOOM: per-head interleaved query_key_value, biases everywhere, a

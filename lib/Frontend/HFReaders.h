@@ -84,6 +84,7 @@ void readCohereRope(JsonFields &f, ModelSpec &s);
 //===--- HFNoRope.cpp: learned positions and ALiBi ------------------------===//
 
 void readGPT2(JsonFields &f, ModelSpec &s);
+void readGPTBigCode(JsonFields &f, ModelSpec &s);
 void readBloom(JsonFields &f, ModelSpec &s);
 void readMpt(JsonFields &f, ModelSpec &s);
 

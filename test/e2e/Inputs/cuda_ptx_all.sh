@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# cuda_ptx_all.sh PTXAS FIXTURES OUT [DTYPE]: every fixture, fused and
-# unfused, to PTX (--target cuda --dtype DTYPE --emit ptx; f32 by default),
-# each checked by check_ptx.py; one line each.
-ptxas=$1 fixtures=$2 out=$3 dtype=${4:-f32}
+# cuda_ptx_all.sh PTXAS FIXTURES OUT [DTYPE [MODES]]: every fixture, fused
+# and unfused (or MODES: "fused"), to PTX (--target cuda --dtype DTYPE
+# --emit ptx; f32 by default), each checked by check_ptx.py; one line each.
+ptxas=$1 fixtures=$2 out=$3 dtype=${4:-f32} modes=${5:-fused unfused}
 here=$(dirname "$0")
 for f in "$fixtures"/*/; do
   n=$(basename "$f")
-  for mode in fused unfused; do
+  for mode in $modes; do
     flag=""; [ $mode = unfused ] && flag=--no-fuse
     if ! tbc compile "$f" --target cuda --dtype "$dtype" $flag --emit ptx -o "$out/$n.$mode.mlir" 2>"$out/$n.$mode.err"; then
       echo "$n $mode: COMPILE FAIL: $(cat "$out/$n.$mode.err")"; continue
