@@ -103,7 +103,7 @@ struct Instr {
   bool shiftLeft = false; // shf.l (else shf.r)
   Operand ops[5];
   int nops = 0;
-  std::shared_ptr<InstrText> cold = std::make_shared<InstrText>();
+  std::unique_ptr<InstrText> cold = std::make_unique<InstrText>();
 };
 
 /// The device allocation holding [address, address + bytes), from the
@@ -1107,10 +1107,6 @@ private:
 
   __attribute__((noinline)) uint64_t otherValue(const Thread &t, const Operand &o) const {
     switch (o.kind) {
-    case Operand::Reg:
-      return t.r[o.reg];
-    case Operand::Imm:
-      return o.imm;
     case Operand::Special: {
       int k = o.special;
       if (k < 3)
@@ -1618,50 +1614,27 @@ private:
     return at;
   }
 
-  // Copies of a constant size (a memcpy of a variable one is a library call).
+  // Copies of a constant size (a memcpy of a variable one is a library
+  // call); little-endian, so the low bytes of x are the value's.
   static uint64_t load(const uint8_t *at, int bytes) {
+    uint64_t x = 0;
     switch (bytes) {
-    case 1:
-      return *at;
-    case 2: {
-      uint16_t x;
-      memcpy(&x, at, 2);
-      return x;
+    case 1: memcpy(&x, at, 1); break;
+    case 2: memcpy(&x, at, 2); break;
+    case 4: memcpy(&x, at, 4); break;
+    case 8: memcpy(&x, at, 8); break;
+    default: memcpy(&x, at, bytes);
     }
-    case 4: {
-      uint32_t x;
-      memcpy(&x, at, 4);
-      return x;
-    }
-    case 8: {
-      uint64_t x;
-      memcpy(&x, at, 8);
-      return x;
-    }
-    default: {
-      uint64_t x = 0;
-      memcpy(&x, at, bytes);
-      return x;
-    }
-    }
+    return x;
   }
 
   static void store(uint8_t *at, uint64_t x, int bytes) {
     switch (bytes) {
-    case 1:
-      *at = uint8_t(x);
-      return;
-    case 2:
-      memcpy(at, &x, 2);
-      return;
-    case 4:
-      memcpy(at, &x, 4);
-      return;
-    case 8:
-      memcpy(at, &x, 8);
-      return;
-    default:
-      memcpy(at, &x, bytes);
+    case 1: memcpy(at, &x, 1); break;
+    case 2: memcpy(at, &x, 2); break;
+    case 4: memcpy(at, &x, 4); break;
+    case 8: memcpy(at, &x, 8); break;
+    default: memcpy(at, &x, bytes);
     }
   }
 
