@@ -97,19 +97,23 @@ void hf::layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
 }
 
 /// Fields every Llama-like config shares (Llama, Mistral, Qwen2/3, Phi-3,
-/// OLMo 2, Gemma 2/3).
-void hf::readLlamaCommon(JsonFields &f, ModelSpec &s) {
+/// OLMo 2, Gemma 2/3), absent ones taking `defaults` (a family's config
+/// class's defaults where they are not Llama's).
+void hf::readLlamaCommon(JsonFields &f, ModelSpec &s, const LlamaDefaults &defaults) {
   s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
   s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
   s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
   s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
-  s.numKvHeads = f.getInt("num_key_value_heads", s.numHeads, 1, L::kMaxHeads);
+  s.numKvHeads = f.getInt("num_key_value_heads", defaults.kvHeads.value_or(s.numHeads), 1,
+                          L::kMaxHeads);
   s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
   s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
   if (!f.ok())
     return;
   if (f.has("head_dim")) {
     s.headDim = f.reqInt("head_dim", 1, L::kMaxHeadDim);
+  } else if (defaults.headDim) {
+    s.headDim = *defaults.headDim;
   } else if (s.hiddenSize % s.numHeads != 0) {
     f.fail("num_attention_heads",
            "hidden_size " + std::to_string(s.hiddenSize) +
@@ -119,7 +123,7 @@ void hf::readLlamaCommon(JsonFields &f, ModelSpec &s) {
     s.headDim = s.hiddenSize / s.numHeads;
   }
   s.norm.kind = NormType::RMSNorm;
-  s.norm.eps = f.getNumber("rms_norm_eps", 1e-6);
+  s.norm.eps = f.getNumber("rms_norm_eps", defaults.rmsNormEps);
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", false);
   s.ffnKind = FfnKind::Glu;
   s.activation = activationFromHF(f, "hidden_act", "silu");
@@ -195,8 +199,6 @@ int64_t hf::slidingWindow(JsonFields &f) {
   return f.getInt("sliding_window", 0, 0, L::kMaxPositions);
 }
 
-/// The parallel block of GPT-J, Phi-1/2 and StableLM: both branches read
-/// the layer's one LayerNorm, x + attn(n x) + ffn(n x).
 bool hf::readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const char *layersKey,
                    const char *headsKey) {
   s.vocabSize = f.reqInt("vocab_size", 1, L::kMaxVocab);
@@ -213,6 +215,8 @@ bool hf::readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const cha
   return true;
 }
 
+/// The parallel block of GPT-J, Phi-1/2 and StableLM: both branches read
+/// the layer's one LayerNorm, x + attn(n x) + ffn(n x).
 void hf::shareParallelNorm(ModelSpec &s) {
   s.parallelBlock = s.sharedParallelNorm = true;
   s.names.ffnPreNorm = "";

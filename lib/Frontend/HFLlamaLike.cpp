@@ -99,13 +99,13 @@ void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
 /// sandwich placement). Their configs' defaults are GLM-4-9B's sizes, not
 /// Llama's: head_dim 128, 2 key/value heads, eps 1.5625e-7.
 void hf::readGlm(JsonFields &f, ModelSpec &s, bool glm4) {
-  readLlamaCommon(f, s);
+  LlamaDefaults glmDefaults;
+  glmDefaults.kvHeads = 2;
+  glmDefaults.headDim = 128;
+  glmDefaults.rmsNormEps = 1.5625e-7;
+  readLlamaCommon(f, s, glmDefaults);
   if (!f.ok())
     return;
-  if (!f.has("head_dim"))
-    s.headDim = 128;
-  s.numKvHeads = f.getInt("num_key_value_heads", 2, 1, L::kMaxHeads);
-  s.norm.eps = f.getNumber("rms_norm_eps", 1.5625e-7);
   s.qkvBias = f.getBool("attention_bias", true);
   s.fusedGateUp = true;
   s.names.gateUp = "mlp.gate_up_proj";

@@ -15,6 +15,7 @@
 #include "tbc/Frontend/ModelSpec.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace tbc::hf {
@@ -29,8 +30,16 @@ std::string activationFromHF(JsonFields &f, const std::string &key, const std::s
 void layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
                   const std::function<bool(int64_t)> &isSliding);
 
+/// A family's config defaults where they are not Llama's (num_key_value_heads
+/// = num_attention_heads, head_dim = hidden_size / num_attention_heads,
+/// rms_norm_eps = 1e-6).
+struct LlamaDefaults {
+  std::optional<int64_t> kvHeads, headDim;
+  double rmsNormEps = 1e-6;
+};
+
 /// Fields every Llama-like config shares, with Llama's tensor names.
-void readLlamaCommon(JsonFields &f, ModelSpec &s);
+void readLlamaCommon(JsonFields &f, ModelSpec &s, const LlamaDefaults &defaults = {});
 
 /// RoPE of every layer from rope_parameters (transformers 5) or rope_theta /
 /// rope_scaling / partial_rotary_factor (4); true when per-layer-type
