@@ -104,15 +104,18 @@ void hf::readLlamaCommon(JsonFields &f, ModelSpec &s, const LlamaDefaults &defau
   s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
   s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
   s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
-  s.numKvHeads = f.getInt("num_key_value_heads", defaults.kvHeads.value_or(s.numHeads), 1,
-                          L::kMaxHeads);
+  s.numKvHeads = f.absent("num_key_value_heads") && defaults.kvHeads
+                     ? *defaults.kvHeads
+                     : f.getInt("num_key_value_heads", s.numHeads, 1, L::kMaxHeads);
   s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
-  s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  s.maxPositions = f.absent("max_position_embeddings")
+                       ? defaults.maxPositions
+                       : f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
   if (!f.ok())
     return;
   if (f.has("head_dim")) {
     s.headDim = f.reqInt("head_dim", 1, L::kMaxHeadDim);
-  } else if (defaults.headDim) {
+  } else if (defaults.headDim && f.absent("head_dim")) {
     s.headDim = *defaults.headDim;
   } else if (s.hiddenSize % s.numHeads != 0) {
     f.fail("num_attention_heads",
@@ -195,8 +198,9 @@ bool hf::readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
   return false;
 }
 
-int64_t hf::slidingWindow(JsonFields &f) {
-  return f.getInt("sliding_window", 0, 0, L::kMaxPositions);
+int64_t hf::slidingWindow(JsonFields &f, int64_t classDefault) {
+  return f.getInt("sliding_window", f.absent("sliding_window") ? classDefault : 0, 0,
+                  L::kMaxPositions);
 }
 
 bool hf::readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const char *layersKey,

@@ -19,7 +19,7 @@ using L = SpecLimits;
 } // namespace
 
 void hf::readLlama(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {2048});
   bool attnBias = f.getBool("attention_bias", false);
   bool mlpBias = f.getBool("mlp_bias", false);
   s.qkvBias = s.oBias = attnBias;
@@ -32,8 +32,8 @@ namespace {
 /// Llama's names, attention and serial blocks with a gateless MLP, up_proj
 /// and down_proj around `hidden_act` (a squared ReLU by default): Arcee's
 /// and Nemotron's blocks, all but their RoPE.
-void readGatelessLlama(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+void readGatelessLlama(JsonFields &f, ModelSpec &s, const LlamaDefaults &defaults) {
+  readLlamaCommon(f, s, defaults);
   if (!f.ok())
     return;
   s.ffnKind = FfnKind::Mlp;
@@ -47,7 +47,7 @@ void readGatelessLlama(JsonFields &f, ModelSpec &s) {
 
 /// Arcee (AFM): Llama with a gateless squared-ReLU MLP.
 void hf::readArcee(JsonFields &f, ModelSpec &s) {
-  readGatelessLlama(f, s);
+  readGatelessLlama(f, s, {4096, 1e-5});
   if (f.ok())
     readRope(f, s, 10000.0);
 }
@@ -56,7 +56,7 @@ void hf::readArcee(JsonFields &f, ModelSpec &s) {
 /// LayerNorm1P, a LayerNorm with a bias whose gain is 1 + weight; NeoX RoPE
 /// on half of each head by default.
 void hf::readNemotron(JsonFields &f, ModelSpec &s) {
-  readGatelessLlama(f, s);
+  readGatelessLlama(f, s, {4096});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("norm_eps", 1e-5), 1.0, true};
@@ -64,12 +64,14 @@ void hf::readNemotron(JsonFields &f, ModelSpec &s) {
 }
 
 /// Persimmon (and Fuyu's language model): Nemotron's squared-ReLU MLP and
-/// NeoX RoPE on half of each head (base 25000) in a serial block on biased
+/// NeoX RoPE on half of each head in a serial block on biased
 /// LayerNorms, GPT-NeoX's query_key_value ([q k v] per head), biases on
 /// every projection but the LM head, and with qk_layernorm (the default) one
 /// LayerNorm, gain and bias, for every query head and one for every key head.
 void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  // RoPE's base: the released configs say 25000 (transformers 4's
+  // default); transformers 5's PersimmonConfig defaults to 10000.
+  readLlamaCommon(f, s, {16384});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
@@ -89,7 +91,7 @@ void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
     s.names.kNorm = "self_attn.k_layernorm";
   }
   layerWindows(f, s, 0, [](int64_t) { return false; });
-  readRope(f, s, 25000.0, 0.5);
+  readRope(f, s, 10000.0, 0.5);
 }
 
 /// GLM (GLM-4-9B's transformers port) and GLM-4 (the 0414 models): Llama's
@@ -99,11 +101,7 @@ void hf::readPersimmon(JsonFields &f, ModelSpec &s) {
 /// sandwich placement). Their configs' defaults are GLM-4-9B's sizes, not
 /// Llama's: head_dim 128, 2 key/value heads, eps 1.5625e-7.
 void hf::readGlm(JsonFields &f, ModelSpec &s, bool glm4) {
-  LlamaDefaults glmDefaults;
-  glmDefaults.kvHeads = 2;
-  glmDefaults.headDim = 128;
-  glmDefaults.rmsNormEps = 1.5625e-7;
-  readLlamaCommon(f, s, glmDefaults);
+  readLlamaCommon(f, s, {131072, 1.5625e-7, 2, 128});
   if (!f.ok())
     return;
   s.qkvBias = f.getBool("attention_bias", true);
@@ -127,7 +125,7 @@ void hf::readGlm(JsonFields &f, ModelSpec &s, bool glm4) {
 /// the NoPE layers are the sliding ones (unless layer_types says which);
 /// tied embeddings by default.
 void hf::readSmolLM3(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {32768, 1e-6, 4});
   if (!f.ok())
     return;
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
@@ -160,30 +158,37 @@ void hf::readSmolLM3(JsonFields &f, ModelSpec &s) {
   layerWindows(f, s, window, [&](int64_t i) { return window > 0 && !rotates[i]; });
   for (int64_t i = 0; f.ok() && i < s.numLayers; ++i)
     s.layers[i].noRope = !rotates[i];
-  readRope(f, s, 10000.0);
+  readRope(f, s, 2000000.0);
 }
 
 void hf::readMistral(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
-  int64_t window = slidingWindow(f);
+  readLlamaCommon(f, s, {131072, 1e-6, 8});
+  int64_t window = slidingWindow(f, 4096);
   layerWindows(f, s, window, [&](int64_t) { return window > 0; });
   readRope(f, s, 10000.0);
 }
 
-void hf::readQwen2(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+namespace {
+/// Qwen2's and Qwen3's blocks: with use_sliding_window, windows on the
+/// layers from max_window_layers on. Their config classes default to 32
+/// key/value heads whatever the number of heads.
+void readQwen(JsonFields &f, ModelSpec &s, std::optional<int64_t> classHeadDim) {
+  readLlamaCommon(f, s, {32768, 1e-6, 32, classHeadDim});
   s.qkvBias = true;
   bool useSliding = f.getBool("use_sliding_window", false);
-  int64_t window = useSliding ? slidingWindow(f) : 0;
-  int64_t maxWindowLayers = f.getInt("max_window_layers", 0, 0, L::kMaxLayers);
+  int64_t window = useSliding ? slidingWindow(f, 4096) : 0;
+  int64_t maxWindowLayers = f.getInt("max_window_layers", 28, 0, L::kMaxLayers);
   layerWindows(f, s, window, [&](int64_t i) {
     return window > 0 && i >= maxWindowLayers;
   });
   readRope(f, s, 10000.0);
 }
+} // namespace
+
+void hf::readQwen2(JsonFields &f, ModelSpec &s) { readQwen(f, s, std::nullopt); }
 
 void hf::readQwen3(JsonFields &f, ModelSpec &s) {
-  readQwen2(f, s);
+  readQwen(f, s, 128);
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   s.qkNorm = QKNormKind::PerHead;
   s.names.qNorm = "self_attn.q_norm";
@@ -191,7 +196,7 @@ void hf::readQwen3(JsonFields &f, ModelSpec &s) {
 }
 
 void hf::readPhi3(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {4096, 1e-5});
   s.qkvLayout = QkvLayout::FusedRows;
   s.fusedGateUp = true;
   s.names.qkv = "self_attn.qkv_proj";
@@ -200,13 +205,11 @@ void hf::readPhi3(JsonFields &f, ModelSpec &s) {
   s.qkvBias = s.oBias = f.getBool("attention_bias", false);
   int64_t window = slidingWindow(f);
   layerWindows(f, s, window, [&](int64_t) { return window > 0; });
-  if (!f.has("max_position_embeddings"))
-    s.maxPositions = 4096; // Phi3Config's default
   readRope(f, s, 10000.0, 1.0, /*phi3=*/true);
 }
 
 void hf::readOlmo2(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {2048, 1e-5});
   s.placement = NormPlacement::BranchPost;
   s.names.attnPreNorm = s.names.ffnPreNorm = "";
   s.names.attnPostNorm = "post_attention_layernorm";
@@ -222,7 +225,7 @@ void hf::readOlmo2(JsonFields &f, ModelSpec &s) {
 /// Gemma (1): Llama's pre-norm block with Gemma's (1 + w) RMSNorm gain,
 /// embeddings scaled by sqrt(hidden), GeGLU and tied embeddings.
 void hf::readGemma1(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {8192, 1e-6, 16, 256});
   // GemmaConfig takes the legacy "gelu" of the original releases for the
   // tanh approximation they were trained with (their hidden_activation is
   // not read by transformers 5).
@@ -243,10 +246,10 @@ void hf::readGemma1(JsonFields &f, ModelSpec &s) {
 /// Gemma 2 and Gemma 3 text: sandwich norms with (1 + w), scaled
 /// embeddings, query_pre_attn_scalar, GeGLU-tanh, alternating windows.
 void hf::readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {gemma3 ? 131072 : 8192, 1e-6, 4, 256});
   s.activation = activationFromHF(
       f, f.has("hidden_activation") ? "hidden_activation" : "hidden_act",
-      "gelu_tanh");
+      "gelu_pytorch_tanh");
   s.placement = NormPlacement::Sandwich;
   s.norm.gainOffset = 1.0;
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
@@ -254,12 +257,14 @@ void hf::readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
   s.names.ffnPreNorm = "pre_feedforward_layernorm";
   s.names.attnPostNorm = "post_attention_layernorm";
   s.names.ffnPostNorm = "post_feedforward_layernorm";
-  double qpa = f.optPositive("query_pre_attn_scalar")
-                   .value_or(double(s.headDim));
+  double qpa = f.optPositive("query_pre_attn_scalar").value_or(256.0);
   s.attnScale = 1.0 / std::sqrt(qpa);
-  s.attnSoftcap = f.optPositive("attn_logit_softcapping");
-  s.finalSoftcap = f.optPositive("final_logit_softcapping");
-  int64_t window = slidingWindow(f);
+  // Gemma 2's config class soft-caps by default, Gemma 3's does not.
+  s.attnSoftcap = f.optPositive("attn_logit_softcapping",
+                                gemma3 ? std::nullopt : std::optional<double>(50.0));
+  s.finalSoftcap = f.optPositive("final_logit_softcapping",
+                                 gemma3 ? std::nullopt : std::optional<double>(30.0));
+  int64_t window = slidingWindow(f, 4096);
   if (!gemma3) {
     layerWindows(f, s, window, [](int64_t i) { return (i + 1) % 2 != 0; });
     readRope(f, s, 10000.0);
@@ -303,7 +308,7 @@ void hf::readGranite(JsonFields &f, ModelSpec &s) {
 /// StarCoder2: LayerNorm, GQA, a GELU-tanh MLP, biases on every projection
 /// (use_bias), one sliding window for every layer, tied embeddings.
 void hf::readStarcoder2(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {4096, 1e-6, 2});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("norm_epsilon", 1e-5), 0.0, true};
@@ -324,7 +329,7 @@ void hf::readStarcoder2(JsonFields &f, ModelSpec &s) {
 /// and with qk_layernorm (StableLM 2 12B) a bias-free LayerNorm of each
 /// query and key head with its own gain (q_layernorm.norms.{h}).
 void hf::readStableLm(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {4096, 1e-6, 32});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};

@@ -34,10 +34,10 @@ void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
 /// GPT-2's block, which GPT-BigCode keeps: learned absolute positions,
 /// LayerNorms, a biased GELU-tanh MLP of n_inner (4 x hidden), biases on
 /// every projection, tied embeddings, GPT-2's names.
-void readGpt2Block(JsonFields &f, ModelSpec &s) {
+void readGpt2Block(JsonFields &f, ModelSpec &s, const char *classActivation) {
   if (!readSizes(f, s, "n_embd", "n_layer", "n_head"))
     return;
-  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.maxPositions = f.getInt("n_positions", 1024, 1, L::kMaxPositions);
   s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
   if (f.ok() && f.getBool("scale_attn_by_inverse_layer_idx", false))
     f.fail("scale_attn_by_inverse_layer_idx", "is not supported");
@@ -48,7 +48,7 @@ void readGpt2Block(JsonFields &f, ModelSpec &s) {
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
             true};
   s.ffnKind = FfnKind::Mlp;
-  s.activation = activationFromHF(f, "activation_function", "gelu_tanh");
+  s.activation = activationFromHF(f, "activation_function", classActivation);
   s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
   s.positions = PositionKind::Learned;
   s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
@@ -73,7 +73,7 @@ void readGpt2Block(JsonFields &f, ModelSpec &s) {
 /// GPT-2: Conv1D weights ([in, out], transposed at bind time), one c_attn
 /// of [q k v] columns.
 void hf::readGPT2(JsonFields &f, ModelSpec &s) {
-  readGpt2Block(f, s);
+  readGpt2Block(f, s, "gelu_new");
   s.qkvLayout = QkvLayout::FusedInOut;
   s.weightsInOut = true;
 }
@@ -82,7 +82,7 @@ void hf::readGPT2(JsonFields &f, ModelSpec &s) {
 /// nn.Linear weights; with multi_query (the default) one key/value head, its
 /// c_attn rows [q heads; k; v], else per head [q k v].
 void hf::readGPTBigCode(JsonFields &f, ModelSpec &s) {
-  readGpt2Block(f, s);
+  readGpt2Block(f, s, "gelu_pytorch_tanh");
   if (!f.ok())
     return;
   bool multiQuery = f.getBool("multi_query", true);

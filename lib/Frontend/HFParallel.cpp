@@ -18,7 +18,7 @@ void hf::readGPTNeoX(JsonFields &f, ModelSpec &s) {
   if (!readSizes(f, s, "hidden_size", "num_hidden_layers", "num_attention_heads"))
     return;
   s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
-  s.maxPositions = f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  s.maxPositions = f.getInt("max_position_embeddings", 2048, 0, L::kMaxPositions);
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0,
@@ -56,14 +56,15 @@ void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
   if (!readSizes(f, s, "n_embd", "n_layer", "n_head"))
     return;
   // The size of transformers' sin/cos table: positions past it fail there.
-  s.maxPositions = f.reqInt("n_positions", 1, L::kMaxPositions);
+  s.maxPositions = f.getInt("n_positions", 2048, 1, L::kMaxPositions);
   s.ffnSize = f.getInt("n_inner", 4 * s.hiddenSize, 1, L::kMaxFfn);
-  // Without rotary_dim transformers builds a table of n_embd dims and
-  // multiplies each head of head_dim by it: not a model that runs.
-  if (f.ok() && !f.has("rotary_dim"))
+  // rotary_dim defaults to 64; set to null, transformers builds a table of
+  // n_embd dims and multiplies each head of head_dim by it: not a model
+  // that runs.
+  if (f.ok() && !f.absent("rotary_dim") && !f.has("rotary_dim"))
     f.fail("rotary_dim", "GPT-J without rotary_dim is not supported (transformers "
                          "then rotates each head by a table of n_embd dims)");
-  int64_t rotaryDim = f.getInt("rotary_dim", 0, 1, L::kMaxHeadDim);
+  int64_t rotaryDim = f.getInt("rotary_dim", 64, 1, L::kMaxHeadDim);
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
@@ -98,7 +99,7 @@ void hf::readGPTJ(JsonFields &f, ModelSpec &s) {
 /// NeoX RoPE (half the head by default); with qk_layernorm a LayerNorm
 /// (gain and bias) of each query and key head, one for all heads.
 void hf::readPhi(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {2048});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, true};
@@ -195,7 +196,7 @@ void hf::readCohere(JsonFields &f, ModelSpec &s) {
     s.names.kNorm = "self_attn.k_norm";
   }
   layerWindows(f, s, 0, [](int64_t) { return false; });
-  readCohereRope(f, s);
+  readCohereRope(f, s, 500000.0);
 }
 
 /// Cohere 2 (Command R7B, Command A): Cohere's block, and sliding-window
@@ -215,20 +216,20 @@ void hf::readCohere2(JsonFields &f, ModelSpec &s) {
     return;
   }
   s.headDim = s.hiddenSize / s.numHeads;
-  int64_t window = slidingWindow(f);
+  int64_t window = slidingWindow(f, 4096);
   int64_t pattern = f.getInt("sliding_window_pattern", 4, 1, L::kMaxLayers);
   layerWindows(f, s, window, [&](int64_t i) { return (i + 1) % pattern != 0; });
   if (!f.ok())
     return;
   for (LayerVariant &l : s.layers)
     l.noRope = l.window == 0;
-  readCohereRope(f, s);
+  readCohereRope(f, s, 10000.0);
 }
 
 /// What Cohere and Cohere 2 share: the parallel block on one bias-free
 /// LayerNorm, tied embeddings, the logit scale.
 void hf::readCohereBlock(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s);
+  readLlamaCommon(f, s, {8192});
   if (!f.ok())
     return;
   s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_eps", 1e-5), 0.0, false};
@@ -238,9 +239,10 @@ void hf::readCohereBlock(JsonFields &f, ModelSpec &s) {
   shareParallelNorm(s);
 }
 
-/// Cohere's RoPE: interleaved pairs (GPT-J's style) over whole heads.
-void hf::readCohereRope(JsonFields &f, ModelSpec &s) {
-  readRope(f, s, 10000.0);
+/// Cohere's RoPE: interleaved pairs (GPT-J's style) over whole heads;
+/// `classTheta`: the config class's base (Cohere's 500000, Cohere 2's 10000).
+void hf::readCohereRope(JsonFields &f, ModelSpec &s, double classTheta) {
+  readRope(f, s, classTheta);
   for (LayerVariant &l : s.layers)
     l.rope.gptjStyle = true;
 }

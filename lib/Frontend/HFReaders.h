@@ -30,12 +30,14 @@ std::string activationFromHF(JsonFields &f, const std::string &key, const std::s
 void layerWindows(JsonFields &f, ModelSpec &spec, int64_t window,
                   const std::function<bool(int64_t)> &isSliding);
 
-/// A family's config defaults where they are not Llama's (num_key_value_heads
-/// = num_attention_heads, head_dim = hidden_size / num_attention_heads,
-/// rms_norm_eps = 1e-6).
+/// A family's config class defaults (transformers' <Family>Config), used
+/// where a config.json does not name the field. Without kvHeads (or with
+/// num_key_value_heads null) every head has its own keys and values; without
+/// headDim (or with head_dim null) it is hidden_size / num_attention_heads.
 struct LlamaDefaults {
-  std::optional<int64_t> kvHeads, headDim;
+  int64_t maxPositions = 0; // max_position_embeddings; 0: no limit of its own
   double rmsNormEps = 1e-6;
+  std::optional<int64_t> kvHeads, headDim;
 };
 
 /// Fields every Llama-like config shares, with Llama's tensor names.
@@ -47,7 +49,8 @@ void readLlamaCommon(JsonFields &f, ModelSpec &s, const LlamaDefaults &defaults 
 bool readRope(JsonFields &f, ModelSpec &s, double defaultTheta, double defaultPartial = 1.0,
               bool phi3 = false);
 
-int64_t slidingWindow(JsonFields &f);
+/// sliding_window: `classDefault` when absent, 0 (none) when null.
+int64_t slidingWindow(JsonFields &f, int64_t classDefault = 0);
 
 /// The sizes of a config in its family's field names (GPT-2's n_embd,
 /// n_layer, n_head, ...): vocab_size, hidden, layers and heads, as many
@@ -88,7 +91,7 @@ void readFalcon(JsonFields &f, ModelSpec &s);
 void readCohere(JsonFields &f, ModelSpec &s);
 void readCohere2(JsonFields &f, ModelSpec &s);
 void readCohereBlock(JsonFields &f, ModelSpec &s);
-void readCohereRope(JsonFields &f, ModelSpec &s);
+void readCohereRope(JsonFields &f, ModelSpec &s, double classTheta);
 
 //===--- HFNoRope.cpp: learned positions and ALiBi ------------------------===//
 

@@ -30,6 +30,12 @@ public:
 
   bool ok() const { return err.empty(); }
   bool has(const std::string &key) const { return raw(key) != nullptr; }
+  /// True when the file does not name `key` at all. A key set to null is
+  /// named: transformers then reads None, not its config class's default.
+  bool absent(const std::string &key) const {
+    raw(key);
+    return obj.get(key) == nullptr;
+  }
   const json::Value *raw(const std::string &key) const {
     if (touched)
       touched->insert(trackAs.empty() ? prefix + key : trackAs + "." + prefix + key);
@@ -119,6 +125,13 @@ public:
       return std::nullopt;
     }
     return d;
+  }
+
+  /// A positive number whose config class defaults to `classDefault`:
+  /// that when the key is absent, none when it is null.
+  std::optional<double> optPositive(const std::string &key,
+                                    std::optional<double> classDefault) {
+    return absent(key) ? classDefault : optPositive(key);
   }
 
   /// An array of numbers (nullopt when absent or on error).
