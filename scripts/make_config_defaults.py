@@ -3,7 +3,7 @@
 transformers' config class resolves when a file names nothing but the
 model's sizes: once at the class's own sizes (<model_type>.json) and once at
 other sizes (<model_type>-sized.json: hidden 2048, 32 heads, 3 layers, FFN
-4096, vocabulary 1000), where defaults derived from the sizes (head_dim =
+4096, vocabulary 1000; Helium 2560 and 40), where defaults derived from the sizes (head_dim =
 hidden / heads, key/value heads = heads) part from literal ones.
 
 test/Frontend/config-defaults.test reads each through tbc twice, as written
@@ -36,13 +36,21 @@ ARCHITECTURES = {
     "GPTNeoXForCausalLM": "gpt_neox", "GPTJForCausalLM": "gptj",
     "GPT2LMHeadModel": "gpt2", "GPTBigCodeForCausalLM": "gpt_bigcode",
     "BloomForCausalLM": "bloom", "MptForCausalLM": "mpt",
+    "MinistralForCausalLM": "ministral", "VaultGemmaForCausalLM": "vaultgemma",
+    "HeliumForCausalLM": "helium", "SeedOssForCausalLM": "seed_oss",
+    "Olmo3ForCausalLM": "olmo3", "Exaone4ForCausalLM": "exaone4",
+    "GPTNeoForCausalLM": "gpt_neo", "OlmoForCausalLM": "olmo", "OPTForCausalLM": "opt",
 }
 
 # The sizes tbc requires (each family's spelling); everything else defaults.
 SIZES = {"hidden_size": 2048, "n_embd": 2048, "d_model": 2048,
-         "num_attention_heads": 32, "n_head": 32, "n_heads": 32,
-         "num_hidden_layers": 3, "n_layer": 3, "n_layers": 3,
+         "num_attention_heads": 32, "n_head": 32, "n_heads": 32, "num_heads": 32,
+         "num_hidden_layers": 3, "n_layer": 3, "n_layers": 3, "num_layers": 3,
          "intermediate_size": 4096, "vocab_size": 1000}
+# Where the class's literal key/value heads must divide the heads (Helium's 20).
+# GPT-Neo: its attention_types names 24 layers unless the config says otherwise.
+SIZES_OF = {"helium": dict(SIZES, hidden_size=2560, num_attention_heads=40),
+            "gpt_neo": dict(SIZES, num_layers=24)}
 
 
 def write(path, config, arch):
@@ -63,7 +71,8 @@ def main():
             continue
         cls = CONFIG_MAPPING[model_type]
         write(os.path.join(out, model_type + ".json"), cls(), arch)
-        sized = {k: v for k, v in SIZES.items() if k in cls().to_dict()}
+        sizes = SIZES_OF.get(model_type, SIZES)
+        sized = {k: v for k, v in sizes.items() if k in cls().to_dict()}
         write(os.path.join(out, model_type + "-sized.json"), cls(**sized), arch)
         print(model_type)
 

@@ -140,6 +140,17 @@ FIXTURES = {
     "gpt_bigcode": dict(model_type="gpt_bigcode", n_layer=2, n_embd=HIDDEN, n_head=4,
                         n_positions=64, n_inner=INTER, vocab_size=VOCAB, multi_query=True,
                         bos_token_id=1, eos_token_id=2),
+    # GPT-Neo: GPT-2's block on nn.Linear weights, unscaled attention logits,
+    # a global and a local layer (the last window_size positions).
+    "gpt_neo": dict(model_type="gpt_neo", num_layers=2, hidden_size=HIDDEN, num_heads=4,
+                    intermediate_size=INTER, vocab_size=VOCAB, max_position_embeddings=64,
+                    attention_types=[[["global", "local"], 1]], window_size=5,
+                    bos_token_id=1, eos_token_id=2),
+    # OPT: learned positions from row 2 of their table, pre-norm LayerNorms,
+    # biases everywhere, a ReLU MLP, tied embeddings.
+    "opt": dict(model_type="opt", num_hidden_layers=2, hidden_size=HIDDEN, num_attention_heads=4,
+                ffn_dim=INTER, vocab_size=VOCAB, max_position_embeddings=64,
+                word_embed_proj_dim=HIDDEN, pad_token_id=1, bos_token_id=2, eos_token_id=2),
     # ALiBi with 6 heads: both families' rules for a head count that is not
     # a power of two (BLOOM's extra slopes, MPT's odd-then-even order).
     "bloom": dict(model_type="bloom", n_layer=2, hidden_size=192, n_head=6, vocab_size=VOCAB),
@@ -192,6 +203,34 @@ FIXTURES = {
                 rms_norm_eps=1e-5, pad_token_id=0),
     "glm4": dict(model_type="glm4", num_hidden_layers=2, num_key_value_heads=2, head_dim=16,
                  rms_norm_eps=1e-5, pad_token_id=0),
+    # Helium: Llama with interleaved-pair RoPE over whole heads, q/k/v and
+    # MLP biases but no o_proj bias.
+    "helium": dict(model_type="helium", num_hidden_layers=2, num_key_value_heads=2, head_dim=16,
+                   attention_bias=True, mlp_bias=True, pad_token_id=0),
+    # Seed-OSS: q/k/v biases without an o_proj bias (attention_out_bias).
+    "seed_oss": dict(model_type="seed_oss", num_hidden_layers=2, num_key_value_heads=2,
+                     head_dim=16, attention_bias=True, attention_out_bias=False, pad_token_id=0),
+    # Ministral: Mistral's block with a window on the layers layer_types says.
+    "ministral": dict(model_type="ministral", num_hidden_layers=2, num_key_value_heads=2, head_dim=16,
+                      sliding_window=5, layer_types=["sliding_attention", "full_attention"]),
+    # VaultGemma: Gemma 2 without the norms after each sub-layer.
+    "vaultgemma": dict(model_type="vaultgemma", num_hidden_layers=3, num_key_value_heads=2,
+                       head_dim=16, query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
+                       final_logit_softcapping=3.0, sliding_window=5,
+                       hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # OLMo (1): LayerNorms without a learned gain or bias (no tensors in the
+    # checkpoint), q, k and v clamped (clip_qkv, as OLMo-7B-0424).
+    "olmo": dict(model_type="olmo", num_hidden_layers=2, num_key_value_heads=2, clip_qkv=0.5),
+    # OLMo 3: OLMo 2's post-sub-layer norms and whole-projection QK-norms,
+    # a sliding and a global layer, YaRN on the global one only.
+    "olmo3": dict(model_type="olmo3", num_hidden_layers=2, num_key_value_heads=2, sliding_window=5,
+                  layer_types=["sliding_attention", "full_attention"],
+                  rope_scaling=dict(rope_type="yarn", factor=4.0,
+                                    original_max_position_embeddings=16)),
+    # EXAONE 4: the same post-sub-layer norms with per-head QK-norms; the
+    # sliding layer rotates, the global one has no positions.
+    "exaone4": dict(model_type="exaone4", num_hidden_layers=2, num_key_value_heads=2,
+                    sliding_window=5, sliding_window_pattern=2),
     # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
     # (up_proj, down_proj), no gate.
     "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),
@@ -234,7 +273,7 @@ FIXTURES = {
                        num_kv_heads=2, bias=True, ffn_hidden_size=INTER),
 }
 # Their own field names: COMMON's would collide with them.
-OWN_FIELDS = ("gpt2", "gpt_bigcode", "bloom", "mpt", "gptj")
+OWN_FIELDS = ("gpt2", "gpt_bigcode", "bloom", "mpt", "gptj", "gpt_neo", "opt")
 
 
 def randomize(model, gemma):

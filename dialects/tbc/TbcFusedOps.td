@@ -188,6 +188,45 @@ def Tbc_ConcatOp : Tbc_Op<"concat", [Pure, Tbc_WeightTransform]> {
   let hasVerifier = 1;
 }
 
+def Tbc_FillOp : Tbc_Op<"fill", [Pure, Tbc_WeightTransform]> {
+  let summary = "a bind-time weight of one value: the gain of a norm that learns none";
+  let description = [{
+    Every element of the result is `value`. A LayerNorm without a learned
+    gain or bias (OLMo 1's non-parametric norms, OPT's
+    `layer_norm_elementwise_affine = false`) normalises with a gain of ones:
+    a `tbc.fill` of 1.0 in its weight's place lets it run in the kernels and
+    fusions every other norm does (folded into a projection, `W * 1`, at
+    bind time). The runtime makes it when it binds the checkpoint, which
+    holds no such tensor.
+
+    ```mlir
+    %ones = tbc.fill 1.0 : tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tbc_RowSliceOp : Tbc_Op<"row_slice", [Pure, Tbc_WeightTransform]> {
+  let summary = "bind-time rows [start, start + n) of a matrix";
+  let description = [{
+    `result[r, :] = input[start + r, :]` for the result's n rows. OPT's
+    learned position table holds two rows before position 0's (its
+    `padding_idx` offset): the table the embedding gathers from starts at
+    row 2, and its rows bound the positions as any learned table's do.
+
+    ```mlir
+    %wpe = tbc.row_slice %table start = 2 : tensor<2050x768xf32> -> tensor<2048x768xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$input, I64Attr:$start);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$input `start` `=` $start attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tbc_FoldGainOp : Tbc_Op<"fold_gain", [Pure, Tbc_WeightTransform,
                                           AllTypesMatch<["weight", "result"]>]> {
   let summary = "bind-time W * diag(offset + gain): a norm's gain folded into a projection";

@@ -177,6 +177,29 @@ LogicalResult ConcatOp::verify() {
   return success();
 }
 
+LogicalResult FillOp::verify() {
+  RankedTensorType t = tensorType(getResult());
+  if (!t.hasStaticShape())
+    return emitOpError("needs a static shape: it is made at bind time");
+  if (!std::isfinite(getValue().convertToDouble()))
+    return emitOpError("value must be finite");
+  return success();
+}
+
+LogicalResult RowSliceOp::verify() {
+  RankedTensorType in = tensorType(getInput()), out = tensorType(getResult());
+  if (in.getRank() != 2 || out.getRank() != 2 || !in.hasStaticShape() ||
+      !out.hasStaticShape())
+    return emitOpError("slices static matrices");
+  if (in.getElementType() != out.getElementType() || in.getDimSize(1) != out.getDimSize(1))
+    return emitOpError("result must keep the input's columns and element type");
+  int64_t start = getStart();
+  if (start < 0 || start + out.getDimSize(0) > in.getDimSize(0))
+    return emitOpError("rows [") << start << ", " << start + out.getDimSize(0)
+                                  << ") are not within the input's " << in.getDimSize(0);
+  return success();
+}
+
 LogicalResult FoldGainOp::verify() {
   FailureOr<std::pair<int64_t, int64_t>> outIn =
       weightOutIn(*this, getWeight(), getWeightInOut());

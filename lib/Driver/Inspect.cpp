@@ -57,6 +57,7 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
      << (s.attnSoftcap ? ", logit soft-cap" : "") << qkNormText(s) << "\n"
      << "norm: " << (s.norm.kind == NormType::RMSNorm ? "rms" : "layer")
      << (s.norm.gainOffset != 0 ? " (gain " + json::formatNumber(s.norm.gainOffset) + " + w)" : "")
+     << (!s.norm.gain ? " (no learned gain)" : "")
      << ", " << placements[int(s.placement)]
      << (!s.parallelBlock        ? ", serial block"
          : s.sharedParallelNorm ? ", parallel block sharing one norm"

@@ -30,6 +30,9 @@ struct WeightSlot {
   /// into this slot, whose `name` is then the module they make up
   /// (StableLM 2's per-head norms); empty: the slot is the tensor `name`.
   std::vector<std::string> parts;
+  /// No checkpoint tensor: every element is this value (the ones of a norm
+  /// without a learned gain), made at bind time.
+  std::optional<double> fill;
 };
 
 /// Collects the per-layer weights of a spec, in the order the block
@@ -107,6 +110,10 @@ private:
   void norm(const std::string &name, int64_t n) {
     if (name.empty())
       return;
+    if (!s.norm.gain) {
+      list.push_back({name + ".weight", {n}, false, {}, 1.0});
+      return;
+    }
     vec(name + ".weight", n);
     if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
       vec(name + ".bias", n);
@@ -148,9 +155,16 @@ public:
     return ParamOp::create(b, loc, RankedTensorType::get(shape, elt), name);
   }
 
+  /// A weight no checkpoint holds: `value` everywhere, made at bind time.
+  Value fill(double value, ArrayRef<int64_t> shape) {
+    return FillOp::create(b, loc, RankedTensorType::get(shape, elt), b.getF64FloatAttr(value));
+  }
+
   /// A layer's weight for `slot`: its checkpoint tensor, or its parts'
   /// concatenation (a bind-time transform, as a merged QKV's weights).
   Value slotValue(const WeightSlot &slot, const std::string &prefix) {
+    if (slot.fill)
+      return fill(*slot.fill, slot.shape);
     if (slot.parts.empty())
       return param(slot.shared ? slot.name : prefix + slot.name, slot.shape);
     SmallVector<Value> parts;
@@ -174,7 +188,8 @@ public:
   /// A norm outside the blocks (its weights are model-level params).
   Value globalNorm(const std::string &name, Value x) {
     std::map<std::string, Value> w;
-    w[name + ".weight"] = param(name + ".weight", {s.hiddenSize});
+    w[name + ".weight"] =
+        s.norm.gain ? param(name + ".weight", {s.hiddenSize}) : fill(1.0, {s.hiddenSize});
     if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
       w[name + ".bias"] = param(name + ".bias", {s.hiddenSize});
     return norm(w, name, x);
@@ -240,22 +255,26 @@ public:
         r.rotaryDim, APFloat(r.theta), scaling);
   }
 
+  /// q, k or v (or all three) clamped to [-clip_qkv, clip_qkv] (MPT, OLMo).
+  Value clipQkv(Value x) {
+    return s.clipQkv ? ClipOp::create(b, loc, x.getType(), x, b.getF64FloatAttr(*s.clipQkv))
+                     : x;
+  }
+
   Value attention(const std::map<std::string, Value> &w, Value x, Value pos,
                   const LayerVariant &variant) {
     int64_t qDim = s.numHeads * s.headDim, kvDim = s.numKvHeads * s.headDim;
     Value q, k, v;
     switch (s.qkvLayout) {
     case QkvLayout::Separate:
-      q = linear(w, s.names.q, x, s.qkvBias);
-      k = linear(w, s.names.k, x, s.qkvBias);
-      v = linear(w, s.names.v, x, s.qkvBias);
+      q = clipQkv(linear(w, s.names.q, x, s.qkvBias));
+      k = clipQkv(linear(w, s.names.k, x, s.qkvBias));
+      v = clipQkv(linear(w, s.names.v, x, s.qkvBias));
       break;
     case QkvLayout::FusedRows:
     case QkvLayout::FusedInOut:
     case QkvLayout::FusedPerHead: {
-      Value qkv = linear(w, s.names.qkv, x, s.qkvBias);
-      if (s.clipQkv)
-        qkv = ClipOp::create(b, loc, qkv.getType(), qkv, b.getF64FloatAttr(*s.clipQkv));
+      Value qkv = clipQkv(linear(w, s.names.qkv, x, s.qkvBias));
       bool perHead = s.qkvLayout == QkvLayout::FusedPerHead;
       SmallVector<Value> parts =
           split(qkv, {qDim, kvDim, kvDim}, perHead ? s.numKvHeads : 1);
@@ -474,7 +493,11 @@ OwningOpRef<ModuleOp> tbc::buildModelIR(MLIRContext &ctx, const ModelSpec &s,
   if (!s.names.embedNorm.empty())
     h = em.globalNorm(s.names.embedNorm, h);
   if (s.positions == PositionKind::Learned) {
-    Value wpe = em.param(s.names.positionEmbed, {s.maxPositions, s.hiddenSize});
+    Value wpe = em.param(s.names.positionEmbed,
+                         {s.maxPositions + s.positionOffset, s.hiddenSize});
+    if (s.positionOffset)
+      wpe = RowSliceOp::create(b, loc, RankedTensorType::get({s.maxPositions, s.hiddenSize}, elt),
+                               wpe, b.getI64IntegerAttr(s.positionOffset));
     h = em.add(h, EmbeddingOp::create(b, loc, wpe, pos, FloatAttr()));
   } else if (s.positions == PositionKind::Sinusoidal) {
     h = em.add(h, SinusoidalPositionsOp::create(

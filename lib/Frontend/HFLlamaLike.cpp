@@ -1,9 +1,9 @@
 //===- HFLlamaLike.cpp - families with Llama's tensor names ---------------===//
 //
-// Llama, Mistral, Qwen2/3, Phi-3, OLMo 2, Gemma 1/2/3, Granite, StarCoder2,
-// StableLM, Arcee and Nemotron: `model.layers.{i}.` with self_attn/mlp
-// projections, each
-// family's quirks on top of readLlamaCommon.
+// Llama, Mistral (Ministral), Qwen2/3, Phi-3, Gemma 1/2/3, VaultGemma,
+// Granite, StarCoder2, StableLM, Arcee, Nemotron, Persimmon, GLM, SmolLM3,
+// Helium and Seed-OSS: `model.layers.{i}.` with self_attn/mlp projections,
+// each family's quirks on top of readLlamaCommon.
 //
 //===----------------------------------------------------------------------===//
 
@@ -208,20 +208,6 @@ void hf::readPhi3(JsonFields &f, ModelSpec &s) {
   readRope(f, s, 10000.0, 1.0, /*phi3=*/true);
 }
 
-void hf::readOlmo2(JsonFields &f, ModelSpec &s) {
-  readLlamaCommon(f, s, {2048, 1e-5});
-  s.placement = NormPlacement::BranchPost;
-  s.names.attnPreNorm = s.names.ffnPreNorm = "";
-  s.names.attnPostNorm = "post_attention_layernorm";
-  s.names.ffnPostNorm = "post_feedforward_layernorm";
-  s.qkNorm = QKNormKind::Full;
-  s.names.qNorm = "self_attn.q_norm";
-  s.names.kNorm = "self_attn.k_norm";
-  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
-  layerWindows(f, s, 0, [](int64_t) { return false; });
-  readRope(f, s, 10000.0);
-}
-
 /// Gemma (1): Llama's pre-norm block with Gemma's (1 + w) RMSNorm gain,
 /// embeddings scaled by sqrt(hidden), GeGLU and tied embeddings.
 void hf::readGemma1(JsonFields &f, ModelSpec &s) {
@@ -285,6 +271,58 @@ void hf::readGemma(JsonFields &f, ModelSpec &s, bool gemma3) {
       l.rope.theta = localTheta;
       l.rope.scaling = {};
     }
+}
+
+/// OLMo (1): Llama's names and blocks on LayerNorms without a learned gain
+/// or bias (eps 1e-5: OlmoLayerNorm's, not the config's) and, with
+/// clip_qkv, the q, k and v projections clamped to [-clip_qkv, clip_qkv].
+void hf::readOlmo(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {2048});
+  if (!f.ok())
+    return;
+  s.norm = {NormType::LayerNorm, 1e-5, 0.0, false, /*gain=*/false};
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.clipQkv = f.optPositive("clip_qkv");
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// VaultGemma: Gemma 2 without the norms after each sub-layer (pre-norm
+/// blocks on input_layernorm and pre_feedforward_layernorm), the rest of
+/// Gemma 2 and its config class's defaults.
+void hf::readVaultGemma(JsonFields &f, ModelSpec &s) {
+  readGemma(f, s, false);
+  s.placement = NormPlacement::Pre;
+  s.names.attnPostNorm = s.names.ffnPostNorm = "";
+}
+
+/// Helium (Kyutai): Llama with interleaved-pair (GPT-J-style) RoPE over
+/// whole heads, optional q/k/v and MLP biases and never an o_proj bias;
+/// HeliumConfig's defaults (head_dim 128, eps 1e-8, base 100000).
+void hf::readHelium(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {4096, 1e-8, 20, 128});
+  if (!f.ok())
+    return;
+  s.qkvBias = f.getBool("attention_bias", false);
+  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 100000.0);
+  for (LayerVariant &l : s.layers)
+    l.rope.gptjStyle = true;
+}
+
+/// Seed-OSS (ByteDance): Llama with q/k/v biases by default
+/// (attention_bias), an o_proj bias of its own (attention_out_bias) and
+/// SeedOssConfig's defaults (8 key/value heads, head_dim 128).
+void hf::readSeedOss(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {524288, 1e-6, 8, 128});
+  if (!f.ok())
+    return;
+  s.qkvBias = f.getBool("attention_bias", true);
+  s.oBias = f.getBool("attention_out_bias", false);
+  s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
 }
 
 /// Granite (3.x): Llama with four multipliers: embeddings, attention logits

@@ -1,8 +1,9 @@
 //===- HFNoRope.cpp - learned positions and ALiBi -------------------------===//
 //
 // GPT-2 (learned absolute positions, Conv1D [in, out] weights), GPT-BigCode
-// (GPT-2's block with multi-query attention), BLOOM and MPT (ALiBi with each
-// family's slopes).
+// (GPT-2's block with multi-query attention), GPT-Neo (GPT-2's block with
+// local layers), OPT (learned positions from row 2 of their table), BLOOM
+// and MPT (ALiBi with each family's slopes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,6 +89,123 @@ void hf::readGPTBigCode(JsonFields &f, ModelSpec &s) {
   bool multiQuery = f.getBool("multi_query", true);
   s.numKvHeads = multiQuery ? 1 : s.numHeads;
   s.qkvLayout = multiQuery ? QkvLayout::FusedRows : QkvLayout::FusedPerHead;
+}
+
+/// GPT-Neo: GPT-2's block on nn.Linear weights (attn.attention.{q,k,v}_proj
+/// without biases, out_proj with one), learned positions, attention logits
+/// left unscaled (no head_dim^-0.5), and local layers that see the last
+/// window_size positions. attention_types spells the layers' kinds as runs:
+/// [[["global", "local"], 12]] (the default) is 12 global-local pairs.
+void hf::readGPTNeo(JsonFields &f, ModelSpec &s) {
+  if (!readSizes(f, s, "hidden_size", "num_layers", "num_heads"))
+    return;
+  s.maxPositions = f.getInt("max_position_embeddings", 2048, 1, L::kMaxPositions);
+  s.ffnSize = f.getInt("intermediate_size", 4 * s.hiddenSize, 1, L::kMaxFfn);
+  int64_t window = f.getInt("window_size", 256, 1, L::kMaxPositions);
+  std::vector<bool> local;
+  const json::Value *types = f.raw("attention_types");
+  if (!types) {
+    for (int64_t i = 0; i < 24; ++i)
+      local.push_back(i % 2 == 1);
+  } else {
+    bool wellFormed = types->isArray();
+    for (size_t r = 0; wellFormed && r < types->elements().size(); ++r) {
+      const json::Value &run = types->elements()[r];
+      wellFormed = run.isArray() && run.elements().size() == 2 && run.elements()[0].isArray() &&
+                   run.elements()[1].isInteger() && run.elements()[1].asInt() >= 0 &&
+                   run.elements()[1].asInt() <= L::kMaxLayers;
+      for (int64_t k = 0; wellFormed && k < run.elements()[1].asInt(); ++k)
+        for (const json::Value &t : run.elements()[0].elements()) {
+          wellFormed = t.isString() && (t.asString() == "global" || t.asString() == "local") &&
+                       int64_t(local.size()) < L::kMaxLayers;
+          if (!wellFormed)
+            break;
+          local.push_back(t.asString() == "local");
+        }
+    }
+    if (!wellFormed) {
+      f.fail("attention_types", "expected runs [[\"global\" | \"local\", ...], count]");
+      return;
+    }
+  }
+  if (int64_t(local.size()) != s.numLayers) {
+    f.fail("attention_types", "names " + std::to_string(local.size()) + " layers, num_layers is " +
+                                  std::to_string(s.numLayers));
+    return;
+  }
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "gelu_new");
+  s.oBias = s.ffnBias = s.downBias = true;
+  s.positions = PositionKind::Learned;
+  s.attnScale = 1.0;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.positionEmbed = "transformer.wpe.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.attnPreNorm = "ln_1";
+  s.names.ffnPreNorm = "ln_2";
+  s.names.q = "attn.attention.q_proj";
+  s.names.k = "attn.attention.k_proj";
+  s.names.v = "attn.attention.v_proj";
+  s.names.o = "attn.attention.out_proj";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+  layerWindows(f, s, window, [&](int64_t i) { return local[i]; });
+}
+
+/// OPT: learned positions read from row 2 of their table on (the offset of
+/// OPTLearnedPositionalEmbedding), LayerNorms before each sub-layer (after
+/// it without do_layer_norm_before), without gain or bias when not
+/// layer_norm_elementwise_affine, biases on every projection (enable_bias),
+/// a ReLU MLP of ffn_dim, tied embeddings. Embeddings narrower than the
+/// blocks (word_embed_proj_dim: OPT-350m's project_in / project_out) are
+/// refused.
+void hf::readOPT(JsonFields &f, ModelSpec &s) {
+  if (!readSizes(f, s, "hidden_size", "num_hidden_layers", "num_attention_heads"))
+    return;
+  s.ffnSize = f.getInt("ffn_dim", 3072, 1, L::kMaxFfn);
+  s.maxPositions = f.getInt("max_position_embeddings", 2048, 1, L::kMaxPositions);
+  if (f.ok() && f.getInt("word_embed_proj_dim", s.hiddenSize, 1, L::kMaxHidden) != s.hiddenSize)
+    f.fail("word_embed_proj_dim", "embeddings of another width than hidden_size (OPT-350m's "
+                                  "project_in and project_out) are not supported");
+  if (!f.ok())
+    return;
+  bool before = f.getBool("do_layer_norm_before", true);
+  bool affine = f.getBool("layer_norm_elementwise_affine", true);
+  s.norm = {NormType::LayerNorm, 1e-5, 0.0, affine, affine};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", "relu");
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("enable_bias", true);
+  s.positions = PositionKind::Learned;
+  s.positionOffset = 2;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  s.names = {};
+  s.names.embed = "model.decoder.embed_tokens.weight";
+  s.names.positionEmbed = "model.decoder.embed_positions.weight";
+  s.names.layerPrefix = "model.decoder.layers.{i}.";
+  s.names.lmHead = "lm_head.weight";
+  s.names.q = "self_attn.q_proj";
+  s.names.k = "self_attn.k_proj";
+  s.names.v = "self_attn.v_proj";
+  s.names.o = "self_attn.out_proj";
+  s.names.up = "fc1";
+  s.names.down = "fc2";
+  if (before) {
+    s.names.attnPreNorm = "self_attn_layer_norm";
+    s.names.ffnPreNorm = "final_layer_norm";
+    s.finalNorm = !f.getBool("_remove_final_layer_norm", false);
+    s.names.finalNorm = "model.decoder.final_layer_norm";
+  } else {
+    s.placement = NormPlacement::Post;
+    s.names.attnPostNorm = "self_attn_layer_norm";
+    s.names.ffnPostNorm = "final_layer_norm";
+    s.finalNorm = false;
+  }
+  layerWindows(f, s, 0, [](int64_t) { return false; });
 }
 
 /// BLOOM: per-head interleaved query_key_value, biases everywhere, a

@@ -70,7 +70,6 @@ void readMistral(JsonFields &f, ModelSpec &s);
 void readQwen2(JsonFields &f, ModelSpec &s);
 void readQwen3(JsonFields &f, ModelSpec &s);
 void readPhi3(JsonFields &f, ModelSpec &s);
-void readOlmo2(JsonFields &f, ModelSpec &s);
 void readGemma1(JsonFields &f, ModelSpec &s);
 void readGemma(JsonFields &f, ModelSpec &s, bool gemma3);
 void readGranite(JsonFields &f, ModelSpec &s);
@@ -81,6 +80,16 @@ void readNemotron(JsonFields &f, ModelSpec &s);
 void readPersimmon(JsonFields &f, ModelSpec &s);
 void readGlm(JsonFields &f, ModelSpec &s, bool glm4);
 void readSmolLM3(JsonFields &f, ModelSpec &s);
+void readVaultGemma(JsonFields &f, ModelSpec &s);
+void readOlmo(JsonFields &f, ModelSpec &s);
+void readHelium(JsonFields &f, ModelSpec &s);
+void readSeedOss(JsonFields &f, ModelSpec &s);
+
+//===--- HFPostNorm.cpp: norms after each sub-layer, none before ----------===//
+
+void readOlmo2(JsonFields &f, ModelSpec &s);
+void readOlmo3(JsonFields &f, ModelSpec &s);
+void readExaone4(JsonFields &f, ModelSpec &s);
 
 //===--- HFParallel.cpp: families built on parallel blocks ----------------===//
 
@@ -97,6 +106,8 @@ void readCohereRope(JsonFields &f, ModelSpec &s, double classTheta);
 
 void readGPT2(JsonFields &f, ModelSpec &s);
 void readGPTBigCode(JsonFields &f, ModelSpec &s);
+void readGPTNeo(JsonFields &f, ModelSpec &s);
+void readOPT(JsonFields &f, ModelSpec &s);
 void readBloom(JsonFields &f, ModelSpec &s);
 void readMpt(JsonFields &f, ModelSpec &s);
 

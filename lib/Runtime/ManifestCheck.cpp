@@ -90,9 +90,16 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
                    shapeString(m.params()[e.param].shape));
       continue;
     }
+    if (e.op == "fill") { // made from its value alone
+      if (!e.inputs.empty())
+        return bad(name + " has " + std::to_string(e.inputs.size()) + " inputs");
+      continue;
+    }
     size_t want = e.op == "concat" ? e.inputs.size()
-                  : e.op == "weight_row_sums" || manifest::isPackOp(e.op) || e.op == "convert" ? 1
-                                                                                     : 2;
+                  : e.op == "weight_row_sums" || manifest::isPackOp(e.op) || e.op == "convert" ||
+                          e.op == "row_slice"
+                      ? 1
+                      : 2;
     if (e.inputs.empty() || e.inputs.size() < want ||
         e.inputs.size() > (e.op == "fold_bias" ? 3 : want))
       return bad(name + " has " + std::to_string(e.inputs.size()) + " inputs");
@@ -116,6 +123,14 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     if (e.op == "convert") {
       if (!sameShape(e.shape, input(0)))
         return mismatch();
+      continue;
+    }
+    if (e.op == "row_slice") {
+      const std::vector<int64_t> &in = input(0);
+      if (in.size() != 2 || e.shape.size() != 2 || e.shape[1] != in[1] || e.start < 0 ||
+          e.start > in[0] - e.shape[0])
+        return bad(name + " cannot take " + shapeString(e.shape) + " from row " +
+                   std::to_string(e.start) + " of " + shapeString(in));
       continue;
     }
     // The rest read an [out, in] matrix (or [in, out] with in_out).

@@ -1,8 +1,8 @@
 //===- WeightTransforms.cpp - the manifest's bind-time weight transforms --===//
 //
 // Turns checkpoint tensors into the weights the kernels read, following the
-// manifest's `weights` list (concat, fold_gain, weight_row_sums, fold_bias,
-// pack, pack_pairs, convert). Two rules keep binding cheap:
+// manifest's `weights` list (fill, concat, row_slice, fold_gain,
+// weight_row_sums, fold_bias, pack, pack_pairs, convert). Two rules keep binding cheap:
 //
 //  * 16-bit stays 16-bit. A bf16 or f16 checkpoint tensor is copied as its
 //    16-bit bits; concatenating and packing move bits, and a `convert` to the
@@ -18,6 +18,7 @@
 
 #include "ModuleImpl.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace tbc;
@@ -84,6 +85,13 @@ void concat(const std::vector<const T *> &srcs, T *out, const WeightEntry &e,
       }
     at += e.dim == 0 ? r : c;
   }
+}
+
+/// Rows [e.start, e.start + e.shape[0]) of a rank-2 weight.
+template <typename T>
+void rowSlice(const T *src, T *out, const WeightEntry &e) {
+  int64_t cols = e.shape[1];
+  std::copy(src + e.start * cols, src + (e.start + e.shape[0]) * cols, out);
 }
 
 /// fold_gain, weight_row_sums, fold_bias: computed in f32 (f64 sums).
@@ -167,6 +175,10 @@ void Module::Impl::runTransforms(
         input(int(id));
       continue;
     }
+    if (e.op == "fill") {
+      out.f32.assign(size_t(product(e.shape)), float(e.value));
+      continue;
+    }
     std::vector<StagedWeight *> ins;
     for (int in : e.inputs)
       ins.push_back(&input(in));
@@ -196,7 +208,7 @@ void Module::Impl::runTransforms(
             out.bits[i] = toHalfWidthBits(w[i], want == StagedWeight::BF16);
         }
       }
-    } else if (manifest::isPackOp(e.op) || e.op == "concat") {
+    } else if (manifest::isPackOp(e.op) || e.op == "concat" || e.op == "row_slice") {
       size_t n = size_t(product(e.shape));
       out.kind = common;
       if (common != StagedWeight::F32) {
@@ -206,6 +218,8 @@ void Module::Impl::runTransforms(
           srcs.push_back(s->bits.data());
         if (manifest::isPackOp(e.op))
           pack(srcs[0], out.bits.data(), e, ws);
+        else if (e.op == "row_slice")
+          rowSlice(srcs[0], out.bits.data(), e);
         else
           concat(srcs, out.bits.data(), e, weightEntries);
       } else {
@@ -216,6 +230,8 @@ void Module::Impl::runTransforms(
           srcs.push_back(asF32(*ins[i], scratch[i]).data());
         if (manifest::isPackOp(e.op))
           pack(srcs[0], out.f32.data(), e, ws);
+        else if (e.op == "row_slice")
+          rowSlice(srcs[0], out.f32.data(), e);
         else
           concat(srcs, out.f32.data(), e, weightEntries);
       }

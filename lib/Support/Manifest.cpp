@@ -6,6 +6,7 @@
 #include "tbc/Support/Limits.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -44,6 +45,10 @@ std::string weight(size_t id, const Weight &w) {
       s += ", \"dim\": " + std::to_string(w.dim);
     if (w.op == "fold_gain")
       s += ", \"offset\": " + json::formatNumber(w.offset);
+    if (w.op == "fill")
+      s += ", \"value\": " + json::formatNumber(w.value);
+    if (w.op == "row_slice")
+      s += ", \"start\": " + std::to_string(w.start);
     if (w.op == "convert")
       s += ", \"dtype\": " + json::quote(w.dtype);
     s += ", \"in_out\": " + boolean(w.inOut);
@@ -297,10 +302,23 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         e.offset = o->asDouble();
       if (const json::Value *io = w.get("in_out"); io && io->isBool())
         e.inOut = io->asBool();
-      static const char *known[] = {"concat", "fold_gain", "weight_row_sums", "fold_bias",
-                                    "pack", "pack_pairs", "convert"};
+      static const char *known[] = {"fill",      "concat", "row_slice", "fold_gain",
+                                    "weight_row_sums", "fold_bias", "pack", "pack_pairs",
+                                    "convert"};
       if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
         return bad("unknown weight transform '" + e.op + "'");
+      if (e.op == "fill") {
+        const json::Value *v = w.get("value");
+        if (!v || !v->isNumber() || !std::isfinite(v->asDouble()))
+          return bad("a fill weight needs a finite value");
+        e.value = v->asDouble();
+      }
+      if (e.op == "row_slice") {
+        const json::Value *st = w.get("start");
+        if (!st || !st->isInteger())
+          return bad("a row_slice weight needs its start row");
+        e.start = st->asInt();
+      }
       if (e.op == "convert") {
         const json::Value *d = w.get("dtype");
         if (!d || !d->isString() || !isStorageType(d->asString()))

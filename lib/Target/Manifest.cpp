@@ -260,6 +260,10 @@ private:
           w.dim = c.getDim();
         if (auto g = dyn_cast<FoldGainOp>(op))
           w.offset = g.getOffset() ? g.getOffset()->convertToDouble() : 0.0;
+        if (auto fill = dyn_cast<FillOp>(op))
+          w.value = fill.getValue().convertToDouble();
+        if (auto slice = dyn_cast<RowSliceOp>(op))
+          w.start = slice.getStart();
         w.shape = shapeOf(op.getResult(0).getType());
         refs[op.getResult(0)] = newWeight(std::move(w));
         continue;

@@ -176,6 +176,30 @@ func.func @concat_types(%a: tensor<8x4xf32>, %b: tensor<4x4xf16>) {
 
 // -----
 
+func.func @fill_dynamic() {
+  // expected-error @+1 {{needs a static shape: it is made at bind time}}
+  %f = tbc.fill 1.0 : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @row_slice_past_the_end(%t: tensor<10x4xf32>) {
+  // expected-error @+1 {{rows [3, 11) are not within the input's 10}}
+  %r = tbc.row_slice %t start = 3 : tensor<10x4xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @row_slice_columns(%t: tensor<10x4xf32>) {
+  // expected-error @+1 {{result must keep the input's columns and element type}}
+  %r = tbc.row_slice %t start = 0 : tensor<10x4xf32> -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
 func.func @fold_gain_length(%w: tensor<8x4xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{gain must be a vector of 4 elements}}
   %f = tbc.fold_gain %w, %g : tensor<8x4xf32>, tensor<8xf32>

@@ -79,3 +79,12 @@ func.func @transforms(%a: tensor<8x4xf32>, %b: tensor<4x4xf32>, %g: tensor<4xf32
   %ft = tbc.fold_gain %t, %g weight_in_out : tensor<4x8xf32>, tensor<4xf32>
   return %f, %r, %fb, %ft : tensor<12x4xf32>, tensor<12xf32>, tensor<12xf32>, tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @fill_and_row_slice
+func.func @fill_and_row_slice(%t: tensor<10x4xf32>) -> (tensor<4xf32>, tensor<8x4xf32>) {
+  // CHECK: tbc.fill 1.000000e+00 : tensor<4xf32>
+  %ones = tbc.fill 1.0 : tensor<4xf32>
+  // CHECK: tbc.row_slice %{{.*}} start = 2 : tensor<10x4xf32> -> tensor<8x4xf32>
+  %rows = tbc.row_slice %t start = 2 : tensor<10x4xf32> -> tensor<8x4xf32>
+  return %ones, %rows : tensor<4xf32>, tensor<8x4xf32>
+}

@@ -211,6 +211,39 @@ TEST(Manifest, ConvertedWeightsCarryTheirType) {
                    "comes last)");
 }
 
+TEST(Manifest, FillWeightsCarryTheirValue) {
+  Manifest m = sample();
+  Weight ones{"fill", -1, {}, 0, 0, false, {16}};
+  ones.value = 1.0;
+  m.weights.push_back(ones);
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.weights[4].op, "fill");
+  EXPECT_TRUE(out.weights[4].inputs.empty());
+  EXPECT_EQ(out.weights[4].value, 1.0);
+  // A fill without its value is refused, not made of zeros.
+  std::string text = write(m);
+  size_t at = text.find(", \"value\": 1");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, std::string(", \"value\": 1").size());
+  EXPECT_FALSE(read(text, out, error));
+  EXPECT_EQ(error, "manifest: a fill weight needs a finite value");
+}
+
+TEST(Manifest, RowSlicesCarryTheirStart) {
+  Manifest m = sample();
+  Weight rows{"row_slice", -1, {0}, 0, 0, false, {90, 16}};
+  rows.start = 2;
+  m.weights.push_back(rows);
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.weights[4].op, "row_slice");
+  EXPECT_EQ(out.weights[4].start, 2);
+  EXPECT_EQ(write(out), write(m));
+}
+
 TEST(Manifest, TapsReadBackAndAreChecked) {
   Manifest m = sample();
   m.taps = {{"model.embed_tokens", 2}, {"model.layers.0.self_attn.q_proj", 4}};

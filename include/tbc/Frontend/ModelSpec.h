@@ -60,6 +60,10 @@ struct NormSpec {
   double eps = 1e-5;
   double gainOffset = 0.0; // 1 for Gemma's (1 + w)
   bool bias = false;       // LayerNorm only
+  /// False: no learned gain (nor bias), the checkpoint holds no tensor for
+  /// the norm (OLMo 1's non-parametric LayerNorm); its gain is a tbc.fill
+  /// of ones.
+  bool gain = true;
 };
 
 /// The fields of #tbc.rope_scaling (its kind is the dialect's enum: one
@@ -148,6 +152,8 @@ struct ModelSpec {
   bool qkvBias = false, oBias = false, ffnBias = false, downBias = false;
 
   PositionKind positions = PositionKind::Rope;
+  /// Learned positions: rows of the table before position 0's (OPT's 2).
+  int64_t positionOffset = 0;
   double sinusoidalBase = 10000.0;
   std::vector<double> alibiSlopes; // one per head (PositionKind::Alibi)
   RelativeBiasSpec relative;       // PositionKind::Relative
@@ -160,7 +166,7 @@ struct ModelSpec {
   bool causal = true;
   double attnScale = 0; // 0: head_dim^-0.5
   std::optional<double> attnSoftcap;
-  std::optional<double> clipQkv; // MPT: clamp the fused QKV output
+  std::optional<double> clipQkv; // MPT, OLMo: clamp q, k and v
   std::vector<LayerVariant> layers; // one per layer
 
   double embeddingScale = 1.0;

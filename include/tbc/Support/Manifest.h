@@ -50,7 +50,8 @@ struct Param {
 inline bool isPackOp(const std::string &op) { return op == "pack" || op == "pack_pairs"; }
 
 struct Weight {
-  std::string op; // param, concat, fold_gain, weight_row_sums, fold_bias, pack[_pairs], convert
+  // param, fill, concat, row_slice, fold_gain, weight_row_sums, fold_bias, pack[_pairs], convert
+  std::string op;
   int param = -1; // op == param
   std::vector<int> inputs;
   int64_t dim = 0;    // concat
@@ -60,6 +61,8 @@ struct Weight {
   /// How the kernels read it: f32, or bf16 / f16 (a `convert`, rounded to
   /// nearest even and kept in 16 bits).
   std::string dtype = "f32";
+  double value = 0; // fill: every element
+  int64_t start = 0; // row_slice: the first row taken
 };
 
 /// Memory of one forward (kv_cache: of the session).

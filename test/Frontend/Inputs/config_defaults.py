@@ -16,8 +16,8 @@ import sys
 
 # The sizes tbc requires (each family's spelling); make_config_defaults.py's.
 SIZES = {"architectures", "model_type", "hidden_size", "n_embd", "d_model",
-         "num_attention_heads", "n_head", "n_heads", "num_hidden_layers",
-         "n_layer", "n_layers", "intermediate_size", "vocab_size"}
+         "num_attention_heads", "n_head", "n_heads", "num_heads", "num_hidden_layers",
+         "n_layer", "n_layers", "num_layers", "intermediate_size", "vocab_size"}
 
 
 def model_of(tbc, path):
