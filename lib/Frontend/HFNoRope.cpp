@@ -32,6 +32,29 @@ void readAlibiCommon(JsonFields &f, ModelSpec &s, const char *hiddenKey,
   layerWindows(f, s, 0, [](int64_t) { return false; });
 }
 
+/// What GPT-2, GPT-BigCode and GPT-Neo share: learned positions, LayerNorms
+/// (ln_1, ln_2, ln_f), an MLP (mlp.c_fc, mlp.c_proj) of activation_function,
+/// tied embeddings and GPT-2's names but for the attention's.
+void readGpt2Layout(JsonFields &f, ModelSpec &s, const char *classActivation) {
+  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "activation_function", classActivation);
+  s.positions = PositionKind::Learned;
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  // save_pretrained's names; the weight binder also accepts them without
+  // the "transformer." prefix (the original upload).
+  s.names = {};
+  s.names.embed = "transformer.wte.weight";
+  s.names.positionEmbed = "transformer.wpe.weight";
+  s.names.layerPrefix = "transformer.h.{i}.";
+  s.names.finalNorm = "transformer.ln_f";
+  s.names.lmHead = "lm_head.weight";
+  s.names.attnPreNorm = "ln_1";
+  s.names.ffnPreNorm = "ln_2";
+  s.names.up = "mlp.c_fc";
+  s.names.down = "mlp.c_proj";
+}
+
 /// GPT-2's block, which GPT-BigCode keeps: learned absolute positions,
 /// LayerNorms, a biased GELU-tanh MLP of n_inner (4 x hidden), biases on
 /// every projection, tied embeddings, GPT-2's names.
@@ -46,27 +69,10 @@ void readGpt2Block(JsonFields &f, ModelSpec &s, const char *classActivation) {
     f.fail("scale_attn_weights", "unscaled attention is not supported");
   if (!f.ok())
     return;
-  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0,
-            true};
-  s.ffnKind = FfnKind::Mlp;
-  s.activation = activationFromHF(f, "activation_function", classActivation);
+  readGpt2Layout(f, s, classActivation);
   s.qkvBias = s.oBias = s.ffnBias = s.downBias = true;
-  s.positions = PositionKind::Learned;
-  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
-  // save_pretrained's names; the weight binder also accepts them without
-  // the "transformer." prefix (the original upload).
-  s.names = {};
-  s.names.embed = "transformer.wte.weight";
-  s.names.positionEmbed = "transformer.wpe.weight";
-  s.names.layerPrefix = "transformer.h.{i}.";
-  s.names.finalNorm = "transformer.ln_f";
-  s.names.lmHead = "lm_head.weight";
-  s.names.attnPreNorm = "ln_1";
-  s.names.ffnPreNorm = "ln_2";
   s.names.qkv = "attn.c_attn";
   s.names.o = "attn.c_proj";
-  s.names.up = "mlp.c_fc";
-  s.names.down = "mlp.c_proj";
   layerWindows(f, s, 0, [](int64_t) { return false; });
 }
 } // namespace
@@ -133,27 +139,13 @@ void hf::readGPTNeo(JsonFields &f, ModelSpec &s) {
                                   std::to_string(s.numLayers));
     return;
   }
-  s.norm = {NormType::LayerNorm, f.getNumber("layer_norm_epsilon", 1e-5), 0.0, true};
-  s.ffnKind = FfnKind::Mlp;
-  s.activation = activationFromHF(f, "activation_function", "gelu_new");
+  readGpt2Layout(f, s, "gelu_new");
   s.oBias = s.ffnBias = s.downBias = true;
-  s.positions = PositionKind::Learned;
   s.attnScale = 1.0;
-  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
-  s.names = {};
-  s.names.embed = "transformer.wte.weight";
-  s.names.positionEmbed = "transformer.wpe.weight";
-  s.names.layerPrefix = "transformer.h.{i}.";
-  s.names.finalNorm = "transformer.ln_f";
-  s.names.lmHead = "lm_head.weight";
-  s.names.attnPreNorm = "ln_1";
-  s.names.ffnPreNorm = "ln_2";
   s.names.q = "attn.attention.q_proj";
   s.names.k = "attn.attention.k_proj";
   s.names.v = "attn.attention.v_proj";
   s.names.o = "attn.attention.out_proj";
-  s.names.up = "mlp.c_fc";
-  s.names.down = "mlp.c_proj";
   layerWindows(f, s, window, [&](int64_t i) { return local[i]; });
 }
 
