@@ -104,13 +104,11 @@ void hf::readLlamaCommon(JsonFields &f, ModelSpec &s, const LlamaDefaults &defau
   s.hiddenSize = f.reqInt("hidden_size", 1, L::kMaxHidden);
   s.numLayers = f.reqInt("num_hidden_layers", 1, L::kMaxLayers);
   s.numHeads = f.reqInt("num_attention_heads", 1, L::kMaxHeads);
-  s.numKvHeads = f.absent("num_key_value_heads") && defaults.kvHeads
-                     ? *defaults.kvHeads
-                     : f.getInt("num_key_value_heads", s.numHeads, 1, L::kMaxHeads);
+  s.numKvHeads = f.getClassInt("num_key_value_heads", defaults.kvHeads.value_or(s.numHeads),
+                               s.numHeads, 1, L::kMaxHeads);
   s.ffnSize = f.reqInt("intermediate_size", 1, L::kMaxFfn);
-  s.maxPositions = f.absent("max_position_embeddings")
-                       ? defaults.maxPositions
-                       : f.getInt("max_position_embeddings", 0, 0, L::kMaxPositions);
+  s.maxPositions = f.getClassInt("max_position_embeddings", defaults.maxPositions, 0, 0,
+                                 L::kMaxPositions);
   if (!f.ok())
     return;
   if (f.has("head_dim")) {
@@ -199,8 +197,7 @@ bool hf::readRope(JsonFields &f, ModelSpec &s, double defaultTheta,
 }
 
 int64_t hf::slidingWindow(JsonFields &f, int64_t classDefault) {
-  return f.getInt("sliding_window", f.absent("sliding_window") ? classDefault : 0, 0,
-                  L::kMaxPositions);
+  return f.getClassInt("sliding_window", classDefault, 0, 0, L::kMaxPositions);
 }
 
 bool hf::readSizes(JsonFields &f, ModelSpec &s, const char *hiddenKey, const char *layersKey,

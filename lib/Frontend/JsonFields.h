@@ -103,6 +103,13 @@ public:
     return optInt(key, min, max).value_or(dflt);
   }
 
+  /// An integer whose config class defaults to `classDefault`: that when the
+  /// key is absent, `ifNull` when it is null (transformers' None).
+  int64_t getClassInt(const std::string &key, int64_t classDefault, int64_t ifNull,
+                      int64_t min, int64_t max) {
+    return getInt(key, absent(key) ? classDefault : ifNull, min, max);
+  }
+
   std::optional<double> optNumber(const std::string &key) {
     const json::Value *v = raw(key);
     if (!v || !ok())
