@@ -40,6 +40,7 @@ ARCHITECTURES = {
     "HeliumForCausalLM": "helium", "SeedOssForCausalLM": "seed_oss",
     "Olmo3ForCausalLM": "olmo3", "Exaone4ForCausalLM": "exaone4",
     "GPTNeoForCausalLM": "gpt_neo", "OlmoForCausalLM": "olmo", "OPTForCausalLM": "opt",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "NanoChatForCausalLM": "nanochat",
 }
 
 # The sizes tbc requires (each family's spelling); everything else defaults.

@@ -231,6 +231,16 @@ FIXTURES = {
     # sliding layer rotates, the global one has no positions.
     "exaone4": dict(model_type="exaone4", num_hidden_layers=2, num_key_value_heads=2,
                     sliding_window=5, sliding_window_pattern=2),
+    # HunYuan dense: per-head QK RMSNorms after RoPE, NTK-alpha RoPE (a
+    # "dynamic" scaling with an alpha: a larger base, whatever the length).
+    "hunyuan-dense": dict(model_type="hunyuan_v1_dense", num_hidden_layers=2,
+                          num_key_value_heads=2, head_dim=16, attention_bias=True,
+                          rope_scaling=dict(type="dynamic", alpha=1000.0, factor=1.0)),
+    # NanoChat: no learned norm gains (the embeddings normed too), per-head
+    # QK RMSNorms after a RoPE turning the other way, squared-ReLU MLP,
+    # soft-capped logits.
+    "nanochat": dict(model_type="nanochat", num_hidden_layers=2, num_key_value_heads=2,
+                     final_logit_softcapping=3.0),
     # Arcee (AFM): Llama's RMSNorm and attention, a squared-ReLU MLP
     # (up_proj, down_proj), no gate.
     "arcee": dict(model_type="arcee", num_hidden_layers=2, num_key_value_heads=2),

@@ -227,6 +227,30 @@ def Tbc_RowSliceOp : Tbc_Op<"row_slice", [Pure, Tbc_WeightTransform]> {
   let hasVerifier = 1;
 }
 
+def Tbc_SwapHalvesOp : Tbc_Op<"swap_halves", [Pure, Tbc_WeightTransform,
+                                              AllTypesMatch<["input", "result"]>]> {
+  let summary = "bind-time swap of the two halves of every block of rows";
+  let description = [{
+    Splits the rows (the elements of a vector) into blocks of `block`, and in
+    each block puts the second half's rows before the first's. NanoChat's
+    RoPE turns q and k the other way round (its `rotate_half` is
+    `cat(x2, -x1)`): that rotation of a head is the NeoX rotation of the
+    head with its halves swapped, swapped back. Swapping the halves of every
+    head of both q and k leaves their dot products as they are, so a
+    `tbc.swap_halves` of the q/k projections' rows (and of their biases and
+    QK-norm gains) at bind time lets `tbc.rope` and every kernel stay as
+    they are.
+
+    ```mlir
+    %wq = tbc.swap_halves %q block = 128 : tensor<2048x2048xf32>
+    ```
+  }];
+  let arguments = (ins Tbc_FloatTensor:$input, I64Attr:$block);
+  let results = (outs Tbc_FloatTensor:$result);
+  let assemblyFormat = "$input `block` `=` $block attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Tbc_FoldGainOp : Tbc_Op<"fold_gain", [Pure, Tbc_WeightTransform,
                                           AllTypesMatch<["weight", "result"]>]> {
   let summary = "bind-time W * diag(offset + gain): a norm's gain folded into a projection";

@@ -186,6 +186,17 @@ LogicalResult FillOp::verify() {
   return success();
 }
 
+LogicalResult SwapHalvesOp::verify() {
+  RankedTensorType t = tensorType(getInput());
+  if (t.getRank() < 1 || t.getRank() > 2 || !t.hasStaticShape())
+    return emitOpError("swaps the rows of a static vector or matrix");
+  int64_t block = getBlock();
+  if (block < 2 || block % 2 || t.getDimSize(0) % block)
+    return emitOpError("block ")
+           << block << " must be even and divide the input's " << t.getDimSize(0) << " rows";
+  return success();
+}
+
 LogicalResult RowSliceOp::verify() {
   RankedTensorType in = tensorType(getInput()), out = tensorType(getResult());
   if (in.getRank() != 2 || out.getRank() != 2 || !in.hasStaticShape() ||

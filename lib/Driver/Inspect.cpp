@@ -31,7 +31,7 @@ static std::string qkNormText(const ModelSpec &s) {
   case QKNormKind::None:
     break;
   case QKNormKind::PerHead:
-    text += " per head, one gain";
+    text += n.gain ? " per head, one gain" : " per head, no gain";
     break;
   case QKNormKind::PerHeadStacked:
   case QKNormKind::PerHeadTensors:
@@ -41,7 +41,8 @@ static std::string qkNormText(const ModelSpec &s) {
     text += " over all heads";
     break;
   }
-  return text + (n.kind == NormType::LayerNorm && n.bias ? " and bias" : "");
+  return text + (n.kind == NormType::LayerNorm && n.bias ? " and bias" : "") +
+         (s.qkNormAfterRope ? ", after rope" : "");
 }
 
 static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
@@ -83,7 +84,8 @@ static void printSpec(const ModelSpec &s, llvm::raw_ostream &os) {
     if (s.positions == PositionKind::Rope && l.noRope) {
       os << ", no rope";
     } else if (s.positions == PositionKind::Rope) {
-      os << ", rope " << (l.rope.gptjStyle ? "gptj " : "") << "theta " << l.rope.theta
+      os << ", rope " << (l.rope.gptjStyle ? "gptj " : "") << (s.reverseRope ? "reversed " : "")
+         << "theta " << l.rope.theta
          << " dims " << l.rope.rotaryDim;
       const RopeScalingSpec &sc = l.rope.scaling;
       if (sc.kind) {

@@ -33,6 +33,9 @@ struct WeightSlot {
   /// No checkpoint tensor: every element is this value (the ones of a norm
   /// without a learned gain), made at bind time.
   std::optional<double> fill;
+  /// The tensor's rows in blocks of this many with their halves swapped at
+  /// bind time (tbc.swap_halves: q/k of a reversed RoPE); 0: as stored.
+  int64_t swapHalves = 0;
 };
 
 /// Collects the per-layer weights of a spec, in the order the block
@@ -45,8 +48,8 @@ public:
     norm(s.names.attnPreNorm, hidden);
     switch (s.qkvLayout) {
     case QkvLayout::Separate:
-      linear(s.names.q, hidden, qDim, s.qkvBias);
-      linear(s.names.k, hidden, kvDim, s.qkvBias);
+      linear(s.names.q, hidden, qDim, s.qkvBias, queryKeySwap());
+      linear(s.names.k, hidden, kvDim, s.qkvBias, queryKeySwap());
       linear(s.names.v, hidden, kvDim, s.qkvBias);
       break;
     default:
@@ -78,7 +81,12 @@ private:
   const ModelSpec &s;
   std::vector<WeightSlot> list;
 
-  void vec(const std::string &name, int64_t n) { list.push_back({name, {n}}); }
+  void vec(const std::string &name, int64_t n, int64_t swapHalves = 0) {
+    list.push_back({name, {n}});
+    list.back().swapHalves = swapHalves;
+  }
+  /// What a reversed RoPE swaps in q's and k's tensors: each head's halves.
+  int64_t queryKeySwap() const { return s.reverseRope ? s.headDim : 0; }
   /// The gains (and biases) of the QK-norm of `heads` heads.
   void qkNorm(const std::string &name, int64_t heads) {
     const NormSpec &n = s.qkNormOrBlockNorm();
@@ -87,6 +95,7 @@ private:
       if (StringRef(suffix) == ".bias" && !bias)
         break;
       WeightSlot slot{name + suffix, {s.headDim}};
+      slot.swapHalves = queryKeySwap();
       switch (s.qkNorm) {
       case QKNormKind::None:
         return;
@@ -104,6 +113,12 @@ private:
         slot.shape = {heads * s.headDim};
         break;
       }
+      if (!n.gain) { // NanoChat's: ones, and no bias
+        slot.parts.clear();
+        slot.fill = 1.0;
+        list.push_back(std::move(slot));
+        return;
+      }
       list.push_back(std::move(slot));
     }
   }
@@ -118,12 +133,14 @@ private:
     if (s.norm.kind == NormType::LayerNorm && s.norm.bias)
       vec(name + ".bias", n);
   }
-  void linear(const std::string &name, int64_t in, int64_t out, bool bias) {
+  void linear(const std::string &name, int64_t in, int64_t out, bool bias,
+              int64_t swapHalves = 0) {
     list.push_back({name + ".weight", s.weightsInOut
                                           ? SmallVector<int64_t>{in, out}
                                           : SmallVector<int64_t>{out, in}});
+    list.back().swapHalves = swapHalves;
     if (bias)
-      vec(name + ".bias", out);
+      vec(name + ".bias", out, swapHalves);
   }
 };
 
@@ -163,16 +180,22 @@ public:
   /// A layer's weight for `slot`: its checkpoint tensor, or its parts'
   /// concatenation (a bind-time transform, as a merged QKV's weights).
   Value slotValue(const WeightSlot &slot, const std::string &prefix) {
-    if (slot.fill)
+    if (slot.fill) // the same in every row: nothing to swap
       return fill(*slot.fill, slot.shape);
-    if (slot.parts.empty())
-      return param(slot.shared ? slot.name : prefix + slot.name, slot.shape);
-    SmallVector<Value> parts;
-    int64_t each = slot.shape[0] / int64_t(slot.parts.size());
-    for (const std::string &part : slot.parts)
-      parts.push_back(param(prefix + part, {each}));
-    return ConcatOp::create(b, loc, RankedTensorType::get(slot.shape, elt), parts,
-                            b.getI64IntegerAttr(0));
+    Value v;
+    if (slot.parts.empty()) {
+      v = param(slot.shared ? slot.name : prefix + slot.name, slot.shape);
+    } else {
+      SmallVector<Value> parts;
+      int64_t each = slot.shape[0] / int64_t(slot.parts.size());
+      for (const std::string &part : slot.parts)
+        parts.push_back(param(prefix + part, {each}));
+      v = ConcatOp::create(b, loc, RankedTensorType::get(slot.shape, elt), parts,
+                           b.getI64IntegerAttr(0));
+    }
+    if (slot.swapHalves)
+      v = SwapHalvesOp::create(b, loc, v, b.getI64IntegerAttr(slot.swapHalves));
+    return v;
   }
 
   /// Norm `slot` (weights looked up in `w`); identity when `slot` is empty.
@@ -282,14 +305,20 @@ public:
       break;
     }
     }
-    if (s.qkNorm != QKNormKind::None) {
-      q = qkNorm(w, s.names.qNorm, q, s.numHeads);
-      k = qkNorm(w, s.names.kNorm, k, s.numKvHeads);
-    }
+    auto normQK = [&] {
+      if (s.qkNorm != QKNormKind::None) {
+        q = qkNorm(w, s.names.qNorm, q, s.numHeads);
+        k = qkNorm(w, s.names.kNorm, k, s.numKvHeads);
+      }
+    };
+    if (!s.qkNormAfterRope)
+      normQK();
     if (s.positions == PositionKind::Rope && !variant.noRope) {
       q = rope(q, pos, variant.rope);
       k = rope(k, pos, variant.rope);
     }
+    if (s.qkNormAfterRope)
+      normQK();
     double scale =
         s.attnScale > 0 ? s.attnScale : 1.0 / std::sqrt(double(s.headDim));
     bool relative = s.positions == PositionKind::Relative;

@@ -51,6 +51,8 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"VaultGemmaForCausalLM", readVaultGemma},
       {"HeliumForCausalLM", readHelium},
       {"SeedOssForCausalLM", readSeedOss},
+      {"HunYuanDenseV1ForCausalLM", readHunYuanDense},
+      {"NanoChatForCausalLM", readNanoChat},
       {"Starcoder2ForCausalLM", readStarcoder2},
       {"GPTNeoXForCausalLM", readGPTNeoX},
       {"GPTJForCausalLM", readGPTJ},

@@ -2,7 +2,7 @@
 //
 // Llama, Mistral (Ministral), Qwen2/3, Phi-3, Gemma 1/2/3, VaultGemma,
 // Granite, StarCoder2, StableLM, Arcee, Nemotron, Persimmon, GLM, SmolLM3,
-// Helium and Seed-OSS: `model.layers.{i}.` with self_attn/mlp projections,
+// Helium, Seed-OSS, HunYuan and NanoChat: `model.layers.{i}.` with self_attn/mlp projections,
 // each family's quirks on top of readLlamaCommon.
 //
 //===----------------------------------------------------------------------===//
@@ -321,6 +321,70 @@ void hf::readSeedOss(JsonFields &f, ModelSpec &s) {
   s.qkvBias = f.getBool("attention_bias", true);
   s.oBias = f.getBool("attention_out_bias", false);
   s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 10000.0);
+}
+
+/// HunYuan dense (Hunyuan-7B/4B/1.8B/0.5B): Llama with a per-head RMSNorm
+/// of the rotated queries and keys (query_layernorm, key_layernorm, after
+/// RoPE) and NTK-alpha RoPE: a "dynamic" scaling with an `alpha` stretches
+/// the base once, theta * alpha^(d / (d - 2)) for head_dim d, whatever the
+/// sequence's length (transformers' ntk_alpha; its factor is not read).
+void hf::readHunYuanDense(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {2048, 1e-5});
+  if (!f.ok())
+    return;
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.qkNorm = QKNormKind::PerHead;
+  s.qkNormAfterRope = true;
+  s.names.qNorm = "self_attn.query_layernorm";
+  s.names.kNorm = "self_attn.key_layernorm";
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  std::optional<double> alpha;
+  for (const char *key : {"rope_parameters", "rope_scaling"})
+    if (const json::Value *obj = f.getObject(key)) {
+      JsonFields r = f.nested(*obj, key);
+      std::string kind = r.getString(r.has("rope_type") ? "rope_type" : "type", "");
+      if (kind == "dynamic" && r.has("alpha"))
+        alpha = r.optPositive("alpha");
+      break;
+    }
+  int64_t maxPositions = s.maxPositions;
+  readRope(f, s, 10000.0);
+  if (!alpha || !f.ok())
+    return;
+  double d = double(s.headDim);
+  for (LayerVariant &l : s.layers) {
+    l.rope.scaling = {};
+    l.rope.theta *= std::pow(*alpha, d / (d - 2.0));
+  }
+  s.maxPositions = maxPositions; // not a dynamic scaling's longer reach
+}
+
+/// NanoChat (Karpathy's nanochat, as transformers ports it): Llama's names
+/// with no learned gain in any RMSNorm, one of them on the embeddings too
+/// (the final norm's module, used twice); a per-head RMSNorm of the rotated
+/// queries and keys (after RoPE); RoPE turning q and k the other way
+/// (rotate_half is cat(x2, -x1)); a squared-ReLU MLP without a gate (fc1,
+/// fc2) and logits soft-capped at 15 by default.
+void hf::readNanoChat(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {2048, 1e-6});
+  if (!f.ok())
+    return;
+  s.norm.gain = false;
+  s.names.embedNorm = "model.norm";
+  s.qkvBias = s.oBias = f.getBool("attention_bias", false);
+  s.qkNorm = QKNormKind::PerHead;
+  s.qkNormAfterRope = true;
+  s.reverseRope = true;
+  s.names.qNorm = "self_attn.q_norm";
+  s.names.kNorm = "self_attn.k_norm";
+  s.ffnKind = FfnKind::Mlp;
+  s.activation = activationFromHF(f, "hidden_act", "relu2");
+  s.names.gate = "";
+  s.names.up = "mlp.fc1";
+  s.names.down = "mlp.fc2";
+  s.finalSoftcap = f.optPositive("final_logit_softcapping", std::optional<double>(15.0));
   layerWindows(f, s, 0, [](int64_t) { return false; });
   readRope(f, s, 10000.0);
 }

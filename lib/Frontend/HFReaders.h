@@ -84,6 +84,8 @@ void readVaultGemma(JsonFields &f, ModelSpec &s);
 void readOlmo(JsonFields &f, ModelSpec &s);
 void readHelium(JsonFields &f, ModelSpec &s);
 void readSeedOss(JsonFields &f, ModelSpec &s);
+void readHunYuanDense(JsonFields &f, ModelSpec &s);
+void readNanoChat(JsonFields &f, ModelSpec &s);
 
 //===--- HFPostNorm.cpp: norms after each sub-layer, none before ----------===//
 

@@ -80,6 +80,11 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
   if (s.clipQkv && !(*s.clipQkv > 0))
     return SpecViolation{"clip_qkv", "must be positive, got " +
                                          json::formatNumber(*s.clipQkv)};
+  if (s.reverseRope &&
+      (s.positions != PositionKind::Rope || s.qkvLayout != QkvLayout::Separate ||
+       s.qkNorm == QKNormKind::PerHeadStacked))
+    return SpecViolation{"rotary_dim", "a reversed RoPE needs RoPE positions, separate q/k "
+                                       "projections and QK-norm gains per feature"};
   if (s.layers.size() != size_t(s.numLayers))
     return SpecViolation{"num_layers", "expected " + num(s.numLayers) +
                                            " layer descriptions, got " +
@@ -95,6 +100,10 @@ std::optional<SpecViolation> tbc::validateModelSpec(const ModelSpec &s) {
       return SpecViolation{"rotary_dim",
                            "rotary dims must be even and in [2, head_dim = " +
                                num(s.headDim) + "], got " + num(r.rotaryDim)};
+    // A reversed RoPE is NeoX's on q/k whose heads' halves swap: it needs
+    // the whole head rotated in halves, and q/k tensors it can swap.
+    if (s.reverseRope && (r.gptjStyle || r.rotaryDim != s.headDim))
+      return SpecViolation{"rotary_dim", "a reversed RoPE rotates whole heads in halves"};
     if (!(r.theta > 0))
       return SpecViolation{"rope_theta", "must be positive, got " +
                                              json::formatNumber(r.theta)};

@@ -97,7 +97,7 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
     }
     size_t want = e.op == "concat" ? e.inputs.size()
                   : e.op == "weight_row_sums" || manifest::isPackOp(e.op) || e.op == "convert" ||
-                          e.op == "row_slice"
+                          e.op == "row_slice" || e.op == "swap_halves"
                       ? 1
                       : 2;
     if (e.inputs.empty() || e.inputs.size() < want ||
@@ -131,6 +131,14 @@ bool Module::Impl::checkConsistency(const Module &m, std::string &error) {
           e.start > in[0] - e.shape[0])
         return bad(name + " cannot take " + shapeString(e.shape) + " from row " +
                    std::to_string(e.start) + " of " + shapeString(in));
+      continue;
+    }
+    if (e.op == "swap_halves") {
+      if (!sameShape(e.shape, input(0)) || e.shape.empty() || e.shape.size() > 2)
+        return mismatch();
+      if (e.block < 2 || e.block % 2 || e.shape[0] % e.block)
+        return bad(name + " cannot swap the halves of blocks of " + std::to_string(e.block) +
+                   " rows in " + shapeString(e.shape));
       continue;
     }
     // The rest read an [out, in] matrix (or [in, out] with in_out).

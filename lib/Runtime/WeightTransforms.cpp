@@ -1,7 +1,7 @@
 //===- WeightTransforms.cpp - the manifest's bind-time weight transforms --===//
 //
 // Turns checkpoint tensors into the weights the kernels read, following the
-// manifest's `weights` list (fill, concat, row_slice, fold_gain,
+// manifest's `weights` list (fill, concat, row_slice, swap_halves, fold_gain,
 // weight_row_sums, fold_bias, pack, pack_pairs, convert). Two rules keep binding cheap:
 //
 //  * 16-bit stays 16-bit. A bf16 or f16 checkpoint tensor is copied as its
@@ -92,6 +92,33 @@ template <typename T>
 void rowSlice(const T *src, T *out, const WeightEntry &e) {
   int64_t cols = e.shape[1];
   std::copy(src + e.start * cols, src + (e.start + e.shape[0]) * cols, out);
+}
+
+/// In every block of e.block rows (vector elements), the second half's rows
+/// before the first's.
+template <typename T>
+void swapHalves(const T *src, T *out, const WeightEntry &e) {
+  int64_t cols = e.shape.size() > 1 ? e.shape[1] : 1, half = e.block / 2 * cols;
+  for (int64_t b = 0; b < e.shape[0] / e.block; ++b) {
+    const T *in = src + b * 2 * half;
+    T *to = out + b * 2 * half;
+    std::copy(in + half, in + 2 * half, to);
+    std::copy(in, in + half, to + half);
+  }
+}
+
+/// The transforms that only move values (16-bit ones as bits).
+template <typename T>
+void moveValues(const std::vector<const T *> &srcs, T *out, const WeightEntry &e,
+                const std::vector<WeightEntry> &entries) {
+  if (manifest::isPackOp(e.op))
+    pack(srcs[0], out, e, entries[e.inputs[0]].shape);
+  else if (e.op == "row_slice")
+    rowSlice(srcs[0], out, e);
+  else if (e.op == "swap_halves")
+    swapHalves(srcs[0], out, e);
+  else
+    concat(srcs, out, e, entries);
 }
 
 /// fold_gain, weight_row_sums, fold_bias: computed in f32 (f64 sums).
@@ -208,7 +235,8 @@ void Module::Impl::runTransforms(
             out.bits[i] = toHalfWidthBits(w[i], want == StagedWeight::BF16);
         }
       }
-    } else if (manifest::isPackOp(e.op) || e.op == "concat" || e.op == "row_slice") {
+    } else if (manifest::isPackOp(e.op) || e.op == "concat" || e.op == "row_slice" ||
+               e.op == "swap_halves") {
       size_t n = size_t(product(e.shape));
       out.kind = common;
       if (common != StagedWeight::F32) {
@@ -216,24 +244,14 @@ void Module::Impl::runTransforms(
         std::vector<const uint16_t *> srcs;
         for (StagedWeight *s : ins)
           srcs.push_back(s->bits.data());
-        if (manifest::isPackOp(e.op))
-          pack(srcs[0], out.bits.data(), e, ws);
-        else if (e.op == "row_slice")
-          rowSlice(srcs[0], out.bits.data(), e);
-        else
-          concat(srcs, out.bits.data(), e, weightEntries);
+        moveValues(srcs, out.bits.data(), e, weightEntries);
       } else {
         out.f32.assign(n, 0.0f);
         std::vector<LargeVector<float>> scratch(ins.size());
         std::vector<const float *> srcs;
         for (size_t i = 0; i < ins.size(); ++i)
           srcs.push_back(asF32(*ins[i], scratch[i]).data());
-        if (manifest::isPackOp(e.op))
-          pack(srcs[0], out.f32.data(), e, ws);
-        else if (e.op == "row_slice")
-          rowSlice(srcs[0], out.f32.data(), e);
-        else
-          concat(srcs, out.f32.data(), e, weightEntries);
+        moveValues(srcs, out.f32.data(), e, weightEntries);
       }
     } else {
       out.f32.assign(size_t(product(e.shape)), 0.0f);

@@ -49,6 +49,8 @@ std::string weight(size_t id, const Weight &w) {
       s += ", \"value\": " + json::formatNumber(w.value);
     if (w.op == "row_slice")
       s += ", \"start\": " + std::to_string(w.start);
+    if (w.op == "swap_halves")
+      s += ", \"block\": " + std::to_string(w.block);
     if (w.op == "convert")
       s += ", \"dtype\": " + json::quote(w.dtype);
     s += ", \"in_out\": " + boolean(w.inOut);
@@ -302,7 +304,7 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         e.offset = o->asDouble();
       if (const json::Value *io = w.get("in_out"); io && io->isBool())
         e.inOut = io->asBool();
-      static const char *known[] = {"fill",      "concat", "row_slice", "fold_gain",
+      static const char *known[] = {"fill",      "concat", "row_slice", "swap_halves", "fold_gain",
                                     "weight_row_sums", "fold_bias", "pack", "pack_pairs",
                                     "convert"};
       if (std::find(std::begin(known), std::end(known), e.op) == std::end(known))
@@ -318,6 +320,12 @@ bool manifest::read(std::string_view text, Manifest &m, std::string &error) {
         if (!st || !st->isInteger())
           return bad("a row_slice weight needs its start row");
         e.start = st->asInt();
+      }
+      if (e.op == "swap_halves") {
+        const json::Value *bl = w.get("block");
+        if (!bl || !bl->isInteger())
+          return bad("a swap_halves weight needs its block");
+        e.block = bl->asInt();
       }
       if (e.op == "convert") {
         const json::Value *d = w.get("dtype");

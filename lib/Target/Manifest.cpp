@@ -264,6 +264,8 @@ private:
           w.value = fill.getValue().convertToDouble();
         if (auto slice = dyn_cast<RowSliceOp>(op))
           w.start = slice.getStart();
+        if (auto swap = dyn_cast<SwapHalvesOp>(op))
+          w.block = swap.getBlock();
         w.shape = shapeOf(op.getResult(0).getType());
         refs[op.getResult(0)] = newWeight(std::move(w));
         continue;

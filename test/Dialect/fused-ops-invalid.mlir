@@ -200,6 +200,30 @@ func.func @row_slice_columns(%t: tensor<10x4xf32>) {
 
 // -----
 
+func.func @swap_halves_odd_block(%w: tensor<12x4xf32>) {
+  // expected-error @+1 {{block 3 must be even and divide the input's 12 rows}}
+  %r = tbc.swap_halves %w block = 3 : tensor<12x4xf32>
+  return
+}
+
+// -----
+
+func.func @swap_halves_ragged(%w: tensor<12x4xf32>) {
+  // expected-error @+1 {{block 8 must be even and divide the input's 12 rows}}
+  %r = tbc.swap_halves %w block = 8 : tensor<12x4xf32>
+  return
+}
+
+// -----
+
+func.func @swap_halves_rank(%w: tensor<2x4x4xf32>) {
+  // expected-error @+1 {{swaps the rows of a static vector or matrix}}
+  %r = tbc.swap_halves %w block = 2 : tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @fold_gain_length(%w: tensor<8x4xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{gain must be a vector of 4 elements}}
   %f = tbc.fold_gain %w, %g : tensor<8x4xf32>, tensor<8xf32>

@@ -88,3 +88,12 @@ func.func @fill_and_row_slice(%t: tensor<10x4xf32>) -> (tensor<4xf32>, tensor<8x
   %rows = tbc.row_slice %t start = 2 : tensor<10x4xf32> -> tensor<8x4xf32>
   return %ones, %rows : tensor<4xf32>, tensor<8x4xf32>
 }
+
+// CHECK-LABEL: func.func @swap_halves
+func.func @swap_halves(%w: tensor<8x4xf32>, %b: tensor<8xf32>) -> (tensor<8x4xf32>, tensor<8xf32>) {
+  // CHECK: tbc.swap_halves %{{.*}} block = 4 : tensor<8x4xf32>
+  %sw = tbc.swap_halves %w block = 4 : tensor<8x4xf32>
+  // CHECK: tbc.swap_halves %{{.*}} block = 8 : tensor<8xf32>
+  %sb = tbc.swap_halves %b block = 8 : tensor<8xf32>
+  return %sw, %sb : tensor<8x4xf32>, tensor<8xf32>
+}

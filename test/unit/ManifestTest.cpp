@@ -244,6 +244,26 @@ TEST(Manifest, RowSlicesCarryTheirStart) {
   EXPECT_EQ(write(out), write(m));
 }
 
+TEST(Manifest, SwapHalvesCarryTheirBlock) {
+  Manifest m = sample();
+  Weight swap{"swap_halves", -1, {0}, 0, 0, false, {90, 16}};
+  swap.block = 18;
+  m.weights.push_back(swap);
+  Manifest out;
+  std::string error;
+  ASSERT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(out.weights[4].op, "swap_halves");
+  EXPECT_EQ(out.weights[4].block, 18);
+  EXPECT_EQ(write(out), write(m));
+  // Without its block the entry is refused.
+  std::string text = write(m);
+  size_t at = text.find(", \"block\": 18");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, std::string(", \"block\": 18").size());
+  EXPECT_FALSE(read(text, out, error));
+  EXPECT_NE(error.find("a swap_halves weight needs its block"), std::string::npos) << error;
+}
+
 TEST(Manifest, TapsReadBackAndAreChecked) {
   Manifest m = sample();
   m.taps = {{"model.embed_tokens", 2}, {"model.layers.0.self_attn.q_proj", 4}};

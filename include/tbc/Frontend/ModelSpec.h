@@ -163,6 +163,13 @@ struct ModelSpec {
   std::optional<NormSpec> qkNormSpec;
   /// The QK-norm's kind, epsilon, gain offset and bias, whoever sets them.
   const NormSpec &qkNormOrBlockNorm() const { return qkNormSpec ? *qkNormSpec : norm; }
+  /// The QK-norm normalises the rotated queries and keys, after RoPE
+  /// (HunYuan, NanoChat), not before it.
+  bool qkNormAfterRope = false;
+  /// RoPE turns q and k by -theta (NanoChat's rotate_half is cat(x2, -x1)):
+  /// built as NeoX's on q/k weights whose heads' halves are swapped at bind
+  /// time (tbc.swap_halves; q.k is the same). Full-width NeoX RoPE only.
+  bool reverseRope = false;
   bool causal = true;
   double attnScale = 0; // 0: head_dim^-0.5
   std::optional<double> attnSoftcap;

@@ -50,7 +50,7 @@ struct Param {
 inline bool isPackOp(const std::string &op) { return op == "pack" || op == "pack_pairs"; }
 
 struct Weight {
-  // param, fill, concat, row_slice, fold_gain, weight_row_sums, fold_bias, pack[_pairs], convert
+  // param, fill, concat, row_slice, swap_halves, fold_gain, weight_row_sums, fold_bias, pack[_pairs], convert
   std::string op;
   int param = -1; // op == param
   std::vector<int> inputs;
@@ -63,6 +63,7 @@ struct Weight {
   std::string dtype = "f32";
   double value = 0; // fill: every element
   int64_t start = 0; // row_slice: the first row taken
+  int64_t block = 0; // swap_halves: rows a block (its halves swap)
 };
 
 /// Memory of one forward (kv_cache: of the session).
