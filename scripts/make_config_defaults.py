@@ -41,6 +41,7 @@ ARCHITECTURES = {
     "Olmo3ForCausalLM": "olmo3", "Exaone4ForCausalLM": "exaone4",
     "GPTNeoForCausalLM": "gpt_neo", "OlmoForCausalLM": "olmo", "OPTForCausalLM": "opt",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense", "NanoChatForCausalLM": "nanochat",
+    "Ernie4_5ForCausalLM": "ernie4_5",
 }
 
 # The sizes tbc requires (each family's spelling); everything else defaults.

@@ -231,6 +231,10 @@ FIXTURES = {
     # sliding layer rotates, the global one has no positions.
     "exaone4": dict(model_type="exaone4", num_hidden_layers=2, num_key_value_heads=2,
                     sliding_window=5, sliding_window_pattern=2),
+    # ERNIE 4.5: interleaved-pair RoPE over whole heads, biases on every
+    # projection (use_bias), tied embeddings.
+    "ernie4_5": dict(model_type="ernie4_5", num_hidden_layers=2, num_key_value_heads=2,
+                     head_dim=16, use_bias=True),
     # HunYuan dense: per-head QK RMSNorms after RoPE, NTK-alpha RoPE (a
     # "dynamic" scaling with an alpha: a larger base, whatever the length).
     "hunyuan-dense": dict(model_type="hunyuan_v1_dense", num_hidden_layers=2,

@@ -51,6 +51,7 @@ const std::vector<std::pair<std::string, ArchReader>> &archReaders() {
       {"VaultGemmaForCausalLM", readVaultGemma},
       {"HeliumForCausalLM", readHelium},
       {"SeedOssForCausalLM", readSeedOss},
+      {"Ernie4_5ForCausalLM", readErnie45},
       {"HunYuanDenseV1ForCausalLM", readHunYuanDense},
       {"NanoChatForCausalLM", readNanoChat},
       {"Starcoder2ForCausalLM", readStarcoder2},

@@ -2,7 +2,7 @@
 //
 // Llama, Mistral (Ministral), Qwen2/3, Phi-3, Gemma 1/2/3, VaultGemma,
 // Granite, StarCoder2, StableLM, Arcee, Nemotron, Persimmon, GLM, SmolLM3,
-// Helium, Seed-OSS, HunYuan and NanoChat: `model.layers.{i}.` with self_attn/mlp projections,
+// Helium, Seed-OSS, ERNIE 4.5, HunYuan and NanoChat: `model.layers.{i}.` with self_attn/mlp projections,
 // each family's quirks on top of readLlamaCommon.
 //
 //===----------------------------------------------------------------------===//
@@ -307,6 +307,22 @@ void hf::readHelium(JsonFields &f, ModelSpec &s) {
   s.ffnBias = s.downBias = f.getBool("mlp_bias", false);
   layerWindows(f, s, 0, [](int64_t) { return false; });
   readRope(f, s, 100000.0);
+  for (LayerVariant &l : s.layers)
+    l.rope.gptjStyle = true;
+}
+
+/// ERNIE 4.5 (Baidu's dense models, 0.3B): Llama with interleaved-pair
+/// (GPT-J-style) RoPE over whole heads, biases on every projection or none
+/// (use_bias), tied embeddings and Ernie4_5Config's defaults (2 key/value
+/// heads, head_dim 128, eps 1e-5, base 500000).
+void hf::readErnie45(JsonFields &f, ModelSpec &s) {
+  readLlamaCommon(f, s, {131072, 1e-5, 2, 128});
+  if (!f.ok())
+    return;
+  s.qkvBias = s.oBias = s.ffnBias = s.downBias = f.getBool("use_bias", false);
+  s.tiedEmbeddings = f.getBool("tie_word_embeddings", true);
+  layerWindows(f, s, 0, [](int64_t) { return false; });
+  readRope(f, s, 500000.0);
   for (LayerVariant &l : s.layers)
     l.rope.gptjStyle = true;
 }

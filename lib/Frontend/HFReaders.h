@@ -84,6 +84,7 @@ void readVaultGemma(JsonFields &f, ModelSpec &s);
 void readOlmo(JsonFields &f, ModelSpec &s);
 void readHelium(JsonFields &f, ModelSpec &s);
 void readSeedOss(JsonFields &f, ModelSpec &s);
+void readErnie45(JsonFields &f, ModelSpec &s);
 void readHunYuanDense(JsonFields &f, ModelSpec &s);
 void readNanoChat(JsonFields &f, ModelSpec &s);
 
