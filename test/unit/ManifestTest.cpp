@@ -211,57 +211,59 @@ TEST(Manifest, ConvertedWeightsCarryTheirType) {
                    "comes last)");
 }
 
+/// `w` appended to sample(), written and read back: the entry read.
+static Weight readBack(const Weight &w) {
+  Manifest m = sample(), out;
+  m.weights.push_back(w);
+  std::string error;
+  EXPECT_TRUE(read(write(m), out, error)) << error;
+  EXPECT_EQ(write(out), write(m));
+  return out.weights.size() == m.weights.size() ? out.weights.back() : Weight{};
+}
+
+/// The error reading sample() plus `w` with `field` (its `, "key": value`
+/// text) left out of the file.
+static std::string errorWithout(const Weight &w, const std::string &field) {
+  Manifest m = sample(), out;
+  m.weights.push_back(w);
+  std::string text = write(m), error;
+  size_t at = text.find(field);
+  if (at == std::string::npos)
+    return "no " + field + " in the manifest";
+  text.erase(at, field.size());
+  EXPECT_FALSE(read(text, out, error));
+  return error;
+}
+
 TEST(Manifest, FillWeightsCarryTheirValue) {
-  Manifest m = sample();
   Weight ones{"fill", -1, {}, 0, 0, false, {16}};
   ones.value = 1.0;
-  m.weights.push_back(ones);
-  Manifest out;
-  std::string error;
-  ASSERT_TRUE(read(write(m), out, error)) << error;
-  EXPECT_EQ(out.weights[4].op, "fill");
-  EXPECT_TRUE(out.weights[4].inputs.empty());
-  EXPECT_EQ(out.weights[4].value, 1.0);
+  Weight got = readBack(ones);
+  EXPECT_EQ(got.op, "fill");
+  EXPECT_TRUE(got.inputs.empty());
+  EXPECT_EQ(got.value, 1.0);
   // A fill without its value is refused, not made of zeros.
-  std::string text = write(m);
-  size_t at = text.find(", \"value\": 1");
-  ASSERT_NE(at, std::string::npos);
-  text.erase(at, std::string(", \"value\": 1").size());
-  EXPECT_FALSE(read(text, out, error));
-  EXPECT_EQ(error, "manifest: a fill weight needs a finite value");
+  EXPECT_EQ(errorWithout(ones, ", \"value\": 1"), "manifest: a fill weight needs a finite value");
 }
 
 TEST(Manifest, RowSlicesCarryTheirStart) {
-  Manifest m = sample();
   Weight rows{"row_slice", -1, {0}, 0, 0, false, {90, 16}};
   rows.start = 2;
-  m.weights.push_back(rows);
-  Manifest out;
-  std::string error;
-  ASSERT_TRUE(read(write(m), out, error)) << error;
-  EXPECT_EQ(out.weights[4].op, "row_slice");
-  EXPECT_EQ(out.weights[4].start, 2);
-  EXPECT_EQ(write(out), write(m));
+  Weight got = readBack(rows);
+  EXPECT_EQ(got.op, "row_slice");
+  EXPECT_EQ(got.start, 2);
+  EXPECT_EQ(errorWithout(rows, ", \"start\": 2"),
+            "manifest: a row_slice weight needs its start row");
 }
 
 TEST(Manifest, SwapHalvesCarryTheirBlock) {
-  Manifest m = sample();
   Weight swap{"swap_halves", -1, {0}, 0, 0, false, {90, 16}};
   swap.block = 18;
-  m.weights.push_back(swap);
-  Manifest out;
-  std::string error;
-  ASSERT_TRUE(read(write(m), out, error)) << error;
-  EXPECT_EQ(out.weights[4].op, "swap_halves");
-  EXPECT_EQ(out.weights[4].block, 18);
-  EXPECT_EQ(write(out), write(m));
-  // Without its block the entry is refused.
-  std::string text = write(m);
-  size_t at = text.find(", \"block\": 18");
-  ASSERT_NE(at, std::string::npos);
-  text.erase(at, std::string(", \"block\": 18").size());
-  EXPECT_FALSE(read(text, out, error));
-  EXPECT_NE(error.find("a swap_halves weight needs its block"), std::string::npos) << error;
+  Weight got = readBack(swap);
+  EXPECT_EQ(got.op, "swap_halves");
+  EXPECT_EQ(got.block, 18);
+  EXPECT_EQ(errorWithout(swap, ", \"block\": 18"),
+            "manifest: a swap_halves weight needs its block");
 }
 
 TEST(Manifest, TapsReadBackAndAreChecked) {
