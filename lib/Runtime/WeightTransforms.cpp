@@ -107,7 +107,13 @@ void swapHalves(const T *src, T *out, const WeightEntry &e) {
   }
 }
 
-/// The transforms that only move values (16-bit ones as bits).
+/// The transforms that only move values (16-bit ones as bits): those
+/// moveValues carries out.
+bool movesValues(const std::string &op) {
+  return manifest::isPackOp(op) || op == "concat" || op == "row_slice" || op == "swap_halves";
+}
+
+/// A transform movesValues() names, on `T` values.
 template <typename T>
 void moveValues(const std::vector<const T *> &srcs, T *out, const WeightEntry &e,
                 const std::vector<WeightEntry> &entries) {
@@ -235,8 +241,7 @@ void Module::Impl::runTransforms(
             out.bits[i] = toHalfWidthBits(w[i], want == StagedWeight::BF16);
         }
       }
-    } else if (manifest::isPackOp(e.op) || e.op == "concat" || e.op == "row_slice" ||
-               e.op == "swap_halves") {
+    } else if (movesValues(e.op)) {
       size_t n = size_t(product(e.shape));
       out.kind = common;
       if (common != StagedWeight::F32) {
