@@ -142,6 +142,10 @@ def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {
            "weights, then lets the next one launch (griddepcontrol.launch_dependents); a "
            "decode GEMV first prefetches the start of its weight rows into L2, so that its "
            "weight stream starts while the kernel before it finishes">,
+    Option<"decodeSplits", "decode-splits", "int64_t", /*default=*/"0",
+           "Blocks a decoding head's positions are split over, 1 to 16 (0: enough for "
+           "about 256 blocks in all, at most 16): fewer for a GPU of fewer SMs or short "
+           "caches">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

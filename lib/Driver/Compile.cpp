@@ -246,6 +246,14 @@ int tbc::compileMain(int argc, char **argv) {
                "GEMV first prefetches the start of its weight rows into L2 "
                "(weights are never written). For tuning on a GPU "
                "(bench/gpu_ab.py)"));
+  static cl::opt<int64_t> cudaDecodeSplits(
+      "cuda-decode-splits", cl::cat(cat), cl::init(0), cl::value_desc("1-16"),
+      cl::desc("--target cuda: blocks each decoding head's cached positions "
+               "are split over (flash-decoding), each block a slice, the last "
+               "to finish merging them. Default: as many as give about 256 "
+               "blocks in all, at most 16; fewer suit a GPU of fewer SMs or "
+               "short caches (the emulated tests' tiny models). For tuning on "
+               "a GPU (bench/gpu_ab.py)"));
   static cl::opt<int64_t> cudaGemmStages(
       "cuda-gemm-stages", cl::cat(cat), cl::init(4), cl::value_desc("2-8"),
       cl::desc("--target cuda with 16-bit weights: stages of the prefill "
@@ -382,6 +390,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaGemmK = cudaGemmK;
   targetOptions.cudaKvCache = cudaKvCache;
   targetOptions.cudaDependentLaunch = cudaDependentLaunch;
+  targetOptions.cudaDecodeSplits = cudaDecodeSplits;
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;
   targetOptions.cpuDecodePrefetch = cpuDecodePrefetch;

@@ -170,7 +170,7 @@ private:
     k.rowParallel = !cached;
     k.work = backend.workRange(kernel, options);
     k.launches = backend.launches(kernel, options);
-    k.scratch = backend.scratchFloats(kernel);
+    k.scratch = backend.scratchFloats(kernel, options);
     k.staging = backend.stagingWidth(kernel, options);
     // The shapes the compiled code assumes (-1: dynamic), operands, results,
     // then the key/value caches, the scratch, the staging and the work range: the runtime

@@ -33,3 +33,9 @@ TEST(CudaKernelShapes, DecodeSlicesFillAbout256Blocks) {
   EXPECT_EQ(decodeSplits(2), 16);  // at most 16
   EXPECT_EQ(decodeSplits(512), 1); // at least 1
 }
+
+TEST(CudaKernelShapes, DecodeSlicesAsRequested) {
+  EXPECT_EQ(decodeSplits(2, 2), 2);   // --cuda-decode-splits 2, whatever the heads
+  EXPECT_EQ(decodeSplits(512, 4), 4); // more than the heads alone would get
+  EXPECT_EQ(decodeSplits(8, 0), 16);  // 0: chosen by the heads
+}

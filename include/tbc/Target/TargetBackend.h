@@ -91,6 +91,9 @@ struct TargetOptions {
   /// sm_90 or later): kernels wait for their predecessors in the kernel
   /// itself, and the runtime launches them before those end.
   bool cudaDependentLaunch = false;
+  /// CUDA: blocks a decoding head's positions are split over
+  /// (`--cuda-decode-splits`, 1-16; 0: cuda::decodeSplits chooses).
+  int64_t cudaDecodeSplits = 0;
   /// CPU: the processor to generate code for (`--cpu`; host: this one) and
   /// extensions added or removed (`--cpu-features +avx2,-avx512f`).
   std::string cpu = "host";
@@ -141,7 +144,9 @@ public:
   virtual std::string kvCacheType(const TargetOptions &options) const { return "f32"; }
   /// f32 values of scratch memory a kernel takes after its caches (the
   /// session's, shared by every step; 0: none).
-  virtual int64_t scratchFloats(mlir::func::FuncOp kernel) const { return 0; }
+  virtual int64_t scratchFloats(mlir::func::FuncOp kernel, const TargetOptions &options) const {
+    return 0;
+  }
   /// The width K of a [T, K] array of 16-bit values of session memory a
   /// kernel takes after its scratch, T the chunk's rows (0: none).
   virtual int64_t stagingWidth(mlir::func::FuncOp kernel,

@@ -48,11 +48,12 @@ class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, gpu::GPUModuleOp gpuModule, int index,
           StringRef weightType, bool flash, cuda::FlashTile flashTile, cuda::TiledGemm tiled,
-          StringRef kvCacheType, bool dependentLaunch, const RowAlignment &alignment)
+          StringRef kvCacheType, bool dependentLaunch, int64_t decodeSplits,
+          const RowAlignment &alignment)
       : g{b, loc}, b(b), loc(loc), gpuModule(gpuModule), index(index),
         weightType(weightType), flash(flash), flashTile(flashTile), tiled(tiled),
         cacheType(storageElementType(b, kvCacheType)), dependentLaunch(dependentLaunch),
-        alignment(alignment) {}
+        decodeSplits(decodeSplits), alignment(alignment) {}
 
   /// Builds the gpu.funcs of `kernel` (an outlined tbc.kernel function).
   LogicalResult lower(func::FuncOp kernel);
@@ -69,6 +70,7 @@ private:
   cuda::TiledGemm tiled; // and its tiled-stages and tiled-warps options
   Type cacheType; // the KV caches' element type (kv-cache-type)
   bool dependentLaunch; // the pass's dependent-launch option
+  int64_t decodeSplits; // its decode-splits option (0: cuda::decodeSplits chooses)
   Value T, past;
   Value window;    // an attention's window (emitAttentionWindow), if it has one
   Value workgroup; // the gpu.func's shared memory, if it has any

@@ -67,11 +67,12 @@ int64_t cuda::headsPerBlock(AttentionOp a) {
   return cuda::splitKvHeadsPerBlock(a.getNumHeads(), a.getNumKvHeads(), a.getHeadDim());
 }
 
-int64_t cuda::decodeSplits(int64_t headBlocks) {
-  return std::clamp<int64_t>(divideCeilSigned(kDecodeBlocks, headBlocks), 1, kDecodeMaxSplits);
+int64_t cuda::decodeSplits(int64_t headBlocks, int64_t requested) {
+  int64_t splits = requested ? requested : divideCeilSigned(kDecodeBlocks, headBlocks);
+  return std::clamp<int64_t>(splits, 1, kDecodeMaxSplits);
 }
-int64_t cuda::decodeSlices(AttentionOp a) {
-  return cuda::decodeSplits(a.getNumHeads() / cuda::headsPerBlock(a));
+int64_t cuda::decodeSlices(AttentionOp a, int64_t requested) {
+  return cuda::decodeSplits(a.getNumHeads() / cuda::headsPerBlock(a), requested);
 }
 
 int64_t cuda::decodePartialsOffset(AttentionOp a) {
@@ -80,15 +81,16 @@ int64_t cuda::decodePartialsOffset(AttentionOp a) {
     module.walk([&](AttentionOp other) { heads = std::max<int64_t>(heads, other.getNumHeads()); });
   return llvm::alignTo(cuda::kDecodeMaxRows * heads, 32);
 }
-int64_t cuda::decodePartialsStride(AttentionOp a) {
-  return llvm::alignTo(decodeSlices(a) * (2 + a.getHeadDim()), 32);
+int64_t cuda::decodePartialsStride(AttentionOp a, int64_t requested) {
+  return llvm::alignTo(decodeSlices(a, requested) * (2 + a.getHeadDim()), 32);
 }
 
-int64_t cuda::scratchFloats(Operation *op) {
+int64_t cuda::scratchFloats(Operation *op, int64_t decodeSplits) {
   auto a = dyn_cast<AttentionOp>(op);
   if (!a)
     return 0;
-  return decodePartialsOffset(a) + kDecodeMaxRows * a.getNumHeads() * decodePartialsStride(a);
+  return decodePartialsOffset(a) +
+         kDecodeMaxRows * a.getNumHeads() * decodePartialsStride(a, decodeSplits);
 }
 
 int64_t cuda::stagingWidth(Operation *op, StringRef weightType) {
@@ -157,7 +159,7 @@ std::string cuda::FlashTile::check() const {
 
 SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightType,
                                                bool flashAttention, TiledGemm gemm,
-                                               FlashTile flash) {
+                                               FlashTile flash, int64_t decodeSplits) {
   auto pointwise = [](int64_t width, Body body = Body::op) {
     return Launch{"", kPointwiseBlock, 1, divideCeilSigned(width, kPointwiseBlock), 1, body};
   };
@@ -167,7 +169,7 @@ SmallVector<cuda::Launch, 4> cuda::launchesFor(Operation *op, StringRef weightTy
     // (splitKvAttention): the append launch serves longer chunks only.
     Launch append = pointwise(a.getNumKvHeads() * a.getHeadDim(), Body::cacheAppend);
     append.minRows = kDecodeMaxRows + 1;
-    Launch slices{"_attend_decode", 32, kSplitKvWarps, headBlocks * decodeSlices(a), 1,
+    Launch slices{"_attend_decode", 32, kSplitKvWarps, headBlocks * decodeSlices(a, decodeSplits), 1,
                   Body::decodeSlice, 1, kDecodeMaxRows};
     // Chunks past kDecodeMaxRows: the flash kernel (which needs
     // kFlashMinRows, the same bound) or the one-block-per-row split-KV.

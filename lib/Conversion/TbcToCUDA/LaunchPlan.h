@@ -22,8 +22,8 @@ inline int64_t lastDim(mlir::Type t) { return mlir::cast<mlir::ShapedType>(t).ge
 int64_t headsPerBlock(AttentionOp a);
 
 /// The slices of a decoding row's positions, each a block of
-/// headsPerBlock(a) heads.
-int64_t decodeSlices(AttentionOp a);
+/// headsPerBlock(a) heads (`requested`: decodeSplits').
+int64_t decodeSlices(AttentionOp a, int64_t requested);
 
 /// Decoding attention's scratch array: first a counter per (row t, head h)
 /// (at t H + h: the slices that have written their partials), kDecodeMaxRows
@@ -34,7 +34,7 @@ int64_t decodeSlices(AttentionOp a);
 /// reads its (row, head)'s in L2: combineSlices).
 int64_t decodePartialsOffset(AttentionOp a);
 /// The floats of a (row, head)'s slices' partials in that array.
-int64_t decodePartialsStride(AttentionOp a);
+int64_t decodePartialsStride(AttentionOp a, int64_t requested);
 
 /// Whether the GEMV `launch` with the RoPE epilogue `rope` (null: none)
 /// computes a RoPE pair's two columns in

@@ -100,7 +100,7 @@ LogicalResult Emitter::lower(func::FuncOp kernel) {
                                  cacheType);
     args.append({cache, cache});
   }
-  int64_t scratchSize = cuda::scratchFloats(op);
+  int64_t scratchSize = cuda::scratchFloats(op, decodeSplits);
   if (auto a = dyn_cast<AttentionOp>(op))
     partialsOffset = decodePartialsOffset(a); // a walk of the module: once a kernel
   if (scratchSize)
@@ -111,7 +111,7 @@ LogicalResult Emitter::lower(func::FuncOp kernel) {
   args.append({b.getIndexType(), b.getIndexType()}); // T, past
   args.append(nScalars, b.getI64Type());
   for (const cuda::Launch &launch :
-       cuda::launchesFor(op, weightType, flash, tiled, flashTile)) {
+       cuda::launchesFor(op, weightType, flash, tiled, flashTile, decodeSplits)) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(gpuModule.getBody());
     auto fn = gpu::GPUFuncOp::create(b, loc, (kernel.getSymName() + launch.suffix).str(),
@@ -413,6 +413,11 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
       module.emitError("flash-") << why;
       return signalPassFailure();
     }
+    if (decodeSplits < 0 || decodeSplits > cuda::kDecodeMaxSplits) {
+      module.emitError("decode-splits must be 0 (chosen by the heads) or 1 to ")
+          << cuda::kDecodeMaxSplits << ", not " << decodeSplits;
+      return signalPassFailure();
+    }
     if (flashWgmma && kvCacheType != weightType) {
       module.emitError("flash-wgmma reads the KV cache from a ring of cp.async copies: "
                        "kv-cache-type must be the weight-type");
@@ -444,7 +449,8 @@ struct TbcLowerToGPUPass : tbc::impl::TbcLowerToGPUBase<TbcLowerToGPUPass> {
     int index = 0;
     for (func::FuncOp kernel : kernels) {
       cuda::Emitter emitter(b, kernel.getLoc(), gpuModule, index++, weightType, flashAttention,
-                      flashTile, tiled, kvCacheType, dependentLaunch, alignment);
+                      flashTile, tiled, kvCacheType, dependentLaunch, decodeSplits,
+                      alignment);
       if (failed(emitter.lower(kernel)))
         return signalPassFailure();
       kernel.erase();

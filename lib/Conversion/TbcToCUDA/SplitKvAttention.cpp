@@ -37,7 +37,7 @@ LogicalResult Emitter::attention(AttentionOp a, cuda::Body body, Value q, Value 
                              cuda::flashOverlaps(a.getHeadDim(), flashTile));
   else
     splitKvAttention(a, q, k, v, bias, caches, out,
-                     body == cuda::Body::decodeSlice ? decodeSlices(a) : 1);
+                     body == cuda::Body::decodeSlice ? decodeSlices(a, decodeSplits) : 1);
   return success();
 }
 
@@ -54,7 +54,8 @@ Emitter::LaneDims Emitter::laneDims(int64_t D, Value lane) {
 
 Value Emitter::sliceBase(AttentionOp a, Value t, Value h, Value slice) {
   return g.add(g.add(g.idx(partialsOffset),
-                     g.mul(g.add(g.mul(t, a.getNumHeads()), h), decodePartialsStride(a))),
+                     g.mul(g.add(g.mul(t, a.getNumHeads()), h),
+                                   decodePartialsStride(a, decodeSplits))),
                g.mul(slice, 2 + a.getHeadDim()));
 }
 
@@ -291,7 +292,7 @@ Value Emitter::sliceLength(Value lo, Value hi, int64_t slices) {
 }
 
 Value Emitter::usedSlices(AttentionOp a, Value lo, Value hi) {
-  Value per = sliceLength(lo, hi, decodeSlices(a));
+  Value per = sliceLength(lo, hi, decodeSlices(a, decodeSplits));
   return arith::DivUIOp::create(b, loc, g.add(g.sub(hi, lo), g.sub(per, g.idx(1))), per);
 }
 

@@ -99,6 +99,9 @@ public:
       return "--cuda-gemm-" + why;
     if (std::string why = flashTile(options).check(); !why.empty())
       return "--cuda-flash-" + why;
+    if (options.cudaDecodeSplits < 0 || options.cudaDecodeSplits > cuda::kDecodeMaxSplits)
+      return "--cuda-decode-splits must be 1 to " + std::to_string(cuda::kDecodeMaxSplits) +
+             " (or 0: chosen by the heads), not " + std::to_string(options.cudaDecodeSplits);
     if (options.cudaFlashWgmma && !tiledGemm(options).wgmma)
       return "--cuda-flash-wgmma needs --cuda-arch sm_90a (wgmma is sm_90a's alone)";
     // wgmma reads the keys and values from the ring that cp.async fills;
@@ -139,14 +142,15 @@ public:
          [weightType = options.weightType, flash = options.cudaFlashAttention,
           flashShape = flashTile(options),
           tiled = tiledGemm(options), cache = kvCacheType(options),
-          dependentLaunch = options.cudaDependentLaunch](OpPassManager &pm) {
+          dependentLaunch = options.cudaDependentLaunch,
+          decodeSplits = options.cudaDecodeSplits](OpPassManager &pm) {
            pm.addPass(createTbcLowerToGPU(
                TbcLowerToGPUOptions{weightType, flash, flashShape.keys, flashShape.rows,
                                     flashShape.passes, flashShape.wgmma, flashShape.overlap,
                                     tiled.stages,
                                     tiled.warps,
                                     tiled.wgmma, tiled.cols, tiled.k, cache,
-                                    dependentLaunch}));
+                                    dependentLaunch, decodeSplits}));
            // Readable IR for --emit gpu: constants folded and shared, a
            // kernel at a time (the kernels on the context's threads).
            OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
@@ -203,8 +207,8 @@ public:
     return kernel.getSymName().str();
   }
 
-  int64_t scratchFloats(func::FuncOp kernel) const override {
-    return cuda::scratchFloats(&kernel.getBody().front().front());
+  int64_t scratchFloats(func::FuncOp kernel, const TargetOptions &options) const override {
+    return cuda::scratchFloats(&kernel.getBody().front().front(), options.cudaDecodeSplits);
   }
 
   int64_t stagingWidth(func::FuncOp kernel, const TargetOptions &options) const override {
@@ -216,7 +220,8 @@ public:
     std::vector<manifest::Launch> out;
     for (const cuda::Launch &l :
          cuda::launchesFor(&kernel.getBody().front().front(), options.weightType,
-                           options.cudaFlashAttention, tiledGemm(options), flashTile(options)))
+                           options.cudaFlashAttention, tiledGemm(options), flashTile(options),
+                           options.cudaDecodeSplits))
       out.push_back({kernel.getSymName().str() + l.suffix, l.blockX, l.blockY, l.gridX,
                      l.rowsPerBlock, l.minRows, l.maxRows, l.sharedBytes,
                      options.cudaDependentLaunch});

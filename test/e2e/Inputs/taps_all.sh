@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# taps_all.sh FIXTURES OUT: for every fixture, the layer outputs (and logits)
-# of the fused module equal the unfused module's (<= 1e-5), prefill and two
-# decode steps. Prints one line per fixture; exits 1 on any difference.
+# taps_all.sh FIXTURES OUT [NAME...]: for every fixture (or those named),
+# the layer outputs (and logits) of the fused module equal the unfused
+# module's (<= 1e-5), prefill and two decode steps. Prints one line per
+# fixture; exits 1 on any difference.
 set -u
 fixtures=$1 out=$2 status=0
-for dir in "$fixtures"/*/; do
+shift 2
+dirs=()
+if [ $# -gt 0 ]; then
+  for f in "$@"; do dirs+=("$fixtures/$f/"); done
+else
+  dirs=("$fixtures"/*/)
+fi
+for dir in "${dirs[@]}"; do
   f=$(basename "$dir")
   for mode in fused unfused; do
     flag=""

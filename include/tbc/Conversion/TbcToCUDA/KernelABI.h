@@ -96,10 +96,11 @@ int64_t splitKvHeadsPerBlock(int64_t heads, int64_t kvHeads, int64_t headDim);
 /// Llama-3-8B's shapes), and a long cache would be read by that few warps.
 constexpr int64_t kDecodeMaxRows = 15;
 /// Blocks a decoding head's positions are spread over, given the blocks a
-/// row's heads take (heads / splitKvHeadsPerBlock): enough for about
-/// kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
+/// row's heads take (heads / splitKvHeadsPerBlock): `requested` where it is
+/// not 0 (`--cuda-decode-splits`, 1 to kDecodeMaxSplits), else enough for
+/// about kDecodeBlocks blocks in all, at most kDecodeMaxSplits.
 constexpr int64_t kDecodeBlocks = 256, kDecodeMaxSplits = 16;
-int64_t decodeSplits(int64_t headBlocks);
+int64_t decodeSplits(int64_t headBlocks, int64_t requested = 0);
 /// Tensor-core projections (bf16 weights): each warp computes a tile of
 /// kMmaRows token rows x kMmaCols output columns with mma.sync m16n8k16
 /// (f32 accumulation); a block holds kMmaWarps such warps side by side.
@@ -399,15 +400,16 @@ bool usesTiledProjection(mlir::Operation *op, llvm::StringRef weightType);
 bool usesFlashAttention(mlir::Operation *op, llvm::StringRef weightType, bool allowed = true);
 
 /// The gpu.funcs the outlined op `op` becomes, in launch order.
-/// `gemm`: the tiled projection's shape (TiledGemm above).
+/// `gemm`: the tiled projection's shape (TiledGemm above); `decodeSplits`:
+/// decodeSplits' `requested`.
 llvm::SmallVector<Launch, 4> launchesFor(mlir::Operation *op, llvm::StringRef weightType,
                                          bool flashAttention = true, TiledGemm gemm = {},
-                                         FlashTile flash = {});
+                                         FlashTile flash = {}, int64_t decodeSplits = 0);
 
 /// f32 values of scratch the kernels of `op` take (0: no scratch operand):
 /// attention's decode slices, [kDecodeMaxRows][heads][splits][2 + head dim]
 /// (max, sum, values).
-int64_t scratchFloats(mlir::Operation *op);
+int64_t scratchFloats(mlir::Operation *op, int64_t decodeSplits = 0);
 
 /// The width of the 16-bit [T, width] staging array the kernels of `op` take
 /// (0: none): the tiled projection's activations, K of them, then its
