@@ -1,6 +1,7 @@
 //===- conformance.cpp - compare a module with transformers' logits -------===//
 //
 //   tbc-conformance MODULE.tbcm FIXTURE_DIR [--tolerance 1e-4] [--batch-tolerance 1e-5]
+//                   [--prefill N]
 //
 // --batch-tolerance bounds batch-1 (a batched sequence against itself run
 // token by token). 1e-5 holds wherever a module computes a row the same way
@@ -13,7 +14,10 @@
 // max |tbc - ref| / max |ref|:
 //   prefill  the whole token sequence at once against logits.npy;
 //   decode   the same tokens one at a time through the KV cache, then the
-//            greedy tokens, against logits.npy rows and decode_logits.npy;
+//            greedy tokens, against logits.npy rows and decode_logits.npy
+//            (--prefill N: the first N in one call, then one at a time, and
+//            so too the batch's sequence B below; the emulated CUDA checks
+//            of 80-token prompts decode from 64 on);
 //   greedy   that tbc picks the tokens transformers generated.
 // LLVM-free: links only the runtime.
 //
@@ -95,18 +99,21 @@ int main(int argc, char **argv) {
   if (argc >= 2 && std::string(argv[1]) == "--compare")
     return compareNpy(argc, argv);
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T] [--batch-tolerance B]\n",
+    std::fprintf(stderr, "usage: %s MODULE.tbcm FIXTURE_DIR [--tolerance T] [--batch-tolerance B] [--prefill N]\n",
                  argv[0]);
     return 2;
   }
   std::string modulePath = argv[1], dir = argv[2];
   double tolerance = 1e-4, batchTolerance = 1e-5;
+  size_t prefillTokens = 0;
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--tolerance") {
       tolerance = std::atof(argv[i + 1]);
     } else if (flag == "--batch-tolerance") {
       batchTolerance = std::atof(argv[i + 1]);
+    } else if (flag == "--prefill") {
+      prefillTokens = size_t(std::atol(argv[i + 1]));
     } else {
       std::fprintf(stderr, "error: unknown option %s\n", flag.c_str());
       return 2;
@@ -192,15 +199,20 @@ int main(int argc, char **argv) {
   // A module whose logits depend on the sequence's length per call
   // (LongRoPE, dynamic NTK) matches transformers only when the prompt comes
   // in one call, as generate() gives it: the prompt is prefilled, then the
-  // generated tokens decoded. Otherwise every token goes alone.
+  // generated tokens decoded. Otherwise every token goes alone, but the
+  // first --prefill ones.
   bool lengthDependent = module->lengthDependent();
   size_t next = 0;
-  if (lengthDependent) {
-    if (!decode.forward(tokens, logits, error)) {
+  if (lengthDependent)
+    prefillTokens = tokens.size();
+  prefillTokens = std::min(prefillTokens, tokens.size());
+  if (prefillTokens) {
+    std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + prefillTokens);
+    if (!decode.forward(prompt, logits, error)) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return 1;
     }
-    for (; next < tokens.size(); ++next)
+    for (; next < prefillTokens; ++next)
       check(next, logits.data() + next * vocab);
   }
   for (size_t i = next; i < tokens.size() + generated.size() - 1; ++i) {
@@ -227,6 +239,10 @@ int main(int argc, char **argv) {
     std::vector<std::vector<int64_t>> schedules(3);
     schedules[0].push_back(T);
     schedules[2] = {T / 2, T - T / 2};
+    // --prefill N: B prefills N beside A's prompt, then one token a step
+    // (C's second half is then the chunk beside B's and A's decodes).
+    if (prefillTokens)
+      schedules[1].push_back(int64_t(prefillTokens));
     // Length-dependent modules: transformers' logits exist for a prompt
     // prefilled at once, so all three sequences take schedule A.
     if (lengthDependent)
