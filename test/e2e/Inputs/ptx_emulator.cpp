@@ -706,7 +706,8 @@ private:
         {"ret", Op::Ret},   {"bar", Op::Bar},   {"rcp", Op::Rcp},         {"rsqrt", Op::Rsqrt},
         {"sqrt", Op::Sqrt}, {"ex2", Op::Ex2},   {"copysign", Op::Copysign}, {"bfe", Op::Bfe},
         {"shf", Op::Shf},   {"madc", Op::MadcHi}};
-    if (base == "madc" && !has("hi"))
+    // madc is implemented for .hi alone, mad (and mad.cc) for .lo alone.
+    if ((base == "madc" && !has("hi")) || (base == "mad" && (has("hi") || has("wide"))))
       return fail("unsupported instruction: " + in.cold->text);
     if (auto it = simple.find(base); it != simple.end() && !(base == "bar" && has("warp"))) {
       in.op = it->second;
