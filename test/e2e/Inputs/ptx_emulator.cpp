@@ -197,18 +197,19 @@ Type parseType(const std::string &t, bool &ok) {
 /// Only plain forms qualify: a destination register, register or immediate
 /// sources, round-to-nearest, no .sat; integer types (b, u, s) or f32.
 void classifyFast(Instr &in, const std::vector<Symbol> &symbols) {
-  const Type &ty = in.type;
-  bool plain = in.round == FE_TONEAREST && !in.sat;
+  if (in.nops < 1 || in.ops[0].kind != Operand::Reg)
+    return;
   auto regOrImm = [&](int i) {
     return in.ops[i].kind == Operand::Reg || in.ops[i].kind == Operand::Imm;
   };
-  bool dReg = in.nops >= 1 && in.ops[0].kind == Operand::Reg;
+  // Register or immediate sources, 1, 2 or 3 of them.
+  bool unary = in.nops == 2 && regOrImm(1), binary = in.nops == 3 && regOrImm(1) && regOrImm(2),
+       ternary = in.nops == 4 && regOrImm(1) && regOrImm(2) && regOrImm(3);
+  auto isInteger = [](const Type &t) { return t.kind == 'u' || t.kind == 's' || t.kind == 'b'; };
+  const Type &ty = in.type;
+  bool plain = in.round == FE_TONEAREST && !in.sat, f32 = ty.kind == 'f' && ty.bits == 32,
+       integer = isInteger(ty);
   using F = Instr::Fast;
-  if (!dReg)
-    return;
-  bool f32 = ty.kind == 'f' && ty.bits == 32,
-       integer = ty.kind == 'u' || ty.kind == 's' || ty.kind == 'b';
-  bool binary = in.nops == 3 && regOrImm(1) && regOrImm(2);
   switch (in.op) {
   case Op::Add:
     if (binary && plain)
@@ -223,14 +224,22 @@ void classifyFast(Instr &in, const std::vector<Symbol> &symbols) {
       in.fast = f32 ? F::MulF32 : integer ? F::MulInt : F::Slow;
     break;
   case Op::Mad:
-    if (in.nops == 4 && regOrImm(1) && regOrImm(2) && regOrImm(3) && integer)
+    if (ternary && integer)
       in.fast = F::MadInt;
+    break;
+  case Op::Fma:
+    if (ternary && plain && f32)
+      in.fast = F::FmaF32;
     break;
   case Op::And:
   case Op::Or:
   case Op::Xor:
     if (binary && integer)
       in.fast = in.op == Op::And ? F::AndInt : in.op == Op::Or ? F::OrInt : F::XorInt;
+    break;
+  case Op::Shl:
+    if (binary && integer)
+      in.fast = F::ShlInt;
     break;
   case Op::MulWide:
     if (binary && (ty.kind == 'u' || ty.kind == 's') && ty.bits == 32)
@@ -244,32 +253,23 @@ void classifyFast(Instr &in, const std::vector<Symbol> &symbols) {
     if (in.nops == 4 && regOrImm(1) && regOrImm(2) && in.ops[3].kind == Operand::Reg)
       in.fast = F::Selp;
     break;
+  case Op::Mov:
+    if (unary && integer)
+      in.fast = F::MovInt;
+    break;
+  case Op::Cvta:
+    if (unary)
+      in.fast = F::Cvta;
+    break;
   case Op::Cvt:
-    if (in.nops == 2 && regOrImm(1) && !in.x2 && !in.sat && integer &&
-        (in.from.kind == 'u' || in.from.kind == 's' || in.from.kind == 'b'))
+    if (unary && !in.x2 && !in.sat && integer && isInteger(in.from))
       in.fast = F::CvtInt;
     break;
   case Op::Ld:
     if (in.nops == 2 && in.space == 'p' && in.vec == 1 && in.ops[1].kind == Operand::Addr &&
         in.ops[1].symbol >= 0 && symbols[in.ops[1].symbol].kind == Symbol::Param &&
-        (in.type.bits == 32 || in.type.bits == 64))
+        (ty.bits == 32 || ty.bits == 64))
       in.fast = F::LdParam;
-    break;
-  case Op::Fma:
-    if (in.nops == 4 && regOrImm(1) && regOrImm(2) && regOrImm(3) && plain && f32)
-      in.fast = F::FmaF32;
-    break;
-  case Op::Shl:
-    if (in.nops == 3 && regOrImm(1) && regOrImm(2) && integer)
-      in.fast = F::ShlInt;
-    break;
-  case Op::Mov:
-    if (in.nops == 2 && regOrImm(1) && integer)
-      in.fast = F::MovInt;
-    break;
-  case Op::Cvta:
-    if (in.nops == 2 && regOrImm(1))
-      in.fast = F::Cvta;
     break;
   default:
     break;
