@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds tbc with AddressSanitizer + UndefinedBehaviorSanitizer and runs the
-# whole test suite under them. Usage: scripts/test-sanitizers.sh [build-dir]
+# Builds tbc with AddressSanitizer + UndefinedBehaviorSanitizer (clang; the
+# build scripts/fuzz.sh then reuses) and runs the whole test suite under them.
+# Usage: scripts/test-sanitizers.sh [build-dir]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-sanitize}
-"$root/scripts/install-deps.sh"
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTBC_SANITIZE=ON >/dev/null
+"$root/scripts/configure-sanitizers.sh" "$build"
 ninja -C "$build"
 # LLVM/MLIR keep process-lifetime singletons that LeakSanitizer would report.
 # Manual poisoning by LLVM's inline allocators misfires against the

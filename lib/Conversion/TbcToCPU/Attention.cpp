@@ -52,20 +52,29 @@ static SmallVector<Value> horizontalSums(OpBuilder &b, Location loc, ArrayRef<Va
                                                  ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
   };
   auto add = [&](Value x, Value y) -> Value { return arith::AddFOp::create(b, loc, x, y); };
+  // The sum of v's two halves. Each op in a statement of its own, here and
+  // below: an argument list's order is the compiler's (gcc right to left,
+  // clang left to right), and the IR would differ between them.
+  auto halves = [&](Value v, int64_t size) {
+    Value high = half(v, size, size);
+    Value low = half(v, 0, size);
+    return add(low, high);
+  };
   // 16 -> 8 lanes each.
   SmallVector<Value> v8;
   for (Value v : vs)
-    v8.push_back(add(half(v, 0, 8), half(v, 8, 8)));
+    v8.push_back(halves(v, 8));
   // Lanes (0, 2), (1, 3), ... of a pair: [x02 x13 y02 y13 x46 x57 y46 y57].
   auto pairSums = [&](Value x, Value y, ArrayRef<int64_t> even, ArrayRef<int64_t> odd) {
-    return add(vector::ShuffleOp::create(b, loc, x, y, even),
-               vector::ShuffleOp::create(b, loc, x, y, odd));
+    Value o = vector::ShuffleOp::create(b, loc, x, y, odd);
+    Value e = vector::ShuffleOp::create(b, loc, x, y, even);
+    return add(e, o);
   };
   Value ab = pairSums(v8[0], v8[1], {0, 1, 8, 9, 4, 5, 12, 13}, {2, 3, 10, 11, 6, 7, 14, 15});
   Value cd = pairSums(v8[2], v8[3], {0, 1, 8, 9, 4, 5, 12, 13}, {2, 3, 10, 11, 6, 7, 14, 15});
   // [a b c d a' b' c' d']: lanes 0-3 of each vector summed, then lanes 4-7.
   Value abcd = pairSums(ab, cd, {0, 2, 8, 10, 4, 6, 12, 14}, {1, 3, 9, 11, 5, 7, 13, 15});
-  Value total = add(half(abcd, 0, 4), half(abcd, 4, 4));
+  Value total = halves(abcd, 4);
   for (int64_t r = 0; r < 4; ++r)
     sums.push_back(vector::ExtractOp::create(b, loc, total, ArrayRef<int64_t>{r}));
   return sums;

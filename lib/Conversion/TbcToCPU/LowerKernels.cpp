@@ -576,8 +576,12 @@ private:
                                    biasIdx >= 0 ? a[biasIdx + which] : Value());
                  };
                  Value y = z(0);
-                 if (glu)
-                   y = arith::MulFOp::create(nb, l, emitActivation(nb, l, *act, y), z(1));
+                 if (glu) {
+                   // The up value first, in a statement of its own: in one
+                   // argument list the order would be the compiler's.
+                   Value up = z(1);
+                   y = arith::MulFOp::create(nb, l, emitActivation(nb, l, *act, y), up);
+                 }
                  else if (act)
                    y = emitActivation(nb, l, *act, y);
                  if (scale)
@@ -733,10 +737,10 @@ private:
                  Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[0]);
                  Value angle = arith::DivFOp::create(nb, l, p, denom);
                  Value isOdd = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, odd, ci(0));
+                 Value sin = math::SinOp::create(nb, l, angle);
+                 Value cos = math::CosOp::create(nb, l, angle);
                  linalg::YieldOp::create(
-                     nb, l, arith::SelectOp::create(nb, l, isOdd, math::CosOp::create(nb, l, angle),
-                                                   math::SinOp::create(nb, l, angle))
-                                .getResult());
+                     nb, l, arith::SelectOp::create(nb, l, isOdd, cos, sin).getResult());
                });
     return success();
   }

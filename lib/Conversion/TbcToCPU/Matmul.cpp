@@ -383,11 +383,12 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
             Value firstRow = dot ? arith::MulIOp::create(kb, loc, kk, idx(kb, 2)).getResult() : kk;
             for (Value panel : panels)
               for (int64_t off = 0; prefetchBytes > 0 && off < U * stepBytes; off += 64) {
-                Value ahead = arith::MinUIOp::create(
-                    kb, loc,
-                    arith::AddIOp::create(kb, loc, firstRow,
-                                          idx(kb, off / panelRowBytes + prefetchRows)),
-                    idx(kb, k - 1));
+                // One op a statement (an argument list's order is the
+                // compiler's: the IR would differ between gcc and clang).
+                Value lastRow = idx(kb, k - 1);
+                Value row = arith::AddIOp::create(kb, loc, firstRow,
+                                                  idx(kb, off / panelRowBytes + prefetchRows));
+                Value ahead = arith::MinUIOp::create(kb, loc, row, lastRow);
                 memref::PrefetchOp::create(
                     kb, loc, panel,
                     ValueRange{ahead, idx(kb, off % panelRowBytes / elementBytes)},

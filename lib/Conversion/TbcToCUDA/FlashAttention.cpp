@@ -373,8 +373,9 @@ void emitFlashAttention(GpuBuilder &g, MmaHalf half, AttentionOp a, const Positi
             auto copy = [&, cache = cache, tile = tile, colBase = colBase] {
               if (wholeRows) {
                 const int64_t rows = e0 / perRow;
-                half.copyAsync16At(half.offsetPointer(to, rows * MmaHalf::rowBytes(tile)),
-                                   half.offsetPointer(from, rows * MmaHalf::rowBytes(cache)));
+                // Source first, a statement each (see copyAsync16).
+                Value src = half.offsetPointer(from, rows * MmaHalf::rowBytes(cache));
+                half.copyAsync16At(half.offsetPointer(to, rows * MmaHalf::rowBytes(tile)), src);
                 return;
               }
               Value j = g.div(e, perRow), d = g.mul(g.rem(e, perRow), 8);

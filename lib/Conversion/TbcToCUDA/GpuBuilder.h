@@ -463,7 +463,10 @@ struct MmaHalf {
   /// (both identity layouts: elementOf); issued now, landed once a
   /// cp.async.wait_group covers the group it is committed with.
   void copyAsync16(Value tile, ValueRange at, Value src, ValueRange srcAt) {
-    copyAsync16At(sharedPointer(tile, elementOf(tile, at)), globalPointer(src, srcAt));
+    // The source first, each pointer a statement: in one argument list the
+    // order would be the compiler's (gcc and clang would emit other IR).
+    Value from = globalPointer(src, srcAt);
+    copyAsync16At(sharedPointer(tile, elementOf(tile, at)), from);
   }
   /// The global-memory pointer to indices `at` of the identity-layout
   /// memref `src` (elementOf), 16-bit elements.

@@ -14,14 +14,23 @@ using namespace mlir;
 namespace tbc::cuda {
 
 Value Emitter::slotRow(Value s, const Epilogue &e, const Rotary *rope) {
-  if (e.glu)
-    return g.add(g.div(s, 2), g.mul(g.rem(s, 2), e.N));
+  // One op a statement: nested builder calls in one argument list run in
+  // the compiler's order (right to left in gcc, left to right in clang), and
+  // the IR read at --emit gpu would depend on it.
+  if (e.glu) {
+    Value up = g.mul(g.rem(s, 2), e.N);
+    Value pairRow = g.div(s, 2);
+    return g.add(pairRow, up);
+  }
   if (!rope || rope->attr.getStyle() != RopeStyle::neox)
     return s;
   int64_t headDim = rope->attr.getHeadDim(), rot = rope->attr.getRotaryDim();
   Value dd = g.rem(s, headDim);
-  Value permuted = g.add(g.sub(s, dd), g.add(g.div(dd, 2), g.mul(g.rem(dd, 2), rot / 2)));
-  Value rotated = g.andi(g.lt(s, rope->attr.getColumns()), g.lt(dd, rot));
+  Value halfOffset = g.mul(g.rem(dd, 2), rot / 2);
+  Value inHead = g.add(g.div(dd, 2), halfOffset);
+  Value permuted = g.add(g.sub(s, dd), inHead);
+  Value inRotary = g.lt(dd, rot);
+  Value rotated = g.andi(g.lt(s, rope->attr.getColumns()), inRotary);
   return g.select(rotated, permuted, s);
 }
 
@@ -186,16 +195,21 @@ LogicalResult Emitter::tiledProjection(Value w, Value out, Epilogue e, const Rot
       Value aFrom = mh.globalPointer(x, {xRow, k});
       Value bTo = mh.sharedPointer(tileB, mh.elementOf(tileB, swizzled(stage, copyRow, copyChunk)));
       Value bFrom = constantWeightRounds ? mh.globalPointer(w, {wRows[0], k}) : Value();
-      for (int64_t j = 0; j < aRounds; ++j)
-        mh.copyAsync16At(mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)),
-                         mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x)));
+      // Each round's source pointer, then its destination, a statement each
+      // (in one argument list the order would be the compiler's).
+      for (int64_t j = 0; j < aRounds; ++j) {
+        Value from = mh.offsetPointer(aFrom, j * rowsPerRound * MmaHalf::rowBytes(x));
+        mh.copyAsync16At(mh.offsetPointer(aTo, j * rowsPerRound * MmaHalf::rowBytes(tileA)), from);
+      }
       auto weightRounds = [&](bool rotated) {
-        for (int64_t j = 0; j < bRounds; ++j)
-          mh.copyAsync16At(
-              mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
+        for (int64_t j = 0; j < bRounds; ++j) {
+          Value from =
               constantWeightRounds
                   ? mh.offsetPointer(bFrom, weightRoundRows(j, rotated) * MmaHalf::rowBytes(w))
-                  : mh.globalPointer(w, {wRows[j], k}));
+                  : mh.globalPointer(w, {wRows[j], k});
+          mh.copyAsync16At(mh.offsetPointer(bTo, j * rowsPerRound * MmaHalf::rowBytes(tileB)),
+                           from);
+        }
       };
       if (rotatedBlock) // a block-uniform branch
         g.ifThenElse(rotatedBlock, [&] { weightRounds(true); }, [&] { weightRounds(false); });
