@@ -3,7 +3,7 @@
 # scripts/fuzz.sh share: clang, ASan+UBSan, and libFuzzer's coverage
 # instrumentation in every object (-DTBC_FUZZ=ON), so that the test suite
 # and the fuzzers run one build. (Two builds, gcc's for the tests and
-# clang's objects for the fuzzers, were a third of CI's time; clang also
+# clang's objects for the fuzzers, were over a quarter of CI's time; clang also
 # compiles this code with ASan in half gcc 12's time.)
 # Usage: scripts/configure-sanitizers.sh [build-dir]
 set -euo pipefail
