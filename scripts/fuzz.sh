@@ -17,11 +17,10 @@ echo "== building fuzzers"
 ninja -C "$build" tbc tbc-fuzzers >/dev/null
 mkdir -p "$work"
 
-# LLVM's headers poison BumpPtrAllocator slabs in our (instrumented) code
-# (the fuzzers and the tbc that compiles a seed) while libMLIR.so
-# (uninstrumented) reuses them: ignore manual poisoning, a
-# known false positive of mixing the two (fuzz/regressions/ir holds the
-# inputs that showed it).
+# LLVM's headers poison BumpPtrAllocator slabs in our instrumented code (the
+# fuzzers, and the tbc that compiles a seed below) while the uninstrumented
+# libMLIR.so reuses them: ignore manual poisoning, a known false positive of
+# mixing the two (fuzz/regressions/ir holds the inputs that showed it).
 export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0
 
 echo "== seed corpora"
