@@ -43,8 +43,12 @@ if platform.machine() in ("x86_64", "AMD64"):
     # Code using AVX512-BF16 (--cpu-dot bf16) runs only where the CPU has it.
     try:
         with open("/proc/cpuinfo") as f:
-            if " avx512_bf16" in f.read():
+            cpuinfo = f.read()
+            if " avx512_bf16" in cpuinfo:
                 config.available_features.add("avx512bf16")
+            # AMX's tiles (--cpu-dot amx): Sapphire Rapids and later.
+            if " amx_tile" in cpuinfo and " amx_bf16" in cpuinfo:
+                config.available_features.add("amx")
     except OSError:
         pass
 # Tensor-core instructions are read from the machine code: cuobjdump (part

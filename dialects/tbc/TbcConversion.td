@@ -56,6 +56,10 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
            "Projections multiply bf16 weights packed in k pairs by activations rounded to "
            "bf16 (x86vector.avx512.dot: vdpbf16ps, AVX512-BF16); needs weight-type=bf16 and "
            "the 16-wide tile">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "With bf16-dot: multi-row projection tiles multiply on AMX tiles (amx.tile_mulf: "
+           "tdpbf16ps, 32 rows x 32 columns x 32 k a step) where the reduction is a multiple "
+           "of 32; single rows stay on vdpbf16ps">,
     Option<"decodePrefetch", "decode-prefetch", "int64_t", /*default=*/"8192",
            "Bytes ahead that a single-row (decode) projection tile prefetches its weight "
            "panel into L2; 0: no software prefetch">,
@@ -66,7 +70,7 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-                           "::mlir::x86vector::X86VectorDialect"];
+                           "::mlir::x86vector::X86VectorDialect", "::mlir::amx::AMXDialect"];
 }
 
 def TbcLowerToGPU : Pass<"tbc-lower-to-gpu", "::mlir::ModuleOp"> {

@@ -295,14 +295,16 @@ int tbc::compileMain(int argc, char **argv) {
       "cpu-features", cl::cat(cat), cl::value_desc("+a,-b"),
       cl::desc("--target cpu: extensions to add or remove, e.g. -avx512f"));
   static cl::opt<std::string> cpuDot(
-      "cpu-dot", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16"),
+      "cpu-dot", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|amx"),
       cl::desc("--target cpu --dtype bf16: how projections multiply. f32 (the "
                "default): activations stay f32 and the bf16 weights are widened, "
                "exactly the checkpoint's products. bf16: activations are rounded "
                "to bf16 and multiplied two k at a time by AVX512-BF16's "
                "vdpbf16ps (as llama.cpp and bf16 GPU kernels do; about 1e-2 "
                "relative error in the logits, faster prefill); needs a CPU with "
-               "avx512bf16"));
+               "avx512bf16. amx: the same rounding, with prompts (8 rows or more) "
+               "multiplied on Intel's AMX tiles (tdpbf16ps; Sapphire Rapids and "
+               "later), decode on vdpbf16ps"));
   static cl::opt<int64_t> cpuDecodeStreams(
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "
@@ -394,7 +396,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;
   targetOptions.cpuDecodePrefetch = cpuDecodePrefetch;
-  // Options are checked against the weights' type too (--cpu-dot bf16 needs
+  // Options are checked against the weights' type too (--cpu-dot bf16/amx need
   // bf16 weights); --dtype itself is checked once code is generated.
   targetOptions.weightType = dtype;
   if (std::string why = backend->checkOptions(targetOptions); !why.empty())

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -788,7 +789,7 @@ struct TbcLowerToCPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, decodePrefetch, decodeStreams};
+    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, amx, decodePrefetch, decodeStreams};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
         tile.decodePrefetch < 0 ||
         !isDecodeStreamCount(tile.decodeStreams) ||
@@ -801,6 +802,10 @@ struct TbcLowerToCPUPass
     if (bf16Dot && (weightType != "bf16" || tile.vector != 16 || tile.panel != 32)) {
       module.emitError("bf16-dot multiplies bf16 weights in 16-wide vectors: it needs "
                        "weight-type=bf16, vector-width=16 and panel-width=32");
+      return signalPassFailure();
+    }
+    if (amx && !bf16Dot) {
+      module.emitError("amx multiplies bf16 weights packed in k pairs: it needs bf16-dot");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;

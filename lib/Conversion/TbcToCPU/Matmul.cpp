@@ -36,17 +36,31 @@ static constexpr int64_t kBlockK = 128;
 // Independent accumulator sets of a single-row (decode) tile.
 static constexpr int64_t kDecodeUnroll = 4;
 
-/// xp[t, q] = x[0, t, 2q] | x[0, t, 2q + 1] << 16, both rounded to bf16
-/// (vdpbf16ps takes the even element of a pair from the low half). A buffer
-/// of the call's rows, freed by the caller.
-static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k) {
+/// The activations rounded to bf16 for bf16 dot products, in one buffer
+/// (`bytes`, freed by the caller) seen two ways: `pairs`, xp[t, q] = x[0, t,
+/// 2q] | x[0, t, 2q + 1] << 16 (vdpbf16ps takes the even element of a pair
+/// from the low half), and `halves`, the same bytes as bf16 [rows, k] (an AMX
+/// tile's rows). `allocRows` >= the call's rows; rows past them are zeros
+/// (AMX blocks of 32 rows read them).
+struct ActivationPairs {
+  Value bytes, pairs, halves;
+};
+static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k,
+                                           Value allocRows, bool padded) {
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
   };
   Value rows = memref::DimOp::create(b, loc, x, 1);
-  Value pairs = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), ValueRange{rows});
   Value zero = idx(b, 0);
+  Value size = arith::MulIOp::create(b, loc, allocRows, idx(b, 2 * k));
+  Value bytes = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{size});
+  Value pairs = memref::ViewOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), bytes, zero,
+      ValueRange{allocRows});
+  Value halves = memref::ViewOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, k}, b.getBF16Type()), bytes, zero,
+      ValueRange{allocRows});
   scf::ForOp::create(
       b, loc, zero, rows, idx(b, 1), ValueRange{},
       [&](OpBuilder &rb, Location, Value t, ValueRange) {
@@ -71,7 +85,19 @@ static Value packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k)
             });
         scf::YieldOp::create(rb, loc);
       });
-  return pairs;
+  if (padded)
+    scf::ForOp::create(
+      b, loc, rows, allocRows, idx(b, 1), ValueRange{},
+      [&](OpBuilder &rb, Location, Value t, ValueRange) {
+        Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
+        scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
+                           [&](OpBuilder &qb, Location, Value q, ValueRange) {
+                             memref::StoreOp::create(qb, loc, none, pairs, ValueRange{t, q});
+                             scf::YieldOp::create(qb, loc);
+                           });
+        scf::YieldOp::create(rb, loc);
+      });
+  return {bytes, pairs, halves};
 }
 
 /// Asks LLVM not to unroll the scf.for carrying it as `loop_annotation`:
@@ -95,7 +121,6 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   const bool dot = shape.bf16Dot;
   assert((!dot || (k % 2 == 0 && kPanelWidth == 2 * kVector)) &&
          "bf16 dot products need an even reduction and panels of two vectors");
-  Value xPairs = dot ? packActivationPairs(b, loc, x, k) : Value();
   const int64_t kSteps = dot ? k / 2 : k, kStepsPerBlock = dot ? kBlockK / 2 : kBlockK;
   auto pairVec = VectorType::get({2 * kVector}, b.getBF16Type());
   auto pairLanes = VectorType::get({kVector}, b.getI32Type());
@@ -153,6 +178,24 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   Value tiledEnd = arith::SelectOp::create(b, loc, rowsAtLeastTile, rows, zero);
   Value lastTileStart = arith::SelectOp::create(
       b, loc, rowsAtLeastTile, arith::SubIOp::create(b, loc, rows, idx(b, shape.rows)), zero);
+  // Multi-row tiles on AMX (AmxMatmul.cpp) where the reduction is whole
+  // tiles of k: blocks of 32 rows, the activation buffer padded to them.
+  const bool amxTiles = dot && shape.amx && k % kAmxTileK == 0;
+  Value amxEnd = amxTiles ? arith::MulIOp::create(
+                                b, loc,
+                                arith::CeilDivUIOp::create(b, loc, tiledEnd,
+                                                           idx(b, kAmxBlockRows)),
+                                idx(b, kAmxBlockRows))
+                                .getResult()
+                          : Value();
+  ActivationPairs packedX;
+  if (dot)
+    packedX = packActivationPairs(b, loc, x, k,
+                                  amxTiles ? arith::MaxUIOp::create(b, loc, rows, amxEnd)
+                                                 .getResult()
+                                           : rows,
+                                  amxTiles);
+  Value xPairs = packedX.pairs;
   // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
   Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
   Value panelEnd = arith::CeilDivUIOp::create(b, loc, colEnd, idx(b, kPanelWidth));
@@ -486,25 +529,30 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                        });
   };
   // Whole tiles of rows, panel after panel.
-  scf::ForOp::create(
-      b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
-      [&](OpBuilder &ob, Location, Value p, ValueRange) {
-        Value next = arith::AddIOp::create(ob, loc, p, idx(ob, 1));
-        Value hasNext = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, next, panelEnd);
-        scf::ForOp::create(
-            ob, loc, zero, tiledEnd, idx(ob, shape.rows), ValueRange{},
-            [&](OpBuilder &rb, Location, Value t, ValueRange) {
-              // A tile past the last whole one starts early (see tiledEnd).
-              Value start = arith::MinUIOp::create(rb, loc, t, lastTileStart);
-              forKBlocks(rb, kStepsPerBlock, [&](OpBuilder &kb, Value k0, Value k1) {
-                prefetchChunk(kb, next, hasNext,
-                              arith::DivUIOp::create(kb, loc, t, idx(kb, shape.rows)), k0);
-                tile(kb, start, {p}, shape.rows, k0, k1, t);
+  if (amxTiles) {
+    emitAmxPanelTiles(b, loc, packedX.halves, packed, acc, rows, amxEnd, panelBegin, panelEnd,
+                      colBegin, colEnd, accumulate);
+  } else {
+    scf::ForOp::create(
+        b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
+        [&](OpBuilder &ob, Location, Value p, ValueRange) {
+          Value next = arith::AddIOp::create(ob, loc, p, idx(ob, 1));
+          Value hasNext = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, next, panelEnd);
+          scf::ForOp::create(
+              ob, loc, zero, tiledEnd, idx(ob, shape.rows), ValueRange{},
+              [&](OpBuilder &rb, Location, Value t, ValueRange) {
+                // A tile past the last whole one starts early (see tiledEnd).
+                Value start = arith::MinUIOp::create(rb, loc, t, lastTileStart);
+                forKBlocks(rb, kStepsPerBlock, [&](OpBuilder &kb, Value k0, Value k1) {
+                  prefetchChunk(kb, next, hasNext,
+                                arith::DivUIOp::create(kb, loc, t, idx(kb, shape.rows)), k0);
+                  tile(kb, start, {p}, shape.rows, k0, k1, t);
+                });
+                scf::YieldOp::create(rb, loc);
               });
-              scf::YieldOp::create(rb, loc);
-            });
-        scf::YieldOp::create(ob, loc);
-      });
+          scf::YieldOp::create(ob, loc);
+        });
+  }
   // Single rows (decoding; none when there are whole tiles): a core's
   // panels cut into shape.decodeStreams runs read side by side, panel i of
   // every run at once, so that its prefetchers follow as many streams.
@@ -552,6 +600,6 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                          singleRows(ob, {arith::AddIOp::create(ob, loc, runStart(ob, j), base)});
                          scf::YieldOp::create(ob, loc);
                        });
-  if (xPairs)
-    memref::DeallocOp::create(b, loc, xPairs);
+  if (packedX.bytes)
+    memref::DeallocOp::create(b, loc, packedX.bytes);
 }

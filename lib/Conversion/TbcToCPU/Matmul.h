@@ -19,6 +19,20 @@ void emitPanelMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      mlir::Value packed, mlir::Value acc, mlir::Value colBegin,
                      mlir::Value colEnd, const CpuTile &tile, bool accumulate);
 
+/// AMX's shapes (AmxMatmul.cpp): a tile is 16 rows of 64 bytes (32 bf16 of
+/// k, or 16 f32 columns); a block is 32 token rows x one 32-column panel.
+constexpr int64_t kAmxTileRows = 16, kAmxTileK = 32, kAmxBlockRows = 32;
+
+/// Emits acc[0, t, n] (+)= xb[t, :] . W[n, :] on AMX tiles for the rows t <
+/// `rows` of the blocks of 32 in [0, blockEnd) (blockEnd a multiple of 32;
+/// xb, bf16 [>= blockEnd, in], holds zeros past `rows`) and the columns n in
+/// [colBegin, colEnd) of panels [panelBegin, panelEnd), with W packed in k
+/// pairs (KernelABI.h; 32-column panels, `in` a multiple of 32).
+void emitAmxPanelTiles(mlir::OpBuilder &b, mlir::Location loc, mlir::Value xb,
+                       mlir::Value packed, mlir::Value acc, mlir::Value rows,
+                       mlir::Value blockEnd, mlir::Value panelBegin, mlir::Value panelEnd,
+                       mlir::Value colBegin, mlir::Value colEnd, bool accumulate);
+
 } // namespace tbc
 
 #endif // TBC_LIB_CONVERSION_MATMUL_H

@@ -77,7 +77,8 @@ int64_t decodeStreamsFor(StringRef cpu) { return readsFourDecodeStreams(cpu) ? 4
 CpuTile tileFor(const TargetOptions &options) {
   HostTarget target = hostTarget(options);
   CpuTile tile = hostTargetHas(target, "avx512f") ? kAvx512Tile : kAvx2Tile;
-  tile.bf16Dot = options.cpuDot == "bf16";
+  tile.bf16Dot = options.cpuDot == "bf16" || options.cpuDot == "amx";
+  tile.amx = options.cpuDot == "amx";
   tile.decodePrefetch = options.cpuDecodePrefetch >= 0
                             ? options.cpuDecodePrefetch
                             : decodePrefetchFor(hostTargetCpu(target), options.weightType);
@@ -99,17 +100,24 @@ public:
     if (options.cpuDecodePrefetch < -1 || options.cpuDecodePrefetch > (1 << 20))
       return "--cpu-decode-prefetch " + std::to_string(options.cpuDecodePrefetch) +
              ": bytes ahead, 0 (none) to 1048576 (-1: the target CPU's choice)";
-    if (options.cpuDot != "f32" && options.cpuDot != "bf16")
-      return "unknown --cpu-dot '" + options.cpuDot + "' (f32 or bf16)";
-    if (options.cpuDot == "bf16") {
-      if (options.weightType != "bf16")
-        return "--cpu-dot bf16 multiplies bf16 weights: compile with --dtype bf16";
-      if (!hostTargetHas(hostTarget(options), "avx512bf16"))
-        return "--cpu-dot bf16 needs AVX512-BF16 (vdpbf16ps), which the target CPU lacks (" +
-               (options.cpu == "host" ? std::string("this machine's") : "--cpu " + options.cpu) +
-               (options.cpuFeatures.empty() ? "" : " --cpu-features " + options.cpuFeatures) +
-               "); compile for one that has it, e.g. --cpu znver4 or sapphirerapids";
-    }
+    if (options.cpuDot != "f32" && options.cpuDot != "bf16" && options.cpuDot != "amx")
+      return "unknown --cpu-dot '" + options.cpuDot + "' (f32, bf16 or amx)";
+    if (options.cpuDot == "f32")
+      return "";
+    if (options.weightType != "bf16")
+      return "--cpu-dot " + options.cpuDot + " multiplies bf16 weights: compile with --dtype bf16";
+    std::string target =
+        (options.cpu == "host" ? std::string("this machine's") : "--cpu " + options.cpu) +
+        (options.cpuFeatures.empty() ? "" : " --cpu-features " + options.cpuFeatures);
+    if (!hostTargetHas(hostTarget(options), "avx512bf16"))
+      return "--cpu-dot " + options.cpuDot +
+             " needs AVX512-BF16 (vdpbf16ps), which the target CPU lacks (" + target +
+             "); compile for one that has it, e.g. --cpu " +
+             (options.cpuDot == "amx" ? "sapphirerapids" : "znver4 or sapphirerapids");
+    if (options.cpuDot == "amx" && !(hostTargetHas(hostTarget(options), "amx-tile") &&
+                                     hostTargetHas(hostTarget(options), "amx-bf16")))
+      return "--cpu-dot amx needs AMX-BF16 (tdpbf16ps), which the target CPU lacks (" + target +
+             "); compile for one that has it, e.g. --cpu sapphirerapids";
     return "";
   }
 
@@ -151,8 +159,10 @@ public:
     FailureOr<std::string> so = emitHostSharedObject(lowered, target, error);
     if (failed(so))
       return failure();
-    return std::vector<rt::CodeBlob>{{"host.so", *so},
-                                     {"host.cpu", hostCpuRequirements(target)}};
+    std::string requirements = hostCpuRequirements(target);
+    if (tileFor(options).amx)
+      requirements += std::string(" ") + kAmxCpuFeatures;
+    return std::vector<rt::CodeBlob>{{"host.so", *so}, {"host.cpu", requirements}};
   }
 };
 } // namespace

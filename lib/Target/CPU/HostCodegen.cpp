@@ -36,6 +36,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const Cpu
   options.panelWidth = tile.panel;
   options.tileRows = tile.rows;
   options.bf16Dot = tile.bf16Dot;
+  options.amx = tile.amx;
   options.decodePrefetch = tile.decodePrefetch;
   options.decodeStreams = tile.decodeStreams;
   pm.addPass(createTbcLowerToCPU(options));
@@ -46,12 +47,13 @@ LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
       // Polynomials for exp/tanh/erf first; then math ops with an LLVM
       // intrinsic (fma, floor, sqrt, ...) become intrinsics, and only what
       // is left (sin, cos of the RoPE tables) calls libm. x86vector ops
-      // (the bf16 dot products) become their intrinsics.
+      // (the bf16 dot products) and amx ops (the AMX tiles) become their
+      // intrinsics; LLVM configures the tiles (ldtilecfg) itself.
       "tbc-approximate-math,convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector},"
+      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector enable-amx},"
       "convert-math-to-llvm,"
       "convert-math-to-libm,finalize-memref-to-llvm,convert-arith-to-llvm,"
-      "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
+      "convert-index-to-llvm,convert-to-llvm{filter-dialects=cf,amx},convert-func-to-llvm,"
       "reconcile-unrealized-casts",
       pm);
 }

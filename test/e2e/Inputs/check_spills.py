@@ -5,7 +5,8 @@ stack accesses of vector registers inside its FMA loops: the stretches where
 vfmadd (or, with --cpu-dot bf16, vdpbf16ps) instructions follow each other
 (at most 8 instructions apart), i.e. the register tile's k loop. A tile that
 fits the register file has none. Prints one line: the kernels checked, the
-spills found and how many kernels multiply with vdpbf16ps."""
+spills found and how many kernels multiply with vdpbf16ps and how many with
+AMX's tdpbf16ps (--cpu-dot amx)."""
 import re, struct, subprocess, sys, tempfile
 
 data = open(sys.argv[1], "rb").read()
@@ -24,12 +25,13 @@ with tempfile.NamedTemporaryFile(suffix=".so") as f:
     f.write(so); f.flush()
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True,
                          text=True, check=True).stdout
-kernels, spills, dots, current, lines = 0, 0, 0, None, []
+kernels, spills, dots, tiles, current, lines = 0, 0, 0, 0, None, []
 
 def finish():
-    global spills, dots
+    global spills, dots, tiles
     fma = [i for i, l in enumerate(lines) if "vfmadd" in l or "vdpbf16ps" in l]
     dots += any("vdpbf16ps" in l for l in lines)
+    tiles += any(re.search(r"\btdpbf16ps\b", l) for l in lines)
     spill = re.compile(r"%[xyz]mm\d+,.*\(%rsp\)|\(%rsp\).*,%[xyz]mm\d+")
     start = None
     for a, b in zip(fma, fma[1:] + [None]):
@@ -51,4 +53,4 @@ for line in asm.splitlines():
 if current:
     finish()
 print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops, "
-      f"{dots} with vdpbf16ps")
+      f"{dots} with vdpbf16ps, {tiles} with tdpbf16ps")

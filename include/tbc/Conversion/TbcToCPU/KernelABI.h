@@ -56,6 +56,10 @@ struct CpuTile {
   /// bf16 weights packed in k pairs and multiplied by activations rounded to
   /// bf16, two k per instruction (vdpbf16ps; AVX-512 tile, bf16 weights).
   bool bf16Dot = false;
+  /// With bf16Dot: multi-row tiles on AMX's tile registers (tdpbf16ps, 32
+  /// rows x one panel x 32 k per step) where the reduction is a multiple of
+  /// 32; single rows (decode) stay on vdpbf16ps. Same packing.
+  bool amx = false;
   /// How far ahead (bytes) a single-row (decode) tile prefetches its panel
   /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
   /// weight width (CpuBackend.cpp's tileFor).
@@ -73,6 +77,10 @@ constexpr bool isDecodeStreamCount(int64_t n) { return n == 1 || n == 2 || n == 
 /// was chosen per target.
 constexpr CpuTile kAvx512Tile{16, 32, 8};
 constexpr CpuTile kAvx2Tile{8, 16, 6};
+/// The extensions a module whose tiles use AMX (CpuTile::amx) records in its
+/// `host.cpu` besides the target's vector ones (the runtime asks the CPU and
+/// the kernel for them: Linux hands out AMX's tile state only on request).
+constexpr const char *kAmxCpuFeatures = "amx-tile amx-bf16";
 
 /// The operand of a kernel's op that is read packed: a projection's weight,
 /// or an embedding's table (so that a table tied to the LM head is stored

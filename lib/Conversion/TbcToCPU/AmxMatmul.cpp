@@ -1,0 +1,139 @@
+//===- AmxMatmul.cpp - projections on AMX tiles ---------------------------===//
+//
+// The multi-row tiles of a projection with bf16 dot products (Matmul.cpp) on
+// Intel's AMX: eight tile registers of 16 rows x 64 bytes and tdpbf16ps,
+// which multiplies a 16 x 32 bf16 tile by a 32 x 16 one (k in pairs) into a
+// 16 x 16 f32 tile, 16x the work of a vdpbf16ps. A block is 32 token rows x
+// one 32-column panel: four accumulator tiles, two of activations and two of
+// weights, all eight registers. The panels are already in AMX's layout for
+// the right-hand tile (KernelABI.h's k pairs: a 16-column half of the pair
+// rows 2q + h is row q of tile h, 128 bytes apart). The reduction runs
+// whole in the accumulators, which are then stored to a 32 x 32 scratch and
+// added to the output a row at a time, masked to the call's columns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Matmul.h"
+
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, Value acc,
+                            Value rows, Value blockEnd, Value panelBegin, Value panelEnd,
+                            Value colBegin, Value colEnd, bool accumulate) {
+  const int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
+  const int64_t panel = cast<MemRefType>(packed.getType()).getShape()[2];
+  assert(panel == 2 * kAmxTileRows && k % kAmxTileK == 0 && "AMX blocks: 32-column panels, "
+                                                             "whole 32-k steps");
+  auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ob, loc, v);
+  };
+  auto bf16Tile = amx::TileType::get({kAmxTileRows, kAmxTileK}, b.getBF16Type());
+  auto f32Tile = amx::TileType::get({kAmxTileRows, kAmxTileRows}, b.getF32Type());
+  auto vecType = VectorType::get({kAmxTileRows}, b.getF32Type());
+  auto laneType = VectorType::get({kAmxTileRows}, b.getI64Type());
+  auto i64 = [&](OpBuilder &ob, Value v) -> Value {
+    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
+  };
+  // The block's sums, stored from the tiles once per block.
+  Value sums = memref::AllocaOp::create(
+      b, loc, MemRefType::get({kAmxBlockRows, panel}, b.getF32Type()));
+  Value zero = idx(b, 0);
+  SmallVector<int64_t> lanes;
+  for (int64_t i = 0; i < kAmxTileRows; ++i)
+    lanes.push_back(i);
+  Value iota = arith::ConstantOp::create(
+      b, loc, laneType, DenseElementsAttr::get(laneType, ArrayRef<int64_t>(lanes)));
+  Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
+  Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
+  Value none = arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+
+  scf::ForOp::create(
+      b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
+      [&](OpBuilder &pb, Location, Value p, ValueRange) {
+        // Half h of panel p: its pair rows 2q + h, a [k / 2, 32] view with
+        // rows 2 * 32 elements apart.
+        SmallVector<Value, 2> halves;
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<OpFoldResult> at{p, pb.getIndexAttr(h), pb.getIndexAttr(0)},
+              size{pb.getIndexAttr(1), pb.getIndexAttr(k / 2), pb.getIndexAttr(panel)},
+              step{pb.getIndexAttr(1), pb.getIndexAttr(2), pb.getIndexAttr(1)};
+          auto type = memref::SubViewOp::inferRankReducedResultType(
+              {k / 2, panel}, cast<MemRefType>(packed.getType()), at, size, step);
+          halves.push_back(memref::SubViewOp::create(pb, loc, cast<MemRefType>(type), packed,
+                                                     at, size, step));
+        }
+        scf::ForOp::create(
+            pb, loc, zero, blockEnd, idx(pb, kAmxBlockRows), ValueRange{},
+            [&](OpBuilder &mb, Location, Value m, ValueRange) {
+              SmallVector<Value, 4> inits;
+              for (int64_t i = 0; i < 4; ++i)
+                inits.push_back(amx::TileZeroOp::create(mb, loc, f32Tile));
+              // Accumulator (i, h): rows 16 i, columns 16 h of the block.
+              auto kLoop = scf::ForOp::create(
+                  mb, loc, zero, idx(mb, k / 2), idx(mb, kAmxTileK / 2), inits,
+                  [&](OpBuilder &kb, Location, Value q, ValueRange accs) {
+                    Value kk = arith::MulIOp::create(kb, loc, q, idx(kb, 2));
+                    SmallVector<Value, 2> as, ws;
+                    for (int64_t i = 0; i < 2; ++i) {
+                      Value row = arith::AddIOp::create(kb, loc, m, idx(kb, i * kAmxTileRows));
+                      as.push_back(
+                          amx::TileLoadOp::create(kb, loc, bf16Tile, xb, ValueRange{row, kk}));
+                    }
+                    for (int64_t h = 0; h < 2; ++h)
+                      ws.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, halves[h],
+                                                           ValueRange{q, idx(kb, 0)}));
+                    SmallVector<Value, 4> next;
+                    for (int64_t i = 0; i < 2; ++i)
+                      for (int64_t h = 0; h < 2; ++h)
+                        next.push_back(amx::TileMulFOp::create(kb, loc, f32Tile, as[i], ws[h],
+                                                               accs[2 * i + h]));
+                    scf::YieldOp::create(kb, loc, next);
+                  });
+              for (int64_t i = 0; i < 2; ++i)
+                for (int64_t h = 0; h < 2; ++h) {
+                  Value r0 = idx(mb, i * kAmxTileRows);
+                  Value c0 = idx(mb, h * kAmxTileRows);
+                  amx::TileStoreOp::create(mb, loc, sums, ValueRange{r0, c0},
+                                           kLoop.getResult(2 * i + h));
+                }
+              // The block's rows that exist, added to (or defining) the
+              // output's columns of this call.
+              Value left = arith::SubIOp::create(mb, loc, rows, m);
+              Value count = arith::MinUIOp::create(mb, loc, left, idx(mb, kAmxBlockRows));
+              scf::ForOp::create(
+                  mb, loc, zero, count, idx(mb, 1), ValueRange{},
+                  [&](OpBuilder &rb, Location, Value r, ValueRange) {
+                    Value t = arith::AddIOp::create(rb, loc, m, r);
+                    Value panelCol = arith::MulIOp::create(rb, loc, p, idx(rb, panel));
+                    for (int64_t h = 0; h < 2; ++h) {
+                      Value col = arith::AddIOp::create(rb, loc, panelCol,
+                                                        idx(rb, h * kAmxTileRows));
+                      Value firstLane = vector::BroadcastOp::create(rb, loc, laneType,
+                                                                    i64(rb, col));
+                      Value cols = arith::AddIOp::create(rb, loc, firstLane, iota);
+                      Value atLeast =
+                          arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, cols, lo);
+                      Value below =
+                          arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, cols, hi);
+                      Value mask = arith::AndIOp::create(rb, loc, atLeast, below);
+                      Value sum = vector::LoadOp::create(rb, loc, vecType, sums,
+                                                         ValueRange{r, idx(rb, h * kAmxTileRows)});
+                      SmallVector<Value, 3> at{zero, t, col};
+                      if (accumulate) {
+                        Value old =
+                            vector::MaskedLoadOp::create(rb, loc, vecType, acc, at, mask, none);
+                        sum = arith::AddFOp::create(rb, loc, old, sum);
+                      }
+                      vector::MaskedStoreOp::create(rb, loc, acc, at, mask, sum);
+                    }
+                    scf::YieldOp::create(rb, loc);
+                  });
+              scf::YieldOp::create(mb, loc);
+            });
+        scf::YieldOp::create(pb, loc);
+      });
+}
