@@ -24,7 +24,10 @@ would be of page sizes, not kernels.
 
 Engine `tbc-dot` (bf16 weights, on a CPU with AVX512-BF16) is tbc compiled
 with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
-as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations.
+as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations. Engine
+`tbc-amx` (bf16 weights, on a CPU with AMX: Sapphire Rapids and later) is tbc
+compiled with --cpu-dot amx: the same rounding, prompts multiplied on AMX
+tiles (tdpbf16ps), decode on vdpbf16ps.
 
 Engine `tbc-f32` (bf16 models) is tbc compiled with --dtype f32 from the same
 bf16 checkpoint (its weights widened to f32 at bind time: the same products
@@ -106,7 +109,7 @@ def host_cpu():
             elif line.startswith("flags") and not flags:
                 flags = set(line.split(":", 1)[1].split())
     ext = [e for e in ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "avx512_vnni",
-                       "amx_tile") if e in flags]
+                       "amx_tile", "amx_bf16") if e in flags]
     return model, ext
 
 
@@ -303,7 +306,7 @@ class TorchEngine:
         return self._run([token], self.past)
 
 
-ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-f32": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
+ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-amx": TbcEngine, "tbc-f32": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
            "eager": TorchEngine, "compile": TorchEngine}
 
 
@@ -531,8 +534,9 @@ def main():
     p.add_argument("--decode", type=int, default=32, help="decode steps after a 64-token prompt")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--engines", default="tbc,tbc-f32,tbc-dot,llama.cpp,eager,compile",
+    p.add_argument("--engines", default="tbc,tbc-f32,tbc-dot,tbc-amx,llama.cpp,eager,compile",
                    help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only); "
+                   "tbc-amx: tbc --cpu-dot amx (bf16 weights, AMX only); "
                    "tbc-f32: tbc --dtype f32 of the bf16 checkpoint (bf16 models only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
     p.add_argument("--cpu-features", default="",
@@ -631,16 +635,21 @@ def main():
             # tbc-dot only where it compiles: bf16 weights and a CPU with
             # AVX512-BF16 (the host's, or --cpu's).
             dot_cpu = "avx512_bf16" in ext if a.cpu == "host" else a.cpu in ("znver4", "znver5", "sapphirerapids", "graniterapids")
+            # tbc-amx likewise: bf16 weights and a CPU with AMX-BF16.
+            amx_cpu = "amx_bf16" in ext if a.cpu == "host" else a.cpu in ("sapphirerapids", "emeraldrapids", "graniterapids")
             engines = [e for e in all_engines if e != "tbc-dot" or (dtype == "bf16" and dot_cpu)]
+            engines = [e for e in engines if e != "tbc-amx" or (dtype == "bf16" and amx_cpu)]
             engines = [e for e in engines if e != "tbc-f32" or dtype == "bf16"]
             with tempfile.TemporaryDirectory() as tmp:
                 folder = os.path.join(tmp, "hf")
                 config = make_model(hidden, dtype, folder)
                 module = os.path.join(tmp, "m.tbcm")
                 module_dot = os.path.join(tmp, "dot.tbcm")
+                module_amx = os.path.join(tmp, "amx.tbcm")
                 module_base = os.path.join(tmp, "base.tbcm")
                 module_f32 = os.path.join(tmp, "f32.tbcm")
                 builds = {"tbc": (module, a.build, []), "tbc-dot": (module_dot, a.build, ["--cpu-dot", "bf16"]),
+                          "tbc-amx": (module_amx, a.build, ["--cpu-dot", "amx"]),
                           "tbc-base": (module_base, a.baseline_build, []),
                           "tbc-f32": (module_f32, a.build, [])}
                 for e in engines:
@@ -726,7 +735,7 @@ def main():
                       f"{max(pairs, default=float('nan')):.2f}); tbc-f32 decode at "
                       f"{100 * base['tbc-f32'] * engine_bytes['tbc-f32'] / (round_bandwidth * 1e9):.0f}% "
                       "of the roofline (twice the bytes)")
-            ours = [e for e in engines if e in ("tbc", "tbc-dot")]
+            ours = [e for e in engines if e in ("tbc", "tbc-dot", "tbc-amx")]
             for t in ours:
                 for peer in engines:
                     if peer == t or (peer in ours and t == "tbc"):

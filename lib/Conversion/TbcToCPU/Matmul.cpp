@@ -53,8 +53,12 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
   Value rows = memref::DimOp::create(b, loc, x, 1);
   Value zero = idx(b, 0);
   Value size = arith::MulIOp::create(b, loc, allocRows, idx(b, 2 * k));
+  // On a cache line: an AMX tile row is 64 bytes, and rows that straddle
+  // two lines load at half the speed (malloc's 16-byte alignment put every
+  // row across two: the tiles ran at 0.5x).
   Value bytes = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{size});
+      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{size},
+      b.getI64IntegerAttr(64));
   Value pairs = memref::ViewOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), bytes, zero,
       ValueRange{allocRows});
