@@ -46,7 +46,8 @@ def compile(path, target="cpu", dtype=None, fuse=True, output=None, cpu=None, ta
     `dtype` ("f32", "bf16" or "f16") is how weights are stored; by default
     the target's (f32 on the CPU, bf16 on CUDA).
     `cpu_dot="bf16"` (with dtype="bf16", on a CPU with AVX512-BF16) rounds
-    the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`)."""
+    the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`);
+    `cpu_dot="amx"` (a CPU with AMX) the same, prompts on AMX tiles."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
     if not os.access(tool, os.X_OK):
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")

@@ -34,23 +34,13 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   auto bf16Tile = amx::TileType::get({kAmxTileRows, kAmxTileK}, b.getBF16Type());
   auto f32Tile = amx::TileType::get({kAmxTileRows, kAmxTileRows}, b.getF32Type());
   auto vecType = VectorType::get({kAmxTileRows}, b.getF32Type());
-  auto laneType = VectorType::get({kAmxTileRows}, b.getI64Type());
-  auto i64 = [&](OpBuilder &ob, Value v) -> Value {
-    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
-  };
   // The block's sums, stored from the tiles once per block. On the heap:
   // an alloca here (inside the kernel's loops) would grow the stack with
   // every pass.
   Value sums = memref::AllocOp::create(
       b, loc, MemRefType::get({kAmxBlockRows, panel}, b.getF32Type()), b.getI64IntegerAttr(64));
   Value zero = idx(b, 0);
-  SmallVector<int64_t> lanes;
-  for (int64_t i = 0; i < kAmxTileRows; ++i)
-    lanes.push_back(i);
-  Value iota = arith::ConstantOp::create(
-      b, loc, laneType, DenseElementsAttr::get(laneType, ArrayRef<int64_t>(lanes)));
-  Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
-  Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
+  const ColumnMask columnMask(b, loc, kAmxTileRows, colBegin, colEnd);
   Value none = arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
 
   // A block at an edge (rows past the last, columns outside the call's):
@@ -71,11 +61,7 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
           Value t = arith::AddIOp::create(rb, loc, m, r);
           for (int64_t h = 0; h < 2; ++h) {
             Value col = arith::AddIOp::create(rb, loc, panelCol, idx(rb, h * kAmxTileRows));
-            Value firstLane = vector::BroadcastOp::create(rb, loc, laneType, i64(rb, col));
-            Value cols = arith::AddIOp::create(rb, loc, firstLane, iota);
-            Value atLeast = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, cols, lo);
-            Value below = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, cols, hi);
-            Value mask = arith::AndIOp::create(rb, loc, atLeast, below);
+            Value mask = columnMask.at(rb, loc, col);
             Value sum = vector::LoadOp::create(rb, loc, vecType, sums,
                                                ValueRange{r, idx(rb, h * kAmxTileRows)});
             SmallVector<Value, 3> at{zero, t, col};

@@ -104,6 +104,30 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
   return {bytes, pairs, halves};
 }
 
+tbc::ColumnMask::ColumnMask(OpBuilder &b, Location loc, int64_t width, Value colBegin,
+                           Value colEnd)
+    : laneType(VectorType::get({width}, b.getI64Type())) {
+  SmallVector<int64_t> lanes;
+  for (int64_t i = 0; i < width; ++i)
+    lanes.push_back(i);
+  iota = arith::ConstantOp::create(b, loc, laneType,
+                                   DenseElementsAttr::get(laneType, ArrayRef<int64_t>(lanes)));
+  Value begin = arith::IndexCastOp::create(b, loc, b.getI64Type(), colBegin);
+  lo = vector::BroadcastOp::create(b, loc, laneType, begin);
+  Value end = arith::IndexCastOp::create(b, loc, b.getI64Type(), colEnd);
+  hi = vector::BroadcastOp::create(b, loc, laneType, end);
+}
+
+Value tbc::ColumnMask::at(OpBuilder &b, Location loc, Value col) const {
+  // One op a statement, in the order the IR has always had.
+  Value first = arith::IndexCastOp::create(b, loc, b.getI64Type(), col);
+  Value lanes = vector::BroadcastOp::create(b, loc, laneType, first);
+  Value cols = arith::AddIOp::create(b, loc, lanes, iota);
+  Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, cols, hi);
+  Value atLeast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, cols, lo);
+  return arith::AndIOp::create(b, loc, atLeast, below);
+}
+
 /// Asks LLVM not to unroll the scf.for carrying it as `loop_annotation`:
 /// scf-to-cf copies the loop's attributes onto its latch branch, where the
 /// name is llvm.br's own loop metadata, translated to
@@ -156,12 +180,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // (-2-4% at hidden 1024) and keeps 128 (bench/NOTES.md).
   const int64_t kStepsPerRowBlock =
       elementBytes == 2 ? kDecodeUnroll * kStepsPerBlock : kStepsPerBlock;
-  auto laneType = VectorType::get({kVector}, b.getI64Type());
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
-  };
-  auto i64 = [&](OpBuilder &ob, Value v) -> Value {
-    return arith::IndexCastOp::create(ob, loc, ob.getI64Type(), v);
   };
   Value zero = idx(b, 0);
   Value rows = memref::DimOp::create(b, loc, x, 1);
@@ -203,13 +223,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
   Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
   Value panelEnd = arith::CeilDivUIOp::create(b, loc, colEnd, idx(b, kPanelWidth));
-  SmallVector<int64_t> lanes;
-  for (int64_t i = 0; i < kVector; ++i)
-    lanes.push_back(i);
-  Value iota = arith::ConstantOp::create(
-      b, loc, laneType, DenseElementsAttr::get(laneType, ArrayRef<int64_t>(lanes)));
-  Value lo = vector::BroadcastOp::create(b, loc, laneType, i64(b, colBegin));
-  Value hi = vector::BroadcastOp::create(b, loc, laneType, i64(b, colEnd));
+  const ColumnMask columnMask(b, loc, kVector, colBegin, colEnd);
 
   // One tile: `r` rows from `t`, all columns of each panel of `ps` (one, or
   // for a single row up to shape.decodeStreams read side by side), k steps in
@@ -349,14 +363,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
       auto addSums = [&](OpBuilder &sb, bool masked) {
         for (int64_t h = 0; h < kVectorsPerPanel; ++h) {
           Value col = arith::AddIOp::create(sb, loc, panelCol, idx(sb, h * kVector));
-          Value mask;
-          if (masked) {
-            Value cols = arith::AddIOp::create(
-                sb, loc, vector::BroadcastOp::create(sb, loc, laneType, i64(sb, col)), iota);
-            mask = arith::AndIOp::create(
-                sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, cols, lo),
-                arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, cols, hi));
-          }
+          Value mask = masked ? columnMask.at(sb, loc, col) : Value();
           for (int64_t i = 0; i < r; ++i) {
             SmallVector<Value, 3> at{zero, tokenRows[i], col};
             Value old = masked ? vector::MaskedLoadOp::create(sb, loc, vecType, acc, at, mask, init)

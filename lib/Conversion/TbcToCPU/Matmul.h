@@ -19,6 +19,17 @@ void emitPanelMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      mlir::Value packed, mlir::Value acc, mlir::Value colBegin,
                      mlir::Value colEnd, const CpuTile &tile, bool accumulate);
 
+/// Masks of the lanes of `width`-wide stores whose output column lies in
+/// [colBegin, colEnd): the bounds broadcast once, a mask per first column.
+struct ColumnMask {
+  ColumnMask(mlir::OpBuilder &b, mlir::Location loc, int64_t width, mlir::Value colBegin,
+             mlir::Value colEnd);
+  /// The mask of the lanes from column `col` (an index) on.
+  mlir::Value at(mlir::OpBuilder &b, mlir::Location loc, mlir::Value col) const;
+  mlir::VectorType laneType;
+  mlir::Value iota, lo, hi;
+};
+
 /// AMX's shapes (AmxMatmul.cpp): a tile is 16 rows of 64 bytes (32 bf16 of
 /// k, or 16 f32 columns); a block is 32 token rows x one 32-column panel.
 constexpr int64_t kAmxTileRows = 16, kAmxTileK = 32, kAmxBlockRows = 32;
