@@ -24,32 +24,42 @@ static const char *thisArchitecture() {
 #endif
 }
 
+static bool isAmx(const std::string &feature) {
+  return feature == "amx-tile" || feature == "amx-bf16";
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/// Whether this CPU has AMX's `feature` (amx-tile, amx-bf16: CPUID leaf 7's
-/// EDX bits 24 and 22) and the kernel lets this process use it. Linux gives
-/// a process AMX's 8 KB of tile state only when asked (arch_prctl
-/// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA): without that the first tile
-/// instruction dies of SIGILL. Asked once, for the whole process, here: the
-/// check before loading AMX code is what makes it runnable.
-static bool hasAmx(const std::string &feature) {
+/// Whether CPUID reports AMX's `feature` (amx-tile, amx-bf16: leaf 7's EDX
+/// bits 24 and 22).
+static bool cpuidHasAmx(const std::string &feature) {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
     return false;
-  if (!((edx >> (feature == "amx-tile" ? 24 : 22)) & 1))
-    return false;
+  return (edx >> (feature == "amx-tile" ? 24 : 22)) & 1;
+}
+
+/// Whether Linux lets this process use AMX's tiles. It hands a process the
+/// 8 KB of tile state only when asked (arch_prctl ARCH_REQ_XCOMP_PERM for
+/// XFEATURE_XTILEDATA, Linux 5.16 and later): without that the first tile
+/// instruction dies of SIGILL. Asked once, for the whole process, here: the
+/// check before loading AMX code is what makes it runnable.
+static bool amxGranted() {
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   static const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   return granted;
 }
+#else
+static bool cpuidHasAmx(const std::string &) { return false; }
+static bool amxGranted() { return false; }
 #endif
 
 /// Whether this CPU has `feature`; names it does not know count as present
 /// (the compiler records only those of CpuFeatureList.h and AMX's,
 /// KernelABI.h's kAmxCpuFeatures).
 static bool hasFeature(const std::string &feature) {
+  if (isAmx(feature))
+    return cpuidHasAmx(feature) && amxGranted();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (feature == "amx-tile" || feature == "amx-bf16")
-    return hasAmx(feature);
   __builtin_cpu_init();
   // __builtin_cpu_supports takes string literals only.
 #define TBC_CPU_FEATURE(name)                                                  \
@@ -72,6 +82,11 @@ std::string tbc::rt::missingCpuFeatures(const std::string &requirements) {
     return arch;
   while (in >> feature)
     if (!hasFeature(feature))
-      missing += (missing.empty() ? "" : " ") + feature;
+      missing += (missing.empty() ? "" : " ") + feature +
+                 // The CPU has it; the kernel is what says no.
+                 (isAmx(feature) && cpuidHasAmx(feature)
+                      ? " (present, but Linux did not grant this process AMX's tile state: "
+                        "it needs Linux 5.16 or later)"
+                      : "");
   return missing;
 }
