@@ -80,13 +80,15 @@ std::string tbc::rt::missingCpuFeatures(const std::string &requirements) {
     return "";
   if (arch != thisArchitecture())
     return arch;
+  bool refusedByKernel = false;
   while (in >> feature)
-    if (!hasFeature(feature))
-      missing += (missing.empty() ? "" : " ") + feature +
-                 // The CPU has it; the kernel is what says no.
-                 (isAmx(feature) && cpuidHasAmx(feature)
-                      ? " (present, but Linux did not grant this process AMX's tile state: "
-                        "it needs Linux 5.16 or later)"
-                      : "");
+    if (!hasFeature(feature)) {
+      missing += (missing.empty() ? "" : " ") + feature;
+      // The CPU has it; the kernel is what says no.
+      refusedByKernel |= isAmx(feature) && cpuidHasAmx(feature);
+    }
+  if (refusedByKernel)
+    missing += " (AMX is in the CPU, but Linux did not grant this process its tile state; "
+               "Linux 5.16 or later does)";
   return missing;
 }
