@@ -33,6 +33,8 @@ struct ColumnMask {
 /// AMX's shapes (AmxMatmul.cpp): a tile is 16 rows of 64 bytes (32 bf16 of
 /// k, or 16 f32 columns); a block is 32 token rows x one 32-column panel.
 constexpr int64_t kAmxTileRows = 16, kAmxTileK = 32, kAmxBlockRows = 32;
+/// The reduction's chunk (k) of the AMX whole blocks' outermost loop.
+constexpr int64_t kAmxChunkK = 2048;
 
 /// Emits acc[0, t, n] (+)= xb[t, :] . W[n, :] on AMX tiles for the rows t <
 /// `rows` of the blocks of 32 in [0, blockEnd) (blockEnd a multiple of 32;
