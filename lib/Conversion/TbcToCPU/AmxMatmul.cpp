@@ -7,9 +7,11 @@
 // one 32-column panel: four accumulator tiles, two of activations and two of
 // weights, all eight registers. The panels are already in AMX's layout for
 // the right-hand tile (KernelABI.h's k pairs: a 16-column half of the pair
-// rows 2q + h is row q of tile h, 128 bytes apart). The reduction runs
-// whole in the accumulators, which are then stored to a 32 x 32 scratch and
-// added to the output a row at a time, masked to the call's columns.
+// rows 2q + h is row q of tile h, 128 bytes apart). Whole blocks keep their
+// sums in the output, the reduction in chunks (below); a block at an edge
+// runs the whole reduction, stores its sums to a 32 x 32 scratch and adds
+// them to the output a row at a time, masked to the call's columns. The
+// tiles accumulate in f32; only the weights and activations are bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,9 +36,8 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   auto bf16Tile = amx::TileType::get({kAmxTileRows, kAmxTileK}, b.getBF16Type());
   auto f32Tile = amx::TileType::get({kAmxTileRows, kAmxTileRows}, b.getF32Type());
   auto vecType = VectorType::get({kAmxTileRows}, b.getF32Type());
-  // The block's sums, stored from the tiles once per block. On the heap:
-  // an alloca here (inside the kernel's loops) would grow the stack with
-  // every pass.
+  // An edge block's sums, stored from the tiles. On the heap: an alloca
+  // here (inside the kernel's loops) would grow the stack with every pass.
   Value sums = memref::AllocOp::create(
       b, loc, MemRefType::get({kAmxBlockRows, panel}, b.getF32Type()), b.getI64IntegerAttr(64));
   Value zero = idx(b, 0);
