@@ -89,18 +89,19 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
             });
         scf::YieldOp::create(rb, loc);
       });
-  if (padded)
+  if (padded) {
     scf::ForOp::create(
-      b, loc, rows, allocRows, idx(b, 1), ValueRange{},
-      [&](OpBuilder &rb, Location, Value t, ValueRange) {
-        Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
-        scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
-                           [&](OpBuilder &qb, Location, Value q, ValueRange) {
-                             memref::StoreOp::create(qb, loc, none, pairs, ValueRange{t, q});
-                             scf::YieldOp::create(qb, loc);
-                           });
-        scf::YieldOp::create(rb, loc);
-      });
+        b, loc, rows, allocRows, idx(b, 1), ValueRange{},
+        [&](OpBuilder &rb, Location, Value t, ValueRange) {
+          Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
+          scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
+                             [&](OpBuilder &qb, Location, Value q, ValueRange) {
+                               memref::StoreOp::create(qb, loc, none, pairs, ValueRange{t, q});
+                               scf::YieldOp::create(qb, loc);
+                             });
+          scf::YieldOp::create(rb, loc);
+        });
+  }
   return {bytes, pairs, halves};
 }
 
