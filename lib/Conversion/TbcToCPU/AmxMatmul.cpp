@@ -207,7 +207,8 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
       b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},
       [&](OpBuilder &pb, Location, Value p, ValueRange) {
         Value panelCol = arith::MulIOp::create(pb, loc, p, idx(pb, panel));
-        Value firstEdge = arith::SelectOp::create(pb, loc, panelInside(pb, panelCol), wholeEnd, zero);
+        Value inside = panelInside(pb, panelCol);
+        Value firstEdge = arith::SelectOp::create(pb, loc, inside, wholeEnd, zero);
         SmallVector<Value, 2> halves = halvesOf(pb, p);
         scf::ForOp::create(
             pb, loc, firstEdge, blockEnd, idx(pb, kAmxBlockRows), ValueRange{},
