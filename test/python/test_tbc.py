@@ -124,6 +124,8 @@ def test_errors_raise(llama, tmp_path):
         tbc.compile(str(tmp_path / "no-model"))
     with pytest.raises(tbc.Error, match="--cpu-dot bf16 multiplies bf16 weights"):
         tbc.compile(LLAMA, cpu_dot="bf16")
+    with pytest.raises(tbc.Error, match="--cpu-dot amx multiplies bf16 weights"):
+        tbc.compile(LLAMA, cpu_dot="amx")
     module = tbc.Module.load(llama)
     with pytest.raises(tbc.Error, match="no weights are bound"):
         module.forward([1, 2])
