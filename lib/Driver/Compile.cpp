@@ -302,9 +302,9 @@ int tbc::compileMain(int argc, char **argv) {
                "to bf16 and multiplied two k at a time by AVX512-BF16's "
                "vdpbf16ps (as llama.cpp and bf16 GPU kernels do; about 1e-2 "
                "relative error in the logits, faster prefill); needs a CPU with "
-               "avx512bf16. amx: the same rounding, with prompts (8 rows or more) "
-               "multiplied on Intel's AMX tiles (tdpbf16ps; Sapphire Rapids and "
-               "later), decode on vdpbf16ps"));
+               "avx512bf16. amx: the same rounding, with prompts and batches of 4 "
+               "rows or more multiplied on Intel's AMX tiles (tdpbf16ps; Sapphire "
+               "Rapids and later), fewer rows on vdpbf16ps"));
   static cl::opt<int64_t> cpuDecodeStreams(
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "

@@ -35,6 +35,8 @@ struct ColumnMask {
 constexpr int64_t kAmxTileRows = 16, kAmxTileK = 32, kAmxBlockRows = 32;
 /// The reduction's chunk (k) of the AMX whole blocks' outermost loop.
 constexpr int64_t kAmxChunkK = 2048;
+/// The fewest rows a call multiplies on AMX tiles (fewer: one at a time).
+constexpr int64_t kAmxMinRows = 4;
 
 /// Emits acc[0, t, n] (+)= xb[t, :] . W[n, :] on AMX tiles for the rows t <
 /// `rows` of the blocks of 32 in [0, blockEnd) (blockEnd a multiple of 32;
