@@ -24,18 +24,25 @@ static const char *thisArchitecture() {
 #endif
 }
 
-static bool isAmx(const std::string &feature) {
-  return feature == "amx-tile" || feature == "amx-bf16";
+/// AMX's `feature`'s bit in CPUID leaf 7's EDX, or -1 for another feature.
+static int amxBit(const std::string &feature) {
+#define TBC_AMX_BIT(name, bit)                                                 \
+  if (feature == name)                                                         \
+    return bit;
+  TBC_FOR_EACH_AMX_FEATURE(TBC_AMX_BIT)
+#undef TBC_AMX_BIT
+  return -1;
 }
 
+static bool isAmx(const std::string &feature) { return amxBit(feature) >= 0; }
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/// Whether CPUID reports AMX's `feature` (amx-tile, amx-bf16: leaf 7's EDX
-/// bits 24 and 22).
+/// Whether CPUID reports AMX's `feature`.
 static bool cpuidHasAmx(const std::string &feature) {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
     return false;
-  return (edx >> (feature == "amx-tile" ? 24 : 22)) & 1;
+  return (edx >> amxBit(feature)) & 1;
 }
 
 /// Whether Linux lets this process use AMX's tiles. It hands a process the
@@ -54,8 +61,7 @@ static bool amxGranted() { return false; }
 #endif
 
 /// Whether this CPU has `feature`; names it does not know count as present
-/// (the compiler records only those of CpuFeatureList.h and AMX's,
-/// KernelABI.h's kAmxCpuFeatures).
+/// (the compiler records only those of CpuFeatureList.h).
 static bool hasFeature(const std::string &feature) {
   if (isAmx(feature))
     return cpuidHasAmx(feature) && amxGranted();

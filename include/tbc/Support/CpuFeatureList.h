@@ -22,4 +22,12 @@
   X("avx512cd")                                                                \
   X("avx512bf16")
 
+/// AMX's extensions, each with its bit in CPUID leaf 7's EDX: recorded only by
+/// a module whose projections use the tiles (--cpu-dot amx), and checked by
+/// the runtime with CPUID and Linux's grant of the tile state, not with
+/// __builtin_cpu_supports.
+#define TBC_FOR_EACH_AMX_FEATURE(X)                                            \
+  X("amx-tile", 24)                                                            \
+  X("amx-bf16", 22)
+
 #endif // TBC_SUPPORT_CPUFEATURELIST_H

@@ -47,7 +47,7 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   // A block at an edge (rows past the last, columns outside the call's):
   // its sums through the scratch, added to (or defining) the output's
   // columns of this call a row at a time, masked.
-  auto emitEdge = [&](OpBuilder &mb, Value m, Value p, Value panelCol, ValueRange blockSums) {
+  auto emitEdge = [&](OpBuilder &mb, Value m, Value panelCol, ValueRange blockSums) {
     for (int64_t i = 0; i < 2; ++i)
       for (int64_t h = 0; h < 2; ++h) {
         Value r0 = idx(mb, i * kAmxTileRows);
@@ -214,7 +214,7 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
             pb, loc, firstEdge, blockEnd, idx(pb, kAmxBlockRows), ValueRange{},
             [&](OpBuilder &mb, Location, Value m, ValueRange) {
               auto loop = kLoop(mb, halves, m, zeros(mb), zero, idx(mb, k / 2));
-              emitEdge(mb, m, p, panelCol, loop.getResults());
+              emitEdge(mb, m, panelCol, loop.getResults());
               scf::YieldOp::create(mb, loc);
             });
         scf::YieldOp::create(pb, loc);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tbc/Conversion/TbcToCPU/KernelABI.h"
+#include "tbc/Support/CpuFeatureList.h"
 #include "tbc/Target/HostCodegen.h"
 #include "tbc/Target/TargetBackend.h"
 
@@ -16,6 +17,10 @@ using namespace mlir;
 using namespace tbc;
 
 namespace {
+#define TBC_AMX_NAME(name, bit) name,
+constexpr const char *kAmxFeatures[] = {TBC_FOR_EACH_AMX_FEATURE(TBC_AMX_NAME)};
+#undef TBC_AMX_NAME
+
 HostTarget hostTarget(const TargetOptions &options) {
   return HostTarget{options.cpu, options.cpuFeatures};
 }
@@ -114,10 +119,10 @@ public:
              " needs AVX512-BF16 (vdpbf16ps), which the target CPU lacks (" + target +
              "); compile for one that has it, e.g. --cpu " +
              (options.cpuDot == "amx" ? "sapphirerapids" : "znver4 or sapphirerapids");
-    if (options.cpuDot == "amx" && !(hostTargetHas(hostTarget(options), "amx-tile") &&
-                                     hostTargetHas(hostTarget(options), "amx-bf16")))
-      return "--cpu-dot amx needs AMX-BF16 (tdpbf16ps), which the target CPU lacks (" + target +
-             "); compile for one that has it, e.g. --cpu sapphirerapids";
+    for (const char *feature : kAmxFeatures)
+      if (options.cpuDot == "amx" && !hostTargetHas(hostTarget(options), feature))
+        return "--cpu-dot amx needs AMX-BF16 (tdpbf16ps), which the target CPU lacks (" + target +
+               "); compile for one that has it, e.g. --cpu sapphirerapids";
     return "";
   }
 
@@ -159,9 +164,12 @@ public:
     FailureOr<std::string> so = emitHostSharedObject(lowered, target, error);
     if (failed(so))
       return failure();
+    // A module whose tiles use AMX records its extensions besides the
+    // target's vector ones: the runtime asks the CPU and the kernel for them.
     std::string requirements = hostCpuRequirements(target);
     if (tileFor(options).amx)
-      requirements += std::string(" ") + kAmxCpuFeatures;
+      for (const char *feature : kAmxFeatures)
+        requirements += std::string(" ") + feature;
     return std::vector<rt::CodeBlob>{{"host.so", *so}, {"host.cpu", requirements}};
   }
 };

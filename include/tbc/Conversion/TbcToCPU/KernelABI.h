@@ -77,10 +77,6 @@ constexpr bool isDecodeStreamCount(int64_t n) { return n == 1 || n == 2 || n == 
 /// was chosen per target.
 constexpr CpuTile kAvx512Tile{16, 32, 8};
 constexpr CpuTile kAvx2Tile{8, 16, 6};
-/// The extensions a module whose tiles use AMX (CpuTile::amx) records in its
-/// `host.cpu` besides the target's vector ones (the runtime asks the CPU and
-/// the kernel for them: Linux hands out AMX's tile state only on request).
-constexpr const char *kAmxCpuFeatures = "amx-tile amx-bf16";
 
 /// The operand of a kernel's op that is read packed: a projection's weight,
 /// or an embedding's table (so that a table tied to the LM head is stored
