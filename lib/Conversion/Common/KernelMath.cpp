@@ -81,11 +81,17 @@ Value tbc::emitActivation(OpBuilder &b, Location loc, Activation act, Value x) {
 }
 
 Value tbc::emitSoftcap(OpBuilder &b, Location loc, double cap, Value x, bool byReciprocal) {
-  Value capV = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(cap)));
+  // x is an f32 or a vector of them (the AMX attention's rows of scores).
+  auto c = [&](double v) -> Value {
+    FloatAttr f = b.getF32FloatAttr(float(v));
+    if (auto vec = dyn_cast<VectorType>(x.getType()))
+      return arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, f.getValue()));
+    return arith::ConstantOp::create(b, loc, f);
+  };
+  Value capV = c(cap);
   Value scaled;
   if (byReciprocal)
-    scaled = arith::MulFOp::create(
-        b, loc, x, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(1.0 / cap))));
+    scaled = arith::MulFOp::create(b, loc, x, c(1.0 / cap));
   else
     scaled = arith::DivFOp::create(b, loc, x, capV);
   Value t = math::TanhOp::create(b, loc, scaled);

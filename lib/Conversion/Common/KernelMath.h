@@ -105,6 +105,8 @@ public:
   /// bias.
   mlir::Value at(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
                  mlir::Value queryPos, mlir::Value keyPos) const;
+  /// Whether the logits have no bias (at() returns null).
+  bool empty() const { return !table; }
 
 private:
   RelativeBucketsAttr buckets; // null with ALiBi
@@ -115,7 +117,7 @@ private:
 mlir::Value emitClip(mlir::OpBuilder &b, mlir::Location loc, double limit,
                      mlir::Value x);
 
-/// cap * tanh(x / cap). `byReciprocal`: x times 1 / cap instead of the
+/// cap * tanh(x / cap), x an f32 or a vector of them. `byReciprocal`: x times 1 / cap instead of the
 /// division (within an ulp; on a GPU an IEEE division is a slow-path
 /// sequence), for kernels whose result is rounded to 16 bits after.
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, double cap,

@@ -14,12 +14,14 @@
 //           many of the pass's heads' chunks of 16 columns as fit, in as
 //           many sweeps over the values as that takes.
 // Dot products and the value sums are 16-wide (or the widest of 8, 4, 1
-// that divides head_dim).
+// that divides head_dim). With --cpu-dot amx, a chunk of kAmxMinRows
+// queries or more attends on AMX tiles instead (AmxAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
 #include "KernelBuilder.h"
+#include "Matmul.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -83,7 +85,8 @@ static SmallVector<Value> horizontalSums(OpBuilder &b, Location loc, ArrayRef<Va
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value windowSize, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
-                        const PositionBias &bias, int64_t vectorFloats) {
+                        const PositionBias &bias, int64_t vectorFloats, bool amx) {
+  OpBuilder::InsertionGuard guard(b);
   KernelBuilder kb(b, loc);
   int64_t kvHeads = a.getNumKvHeads(), D = a.getHeadDim(),
           group = a.getNumHeads() / kvHeads;
@@ -123,6 +126,15 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                [&](OpBuilder &nb, Location l, ValueRange v) {
                  linalg::YieldOp::create(nb, l, v[0]);
                });
+  }
+
+  // A chunk of many queries (a prompt) on AMX tiles; fewer (decoding) below.
+  if (amx && amxAttends(a, bias)) {
+    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, T, idx(b, kAmxMinRows));
+    auto branch = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(branch.thenBlock());
+    emitAmxAttention(b, loc, a, q, window, out, kCache, vCache, kvBegin, kvEnd);
+    b.setInsertionPointToStart(branch.elseBlock());
   }
 
   // The query heads of a key/value head's group read the same keys and

@@ -16,12 +16,26 @@ namespace tbc {
 /// every query head of those heads' groups (Attention.cpp), adding `bias`
 /// to the logits. `windowSize`: the i64 value of the op's `window(%w)`, if
 /// it has one. `vectorFloats`: the floats of one SIMD register of the
-/// target (the value sums' register budget).
+/// target (the value sums' register budget). `amx`: a chunk of
+/// kAmxMinRows queries or more attends on AMX tiles (AmxAttention.cpp)
+/// where the op allows it (amxAttends).
 void emitAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a,
                    mlir::Value q, mlir::Value kNew, mlir::Value vNew, mlir::Value windowSize,
                    mlir::Value out, mlir::Value kCache, mlir::Value vCache,
                    mlir::Value kvBegin, mlir::Value kvEnd,
-                   const PositionBias &bias, int64_t vectorFloats);
+                   const PositionBias &bias, int64_t vectorFloats, bool amx);
+
+/// Whether the AMX attention takes op `a`: a head_dim that is a multiple
+/// of 32 (one tile's k) and logits without a position bias.
+bool amxAttends(AttentionOp a, const PositionBias &bias);
+
+/// The attention of the query rows [0, T) of the heads of key/value heads
+/// [kvBegin, kvEnd) on AMX tiles (AmxAttention.cpp), over the caches' L rows
+/// (the chunk's already appended); `past` = L - T, `window` the sliding
+/// window (an index) or null.
+void emitAmxAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a, mlir::Value q,
+                      mlir::Value window, mlir::Value out, mlir::Value kCache,
+                      mlir::Value vCache, mlir::Value kvBegin, mlir::Value kvEnd);
 
 } // namespace tbc
 

@@ -753,7 +753,8 @@ private:
     PositionBias bias(b, loc, a, module, "attention_" + std::to_string(kernelIndex),
                       a.getRelativeBias() ? in[3] : Value());
     emitAttention(b, loc, a, in[0], in[1], in[2], a.getWindowSize() ? in.back() : Value(),
-                  out, caches[0], caches[1], rangeBegin, rangeEnd, bias, tile.vector);
+                  out, caches[0], caches[1], rangeBegin, rangeEnd, bias, tile.vector,
+                  tile.amx);
     return success();
   }
 };
