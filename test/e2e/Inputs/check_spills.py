@@ -6,7 +6,8 @@ vfmadd (or, with --cpu-dot bf16, vdpbf16ps) instructions follow each other
 (at most 8 instructions apart), i.e. the register tile's k loop. A tile that
 fits the register file has none. Prints one line: the kernels checked, the
 spills found and how many kernels multiply with vdpbf16ps and how many with
-AMX's tdpbf16ps (--cpu-dot amx)."""
+AMX's tdpbf16ps (--cpu-dot amx); then a line for the attention kernels
+(k<N>_attention): how many, and how many with tdpbf16ps."""
 import re, struct, subprocess, sys, tempfile
 
 data = open(sys.argv[1], "rb").read()
@@ -40,9 +41,12 @@ def finish():
             spills += sum(1 for l in lines[start:a + 1] if spill.search(l))
             start = None
 
+attentions, attention_tiles, in_attention = 0, 0, False
 for line in asm.splitlines():
     m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
     if m:
+        in_attention = re.fullmatch(r"k\d+_attention", m.group(1)) is not None
+        attentions += in_attention
         if current:
             finish()
         current = m.group(1) if re.fullmatch(r"k\d+_(fused_)?linear", m.group(1)) else None
@@ -50,7 +54,10 @@ for line in asm.splitlines():
         lines = []
     elif current:
         lines.append(line)
+    if in_attention and re.search(r"\btdpbf16ps\b", line) and attention_tiles < attentions:
+        attention_tiles += 1
 if current:
     finish()
 print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops, "
       f"{dots} with vdpbf16ps, {tiles} with tdpbf16ps")
+print(f"{attentions} attention kernels, {attention_tiles} with tdpbf16ps")
