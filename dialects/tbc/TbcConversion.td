@@ -59,7 +59,8 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"amx", "amx", "bool", /*default=*/"false",
            "With bf16-dot: multi-row projection tiles multiply on AMX tiles (amx.tile_mulf: "
            "tdpbf16ps, 32 rows x 32 columns x 32 k a step) where the reduction is a multiple "
-           "of 32; single rows stay on vdpbf16ps">,
+           "of 32; single rows stay on vdpbf16ps. An attention call of 4 queries or more "
+           "(head_dim a multiple of 32, no position bias) attends on AMX tiles">,
     Option<"decodePrefetch", "decode-prefetch", "int64_t", /*default=*/"8192",
            "Bytes ahead that a single-row (decode) projection tile prefetches its weight "
            "panel into L2; 0: no software prefetch">,

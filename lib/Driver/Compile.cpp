@@ -304,7 +304,9 @@ int tbc::compileMain(int argc, char **argv) {
                "relative error in the logits, faster prefill); needs a CPU with "
                "avx512bf16. amx: the same rounding, with prompts and batches of 4 "
                "rows or more multiplied on Intel's AMX tiles (tdpbf16ps; Sapphire "
-               "Rapids and later), fewer rows on vdpbf16ps"));
+               "Rapids and later), fewer rows on vdpbf16ps; a prompt's attention "
+               "on the tiles too (queries, keys, values and probabilities rounded "
+               "to bf16; head_dim a multiple of 32, no ALiBi or relative bias)"));
   static cl::opt<int64_t> cpuDecodeStreams(
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "

@@ -100,7 +100,7 @@ struct TargetOptions {
   std::string cpuFeatures;
   /// CPU: how projections multiply bf16 weights (`--cpu-dot`): f32 (widened,
   /// f32 activations), bf16 (activations rounded to bf16, vdpbf16ps) or amx
-  /// (the same, prompts on AMX tiles).
+  /// (the same, prompts' projections and attention on AMX tiles).
   std::string cpuDot = "f32";
   /// CPU: how a decode tile reads its weights, for tuning on a CPU tbc has
   /// no rule for (`--cpu-decode-streams`, `--cpu-decode-prefetch`): panels
