@@ -48,8 +48,7 @@ bool tbc::amxAttends(AttentionOp a, const PositionBias &bias) {
 }
 
 void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, Value window,
-                           Value out, Value kCache, Value vCache, Value kvBegin,
-                           Value kvEnd) {
+                           Value out, Value kCache, Value vCache, Value kvBegin, Value kvEnd) {
   const int64_t D = a.getHeadDim(), group = a.getNumHeads() / a.getNumKvHeads();
   const int64_t R = kAmxTileRows;
   const float scale = float(a.getScale().convertToDouble());
@@ -125,8 +124,8 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
       p = math::FmaOp::create(ob, loc, p, f, splat(ob, float(c)));
     Value shift = arith::ConstantOp::create(
         ob, loc, laneType, DenseElementsAttr::get(laneType, ob.getI32IntegerAttr(23)));
-    Value exponent = arith::ShLIOp::create(
-        ob, loc, arith::BitcastOp::create(ob, loc, laneType, shifted), shift);
+    Value exponent =
+        arith::ShLIOp::create(ob, loc, arith::BitcastOp::create(ob, loc, laneType, shifted), shift);
     Value bits = arith::BitcastOp::create(ob, loc, laneType, p);
     return arith::BitcastOp::create(ob, loc, vecType,
                                     arith::AddIOp::create(ob, loc, bits, exponent));
@@ -136,7 +135,11 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
   for (int64_t e = 0; e < R; ++e)
     interleave.append({e, R + e});
   auto pairUp = [&](OpBuilder &ob, Value even, Value odd) -> Value {
-    return vector::ShuffleOp::create(ob, loc, toBf16(ob, even), toBf16(ob, odd), interleave);
+    // One op a statement: in an argument list the order would be the
+    // compiler's, and the IR would differ between gcc and clang builds.
+    Value low = toBf16(ob, even);
+    Value high = toBf16(ob, odd);
+    return vector::ShuffleOp::create(ob, loc, low, high, interleave);
   };
   // Lane n's element offset n * stride, for gathers down a column of `m`
   // (its dimension `dim` strided).
@@ -168,12 +171,12 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
                                    b.getI64IntegerAttr(64));
   };
   const int64_t dyn = ShapedType::kDynamic;
-  Value keys = alloc({dyn, D}, bf16, padded);              // K, bf16 rows
-  Value valuesT = alloc({D, dyn}, bf16, padded);           // V^T
-  Value queriesT = alloc({D / 2, 2 * R}, bf16, {});        // Q^T, pairs of dims
-  Value scores = alloc({kKeyStep, R}, f32, {});            // S^T of a step
-  Value probs = alloc({kKeyStep / 2, 2 * R}, bf16, {});    // P^T, pairs of keys
-  Value outT = alloc({D, R}, f32, {});                     // O^T
+  Value keys = alloc({dyn, D}, bf16, padded);           // K, bf16 rows
+  Value valuesT = alloc({D, dyn}, bf16, padded);        // V^T
+  Value queriesT = alloc({D / 2, 2 * R}, bf16, {});     // Q^T, pairs of dims
+  Value scores = alloc({kKeyStep, R}, f32, {});         // S^T of a step
+  Value probs = alloc({kKeyStep / 2, 2 * R}, bf16, {}); // P^T, pairs of keys
+  Value outT = alloc({D, R}, f32, {});                  // O^T
 
   forLoop(b, kvBegin, kvEnd, 1, [&](OpBuilder &gb, Value g) {
     Value kvCol = mul(gb, g, idx(gb, D));
@@ -182,7 +185,8 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
       Value live = arith::CmpIOp::create(jb, loc, arith::CmpIPredicate::ult, j, L);
       Value row = arith::MinUIOp::create(jb, loc, j, lastRow);
       forLoop(jb, zero, idx(jb, D), R, [&](OpBuilder &db, Value d) {
-        Value k = vector::LoadOp::create(db, loc, vecType, kCache, ValueRange{row, add(db, kvCol, d)});
+        Value k =
+            vector::LoadOp::create(db, loc, vecType, kCache, ValueRange{row, add(db, kvCol, d)});
         k = arith::SelectOp::create(db, loc, live, k, splat(db, 0.0f));
         vector::StoreOp::create(db, loc, toBf16(db, k), keys, ValueRange{j, d});
       });
@@ -195,205 +199,210 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
       forLoop(jb, zero, idx(jb, D), 1, [&](OpBuilder &db, Value d) {
         // Row min(j, L - 1): a real one even where the whole step is past L.
         Value row = arith::MinUIOp::create(db, loc, j, lastRow);
-        Value v = vector::GatherOp::create(db, loc, vecType, vCache,
-                                           ValueRange{row, add(db, kvCol, d)}, vOffsets, live,
-                                           splat(db, 0.0f));
+        Value v =
+            vector::GatherOp::create(db, loc, vecType, vCache, ValueRange{row, add(db, kvCol, d)},
+                                     vOffsets, live, splat(db, 0.0f));
         vector::StoreOp::create(db, loc, toBf16(db, v), valuesT, ValueRange{d, j});
       });
     });
 
-    forLoop(gb, mul(gb, g, idx(gb, group)), mul(gb, add(gb, g, one), idx(gb, group)), 1,
-            [&](OpBuilder &hb, Value h) {
-      Value qCol = mul(hb, h, idx(hb, D));
-      forLoop(hb, zero, T, R, [&](OpBuilder &tb, Value t0) {
-        // The block's queries: lanes past the chunk's last are zeros (they
-        // attend like any other and are never stored).
-        Value rows = arith::MinUIOp::create(tb, loc, arith::SubIOp::create(tb, loc, T, t0),
-                                            idx(tb, R));
-        Value live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, iota,
-                                           toLanes(tb, rows));
-        forLoop(tb, zero, idx(tb, D / 2), 1, [&](OpBuilder &db, Value dp) {
-          SmallVector<Value, 2> dims;
-          for (int64_t e = 0; e < 2; ++e) {
-            Value d = add(db, mul(db, dp, idx(db, 2)), idx(db, e));
-            dims.push_back(vector::GatherOp::create(db, loc, vecType, q,
-                                                    ValueRange{zero, t0, add(db, qCol, d)},
-                                                    qOffsets, live, splat(db, 0.0f)));
-          }
-          vector::StoreOp::create(db, loc, pairUp(db, dims[0], dims[1]), queriesT,
-                                  ValueRange{dp, zero});
-        });
-        forLoop(tb, zero, idx(tb, D), 1, [&](OpBuilder &db, Value d) {
-          vector::StoreOp::create(db, loc, splat(db, 0.0f), outT, ValueRange{d, zero});
-        });
-
-        // The keys the block's queries see: up to its last one's position
-        // (causal), from its first one's window on, in whole steps.
-        Value firstPos = add(tb, past, t0);
-        Value positions = arith::AddIOp::create(tb, loc, toLanes(tb, firstPos), iota);
-        Value keyEnd = causal ? add(tb, firstPos, rows) : L;
-        Value keyBegin = zero, lowest;
-        if (causal && window) {
-          Value from = add(tb, firstPos, one);
-          Value inWindow =
-              arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, from, window);
-          Value first = arith::SelectOp::create(
-              tb, loc, inWindow, arith::SubIOp::create(tb, loc, from, window), zero);
-          keyBegin = mul(tb, div(tb, first, kKeyStep), idx(tb, kKeyStep));
-          // Key j is seen by query position p where j >= p + 1 - window.
-          Value oneLane = toLanes(tb, one);
-          lowest = arith::SubIOp::create(tb, loc,
-                                         arith::AddIOp::create(tb, loc, positions, oneLane),
-                                         toLanes(tb, window));
-        }
-        // Causal: key j <= p; otherwise j < L.
-        Value limit = causal ? positions : toLanes(tb, lastRow);
-
-        auto steps = scf::ForOp::create(
-            tb, loc, keyBegin, keyEnd, idx(tb, kKeyStep),
-            ValueRange{splat(tb, negInf), splat(tb, 0.0f)},
-            [&](OpBuilder &kb, Location, Value j0, ValueRange state) {
-              Value oldMax = state[0], oldSum = state[1];
-              // S^T: the step's 64 keys times Q^T, 32 dims a tile.
-              SmallVector<Value> inits;
-              for (int64_t c = 0; c < kKeyStep / R; ++c)
-                inits.push_back(amx::TileZeroOp::create(kb, loc, f32Tile));
-              auto dims = scf::ForOp::create(
-                  kb, loc, zero, idx(kb, D), idx(kb, kAmxTileK), inits,
-                  [&](OpBuilder &db, Location, Value d, ValueRange s) {
-                    Value qt = amx::TileLoadOp::create(db, loc, bf16Tile, queriesT,
-                                                       ValueRange{div(db, d, 2), zero});
-                    SmallVector<Value> next;
-                    for (int64_t c = 0; c < kKeyStep / R; ++c) {
-                      Value kt = amx::TileLoadOp::create(
-                          db, loc, bf16Tile, keys, ValueRange{add(db, j0, idx(db, c * R)), d});
-                      next.push_back(amx::TileMulFOp::create(db, loc, f32Tile, kt, qt, s[c]));
-                    }
-                    scf::YieldOp::create(db, loc, next);
-                  });
-              for (int64_t c = 0; c < kKeyStep / R; ++c)
-                amx::TileStoreOp::create(kb, loc, scores, ValueRange{idx(kb, c * R), zero},
-                                         dims.getResult(c));
-
-              // Logits (scaled, capped, masked) back in place, and their
-              // maxima: four chains of 16 rows.
-              constexpr int64_t kChains = 4;
-              auto logits = scf::ForOp::create(
-                  kb, loc, zero, idx(kb, kKeyStep), idx(kb, kChains),
-                  SmallVector<Value>(kChains, splat(kb, negInf)),
-                  [&](OpBuilder &rb, Location, Value r0, ValueRange maxima) {
-                    SmallVector<Value> next;
-                    for (int64_t u = 0; u < kChains; ++u) {
-                      Value r = add(rb, r0, idx(rb, u));
-                      Value x = vector::LoadOp::create(rb, loc, vecType, scores, ValueRange{r, zero});
-                      // In base 2: the softmax's exp(x - m) is 2^(x log2 e - m').
-                      if (cap) {
-                        x = arith::MulFOp::create(rb, loc, x, splat(rb, scale));
-                        x = emitSoftcap(rb, loc, *cap, x);
-                        x = arith::MulFOp::create(rb, loc, x, splat(rb, log2e));
-                      } else {
-                        x = arith::MulFOp::create(rb, loc, x, splat(rb, scale * log2e));
-                      }
-                      Value j = toLanes(rb, add(rb, j0, r));
-                      Value seen = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sle, j, limit);
-                      if (lowest)
-                        seen = arith::AndIOp::create(
-                            rb, loc, seen,
-                            arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, j, lowest));
-                      x = arith::SelectOp::create(rb, loc, seen, x, splat(rb, negInf));
-                      vector::StoreOp::create(rb, loc, x, scores, ValueRange{r, zero});
-                      next.push_back(maxOf(rb, x, maxima[u]));
-                    }
-                    scf::YieldOp::create(rb, loc, next);
-                  });
-              Value stepMax = maxOf(kb, maxOf(kb, logits.getResult(0), logits.getResult(1)),
-                                    maxOf(kb, logits.getResult(2), logits.getResult(3)));
-              Value newMax = maxOf(kb, stepMax, oldMax);
-              // A query that has seen no key yet: exp(-inf - 0) = 0, not NaN.
-              Value none = arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::OEQ, newMax,
-                                                 splat(kb, negInf));
-              Value base = arith::SelectOp::create(kb, loc, none, splat(kb, 0.0f), newMax);
-              Value alpha = exp2(kb, arith::SubFOp::create(kb, loc, oldMax, base));
-
-              // Probabilities, in pairs of keys, and their sums.
-              auto sums = scf::ForOp::create(
-                  kb, loc, zero, idx(kb, kKeyStep / 2), one, ValueRange{splat(kb, 0.0f)},
-                  [&](OpBuilder &rb, Location, Value pr, ValueRange sum) {
-                    Value r = mul(rb, pr, idx(rb, 2));
-                    SmallVector<Value, 2> e;
-                    for (int64_t u = 0; u < 2; ++u) {
-                      Value x = vector::LoadOp::create(rb, loc, vecType, scores,
-                                                       ValueRange{add(rb, r, idx(rb, u)), zero});
-                      e.push_back(exp2(rb, arith::SubFOp::create(rb, loc, x, base)));
-                    }
-                    vector::StoreOp::create(rb, loc, pairUp(rb, e[0], e[1]), probs,
-                                            ValueRange{pr, zero});
-                    Value s = arith::AddFOp::create(rb, loc, sum[0], e[0]);
-                    scf::YieldOp::create(rb, loc, ValueRange{arith::AddFOp::create(rb, loc, s, e[1])});
-                  });
-              Value newSum = arith::AddFOp::create(
-                  kb, loc, arith::MulFOp::create(kb, loc, oldSum, alpha), sums.getResult(0));
-
-              // O^T rescaled where a query's maximum grew (once the maxima
-              // settle, alpha is exactly 1 in every lane).
-              Value grew = vector::ReductionOp::create(
-                  kb, loc, vector::CombiningKind::OR,
-                  arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::UNE, alpha, splat(kb, 1.0f)));
-              scf::IfOp::create(kb, loc, grew, [&](OpBuilder &ob, Location) {
-                forLoop(ob, zero, idx(ob, D), 1, [&](OpBuilder &db, Value d) {
-                  Value o = vector::LoadOp::create(db, loc, vecType, outT, ValueRange{d, zero});
-                  vector::StoreOp::create(db, loc, arith::MulFOp::create(db, loc, o, alpha), outT,
-                                          ValueRange{d, zero});
-                });
-                scf::YieldOp::create(ob, loc);
-              });
-
-              // O^T += V^T P^T, four tiles of 16 dims a pass over the 64 keys.
-              for (int64_t c0 = 0; c0 < D / R; c0 += kOutputTiles) {
-                int64_t n = std::min(kOutputTiles, D / R - c0);
-                SmallVector<Value> o;
-                for (int64_t c = 0; c < n; ++c)
-                  o.push_back(amx::TileLoadOp::create(kb, loc, f32Tile, outT,
-                                                      ValueRange{idx(kb, (c0 + c) * R), zero}));
-                for (int64_t k = 0; k < kKeyStep; k += kAmxTileK) {
-                  Value pt = amx::TileLoadOp::create(kb, loc, bf16Tile, probs,
-                                                     ValueRange{idx(kb, k / 2), zero});
-                  Value key = add(kb, j0, idx(kb, k));
-                  for (int64_t c = 0; c < n; ++c) {
-                    Value vt = amx::TileLoadOp::create(kb, loc, bf16Tile, valuesT,
-                                                       ValueRange{idx(kb, (c0 + c) * R), key});
-                    o[c] = amx::TileMulFOp::create(kb, loc, f32Tile, vt, pt, o[c]);
-                  }
-                }
-                for (int64_t c = 0; c < n; ++c)
-                  amx::TileStoreOp::create(kb, loc, outT, ValueRange{idx(kb, (c0 + c) * R), zero},
-                                           o[c]);
+    forLoop(
+        gb, mul(gb, g, idx(gb, group)), mul(gb, add(gb, g, one), idx(gb, group)), 1,
+        [&](OpBuilder &hb, Value h) {
+          Value qCol = mul(hb, h, idx(hb, D));
+          forLoop(hb, zero, T, R, [&](OpBuilder &tb, Value t0) {
+            // The block's queries: lanes past the chunk's last are zeros (they
+            // attend like any other and are never stored).
+            Value rows =
+                arith::MinUIOp::create(tb, loc, arith::SubIOp::create(tb, loc, T, t0), idx(tb, R));
+            Value live =
+                arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, iota, toLanes(tb, rows));
+            forLoop(tb, zero, idx(tb, D / 2), 1, [&](OpBuilder &db, Value dp) {
+              SmallVector<Value, 2> dims;
+              for (int64_t e = 0; e < 2; ++e) {
+                Value d = add(db, mul(db, dp, idx(db, 2)), idx(db, e));
+                dims.push_back(vector::GatherOp::create(db, loc, vecType, q,
+                                                        ValueRange{zero, t0, add(db, qCol, d)},
+                                                        qOffsets, live, splat(db, 0.0f)));
               }
-              scf::YieldOp::create(kb, loc, ValueRange{newMax, newSum});
+              vector::StoreOp::create(db, loc, pairUp(db, dims[0], dims[1]), queriesT,
+                                      ValueRange{dp, zero});
+            });
+            forLoop(tb, zero, idx(tb, D), 1, [&](OpBuilder &db, Value d) {
+              vector::StoreOp::create(db, loc, splat(db, 0.0f), outT, ValueRange{d, zero});
             });
 
-        // out = O / sum, a query's row at a time: its column of O^T
-        // gathered 16 dims at a time from L1 (a scatter to the output's
-        // rows, 16 lines a vector, took 28% of the attention's time).
-        Value inv = arith::DivFOp::create(tb, loc, splat(tb, 1.0f), steps.getResult(1));
-        Value allLanes = arith::ConstantOp::create(
-            tb, loc, DenseElementsAttr::get(VectorType::get({R}, tb.getI1Type()), true));
-        forLoop(tb, zero, rows, 1, [&](OpBuilder &ib, Value i) {
-          Value scaleRow = vector::BroadcastOp::create(
-              ib, loc, vecType,
-              vector::ExtractOp::create(ib, loc, inv, ArrayRef<OpFoldResult>{i}));
-          Value t = add(ib, t0, i);
-          for (int64_t c = 0; c < D / R; ++c) {
-            Value o = vector::GatherOp::create(ib, loc, vecType, outT,
-                                               ValueRange{idx(ib, c * R), i}, dimOffsets,
-                                               allLanes, splat(ib, 0.0f));
-            Value scaled = arith::MulFOp::create(ib, loc, o, scaleRow);
-            vector::StoreOp::create(ib, loc, scaled, out,
-                                    ValueRange{zero, t, add(ib, qCol, idx(ib, c * R))});
-          }
+            // The keys the block's queries see: up to its last one's position
+            // (causal), from its first one's window on, in whole steps.
+            Value firstPos = add(tb, past, t0);
+            Value positions = arith::AddIOp::create(tb, loc, toLanes(tb, firstPos), iota);
+            Value keyEnd = causal ? add(tb, firstPos, rows) : L;
+            Value keyBegin = zero, lowest;
+            if (causal && window) {
+              Value from = add(tb, firstPos, one);
+              Value inWindow =
+                  arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, from, window);
+              Value first = arith::SelectOp::create(
+                  tb, loc, inWindow, arith::SubIOp::create(tb, loc, from, window), zero);
+              keyBegin = mul(tb, div(tb, first, kKeyStep), idx(tb, kKeyStep));
+              // Key j is seen by query position p where j >= p + 1 - window.
+              Value oneLane = toLanes(tb, one);
+              lowest = arith::SubIOp::create(
+                  tb, loc, arith::AddIOp::create(tb, loc, positions, oneLane), toLanes(tb, window));
+            }
+            // Causal: key j <= p; otherwise j < L.
+            Value limit = causal ? positions : toLanes(tb, lastRow);
+
+            auto steps = scf::ForOp::create(
+                tb, loc, keyBegin, keyEnd, idx(tb, kKeyStep),
+                ValueRange{splat(tb, negInf), splat(tb, 0.0f)},
+                [&](OpBuilder &kb, Location, Value j0, ValueRange state) {
+                  Value oldMax = state[0], oldSum = state[1];
+                  // S^T: the step's 64 keys times Q^T, 32 dims a tile.
+                  SmallVector<Value> inits;
+                  for (int64_t c = 0; c < kKeyStep / R; ++c)
+                    inits.push_back(amx::TileZeroOp::create(kb, loc, f32Tile));
+                  auto dims = scf::ForOp::create(
+                      kb, loc, zero, idx(kb, D), idx(kb, kAmxTileK), inits,
+                      [&](OpBuilder &db, Location, Value d, ValueRange s) {
+                        Value qt = amx::TileLoadOp::create(db, loc, bf16Tile, queriesT,
+                                                           ValueRange{div(db, d, 2), zero});
+                        SmallVector<Value> next;
+                        for (int64_t c = 0; c < kKeyStep / R; ++c) {
+                          Value kt = amx::TileLoadOp::create(
+                              db, loc, bf16Tile, keys, ValueRange{add(db, j0, idx(db, c * R)), d});
+                          next.push_back(amx::TileMulFOp::create(db, loc, f32Tile, kt, qt, s[c]));
+                        }
+                        scf::YieldOp::create(db, loc, next);
+                      });
+                  for (int64_t c = 0; c < kKeyStep / R; ++c)
+                    amx::TileStoreOp::create(kb, loc, scores, ValueRange{idx(kb, c * R), zero},
+                                             dims.getResult(c));
+
+                  // Logits (scaled, capped, masked) back in place, and their
+                  // maxima: four chains of 16 rows.
+                  constexpr int64_t kChains = 4;
+                  auto logits = scf::ForOp::create(
+                      kb, loc, zero, idx(kb, kKeyStep), idx(kb, kChains),
+                      SmallVector<Value>(kChains, splat(kb, negInf)),
+                      [&](OpBuilder &rb, Location, Value r0, ValueRange maxima) {
+                        SmallVector<Value> next;
+                        for (int64_t u = 0; u < kChains; ++u) {
+                          Value r = add(rb, r0, idx(rb, u));
+                          Value x =
+                              vector::LoadOp::create(rb, loc, vecType, scores, ValueRange{r, zero});
+                          // In base 2: the softmax's exp(x - m) is 2^(x log2 e - m').
+                          if (cap) {
+                            x = arith::MulFOp::create(rb, loc, x, splat(rb, scale));
+                            x = emitSoftcap(rb, loc, *cap, x);
+                            x = arith::MulFOp::create(rb, loc, x, splat(rb, log2e));
+                          } else {
+                            x = arith::MulFOp::create(rb, loc, x, splat(rb, scale * log2e));
+                          }
+                          Value j = toLanes(rb, add(rb, j0, r));
+                          Value seen =
+                              arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sle, j, limit);
+                          if (lowest)
+                            seen = arith::AndIOp::create(
+                                rb, loc, seen,
+                                arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, j,
+                                                      lowest));
+                          x = arith::SelectOp::create(rb, loc, seen, x, splat(rb, negInf));
+                          vector::StoreOp::create(rb, loc, x, scores, ValueRange{r, zero});
+                          next.push_back(maxOf(rb, x, maxima[u]));
+                        }
+                        scf::YieldOp::create(rb, loc, next);
+                      });
+                  Value stepMax = maxOf(kb, maxOf(kb, logits.getResult(0), logits.getResult(1)),
+                                        maxOf(kb, logits.getResult(2), logits.getResult(3)));
+                  Value newMax = maxOf(kb, stepMax, oldMax);
+                  // A query that has seen no key yet: exp(-inf - 0) = 0, not NaN.
+                  Value none = arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::OEQ, newMax,
+                                                     splat(kb, negInf));
+                  Value base = arith::SelectOp::create(kb, loc, none, splat(kb, 0.0f), newMax);
+                  Value alpha = exp2(kb, arith::SubFOp::create(kb, loc, oldMax, base));
+
+                  // Probabilities, in pairs of keys, and their sums.
+                  auto sums = scf::ForOp::create(
+                      kb, loc, zero, idx(kb, kKeyStep / 2), one, ValueRange{splat(kb, 0.0f)},
+                      [&](OpBuilder &rb, Location, Value pr, ValueRange sum) {
+                        Value r = mul(rb, pr, idx(rb, 2));
+                        SmallVector<Value, 2> e;
+                        for (int64_t u = 0; u < 2; ++u) {
+                          Value x = vector::LoadOp::create(
+                              rb, loc, vecType, scores, ValueRange{add(rb, r, idx(rb, u)), zero});
+                          e.push_back(exp2(rb, arith::SubFOp::create(rb, loc, x, base)));
+                        }
+                        vector::StoreOp::create(rb, loc, pairUp(rb, e[0], e[1]), probs,
+                                                ValueRange{pr, zero});
+                        Value s = arith::AddFOp::create(rb, loc, sum[0], e[0]);
+                        scf::YieldOp::create(rb, loc,
+                                             ValueRange{arith::AddFOp::create(rb, loc, s, e[1])});
+                      });
+                  Value newSum = arith::AddFOp::create(
+                      kb, loc, arith::MulFOp::create(kb, loc, oldSum, alpha), sums.getResult(0));
+
+                  // O^T rescaled where a query's maximum grew (once the maxima
+                  // settle, alpha is exactly 1 in every lane).
+                  Value grew = vector::ReductionOp::create(
+                      kb, loc, vector::CombiningKind::OR,
+                      arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::UNE, alpha,
+                                            splat(kb, 1.0f)));
+                  scf::IfOp::create(kb, loc, grew, [&](OpBuilder &ob, Location) {
+                    forLoop(ob, zero, idx(ob, D), 1, [&](OpBuilder &db, Value d) {
+                      Value o = vector::LoadOp::create(db, loc, vecType, outT, ValueRange{d, zero});
+                      vector::StoreOp::create(db, loc, arith::MulFOp::create(db, loc, o, alpha),
+                                              outT, ValueRange{d, zero});
+                    });
+                    scf::YieldOp::create(ob, loc);
+                  });
+
+                  // O^T += V^T P^T, four tiles of 16 dims a pass over the 64 keys.
+                  for (int64_t c0 = 0; c0 < D / R; c0 += kOutputTiles) {
+                    int64_t n = std::min(kOutputTiles, D / R - c0);
+                    SmallVector<Value> o;
+                    for (int64_t c = 0; c < n; ++c)
+                      o.push_back(amx::TileLoadOp::create(kb, loc, f32Tile, outT,
+                                                          ValueRange{idx(kb, (c0 + c) * R), zero}));
+                    for (int64_t k = 0; k < kKeyStep; k += kAmxTileK) {
+                      Value pt = amx::TileLoadOp::create(kb, loc, bf16Tile, probs,
+                                                         ValueRange{idx(kb, k / 2), zero});
+                      Value key = add(kb, j0, idx(kb, k));
+                      for (int64_t c = 0; c < n; ++c) {
+                        Value vt = amx::TileLoadOp::create(kb, loc, bf16Tile, valuesT,
+                                                           ValueRange{idx(kb, (c0 + c) * R), key});
+                        o[c] = amx::TileMulFOp::create(kb, loc, f32Tile, vt, pt, o[c]);
+                      }
+                    }
+                    for (int64_t c = 0; c < n; ++c)
+                      amx::TileStoreOp::create(kb, loc, outT,
+                                               ValueRange{idx(kb, (c0 + c) * R), zero}, o[c]);
+                  }
+                  scf::YieldOp::create(kb, loc, ValueRange{newMax, newSum});
+                });
+
+            // out = O / sum, a query's row at a time: its column of O^T
+            // gathered 16 dims at a time from L1 (a scatter to the output's
+            // rows, 16 lines a vector, took 28% of the attention's time).
+            Value inv = arith::DivFOp::create(tb, loc, splat(tb, 1.0f), steps.getResult(1));
+            Value allLanes = arith::ConstantOp::create(
+                tb, loc, DenseElementsAttr::get(VectorType::get({R}, tb.getI1Type()), true));
+            forLoop(tb, zero, rows, 1, [&](OpBuilder &ib, Value i) {
+              Value scaleRow = vector::BroadcastOp::create(
+                  ib, loc, vecType,
+                  vector::ExtractOp::create(ib, loc, inv, ArrayRef<OpFoldResult>{i}));
+              Value t = add(ib, t0, i);
+              for (int64_t c = 0; c < D / R; ++c) {
+                Value o =
+                    vector::GatherOp::create(ib, loc, vecType, outT, ValueRange{idx(ib, c * R), i},
+                                             dimOffsets, allLanes, splat(ib, 0.0f));
+                Value scaled = arith::MulFOp::create(ib, loc, o, scaleRow);
+                vector::StoreOp::create(ib, loc, scaled, out,
+                                        ValueRange{zero, t, add(ib, qCol, idx(ib, c * R))});
+              }
+            });
+          });
         });
-      });
-    });
   });
   for (Value buffer : {keys, valuesT, queriesT, scores, probs, outT})
     memref::DeallocOp::create(b, loc, buffer);

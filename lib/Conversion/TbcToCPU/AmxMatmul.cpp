@@ -142,63 +142,79 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   Value wholeEnd = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, kAmxBlockRows)), idx(b, kAmxBlockRows));
   const int64_t chunkPairs = kAmxChunkK / 2;
+  // The rows in groups of kAmxRowGroup, each through every chunk and panel
+  // before the next: a group's chunk of activations (256 rows x 4 KB) stays
+  // in L2 while the panels stream past; all of a long prompt's rows (a
+  // core's 1024 of 2048) re-read theirs from L3 for every panel (a
+  // 2048-token prefill at hidden 1024: +12%; bench/NOTES.md).
   scf::ForOp::create(
-      b, loc, zero, idx(b, k / 2), idx(b, chunkPairs), ValueRange{},
-      [&](OpBuilder &cb, Location, Value q0, ValueRange) {
-        Value q1 = arith::MinUIOp::create(
-            cb, loc, arith::AddIOp::create(cb, loc, q0, idx(cb, chunkPairs)), idx(cb, k / 2));
-        Value firstChunk = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::eq, q0, zero);
+      b, loc, zero, wholeEnd, idx(b, kAmxRowGroup), ValueRange{},
+      [&](OpBuilder &gb, Location, Value groupBegin, ValueRange) {
+        Value groupEnd = arith::MinUIOp::create(
+            gb, loc, arith::AddIOp::create(gb, loc, groupBegin, idx(gb, kAmxRowGroup)), wholeEnd);
         scf::ForOp::create(
-            cb, loc, panelBegin, panelEnd, idx(cb, 1), ValueRange{},
-            [&](OpBuilder &pb, Location, Value p, ValueRange) {
-              Value panelCol = arith::MulIOp::create(pb, loc, p, idx(pb, panel));
-              scf::IfOp::create(pb, loc, panelInside(pb, panelCol), [&](OpBuilder &ib, Location) {
-                SmallVector<Value, 2> halves = halvesOf(ib, p);
-                scf::ForOp::create(
-                    ib, loc, zero, wholeEnd, idx(ib, kAmxBlockRows), ValueRange{},
-                    [&](OpBuilder &mb, Location, Value m, ValueRange) {
-                      auto outputAt = [&](OpBuilder &ob, int64_t i,
-                                          int64_t h) -> SmallVector<Value, 3> {
-                        Value row = arith::AddIOp::create(ob, loc, m, idx(ob, i * kAmxTileRows));
-                        Value col =
-                            arith::AddIOp::create(ob, loc, panelCol, idx(ob, h * kAmxTileRows));
-                        return {zero, row, col};
-                      };
-                      auto loadOutput = [&](OpBuilder &ob) {
-                        SmallVector<Value, 4> tiles;
-                        for (int64_t i = 0; i < 2; ++i)
-                          for (int64_t h = 0; h < 2; ++h)
-                            tiles.push_back(amx::TileLoadOp::create(ob, loc, f32Tile, acc,
-                                                                    outputAt(ob, i, h)));
-                        return tiles;
-                      };
-                      SmallVector<Value, 4> inits;
-                      if (accumulate) {
-                        inits = loadOutput(mb);
-                      } else {
-                        // The first chunk defines the output: whatever it
-                        // held (NaN included) is never read.
-                        SmallVector<Type, 4> types(4, f32Tile);
-                        auto start = scf::IfOp::create(mb, loc, TypeRange(types), firstChunk,
-                                                       /*withElseRegion=*/true);
-                        OpBuilder zb = start.getThenBodyBuilder();
-                        scf::YieldOp::create(zb, loc, zeros(zb));
-                        OpBuilder lb = start.getElseBodyBuilder();
-                        scf::YieldOp::create(lb, loc, loadOutput(lb));
-                        inits.assign(start.getResults().begin(), start.getResults().end());
-                      }
-                      auto loop = kLoop(mb, halves, m, inits, q0, q1);
-                      for (int64_t i = 0; i < 2; ++i)
-                        for (int64_t h = 0; h < 2; ++h)
-                          amx::TileStoreOp::create(mb, loc, acc, outputAt(mb, i, h),
-                                                   loop.getResult(2 * i + h));
-                      scf::YieldOp::create(mb, loc);
-                    });
-                scf::YieldOp::create(ib, loc);
-              });
-              scf::YieldOp::create(pb, loc);
+            gb, loc, zero, idx(gb, k / 2), idx(gb, chunkPairs), ValueRange{},
+            [&](OpBuilder &cb, Location, Value q0, ValueRange) {
+              Value q1 = arith::MinUIOp::create(
+                  cb, loc, arith::AddIOp::create(cb, loc, q0, idx(cb, chunkPairs)), idx(cb, k / 2));
+              Value firstChunk = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::eq, q0, zero);
+              scf::ForOp::create(
+                  cb, loc, panelBegin, panelEnd, idx(cb, 1), ValueRange{},
+                  [&](OpBuilder &pb, Location, Value p, ValueRange) {
+                    Value panelCol = arith::MulIOp::create(pb, loc, p, idx(pb, panel));
+                    scf::IfOp::create(
+                        pb, loc, panelInside(pb, panelCol), [&](OpBuilder &ib, Location) {
+                          SmallVector<Value, 2> halves = halvesOf(ib, p);
+                          scf::ForOp::create(
+                              ib, loc, groupBegin, groupEnd, idx(ib, kAmxBlockRows), ValueRange{},
+                              [&](OpBuilder &mb, Location, Value m, ValueRange) {
+                                auto outputAt = [&](OpBuilder &ob, int64_t i,
+                                                    int64_t h) -> SmallVector<Value, 3> {
+                                  Value row =
+                                      arith::AddIOp::create(ob, loc, m, idx(ob, i * kAmxTileRows));
+                                  Value col = arith::AddIOp::create(ob, loc, panelCol,
+                                                                    idx(ob, h * kAmxTileRows));
+                                  return {zero, row, col};
+                                };
+                                auto loadOutput = [&](OpBuilder &ob) {
+                                  SmallVector<Value, 4> tiles;
+                                  for (int64_t i = 0; i < 2; ++i)
+                                    for (int64_t h = 0; h < 2; ++h)
+                                      tiles.push_back(amx::TileLoadOp::create(ob, loc, f32Tile, acc,
+                                                                              outputAt(ob, i, h)));
+                                  return tiles;
+                                };
+                                SmallVector<Value, 4> inits;
+                                if (accumulate) {
+                                  inits = loadOutput(mb);
+                                } else {
+                                  // The first chunk defines the output: whatever it
+                                  // held (NaN included) is never read.
+                                  SmallVector<Type, 4> types(4, f32Tile);
+                                  auto start =
+                                      scf::IfOp::create(mb, loc, TypeRange(types), firstChunk,
+                                                        /*withElseRegion=*/true);
+                                  OpBuilder zb = start.getThenBodyBuilder();
+                                  scf::YieldOp::create(zb, loc, zeros(zb));
+                                  OpBuilder lb = start.getElseBodyBuilder();
+                                  scf::YieldOp::create(lb, loc, loadOutput(lb));
+                                  inits.assign(start.getResults().begin(),
+                                               start.getResults().end());
+                                }
+                                auto loop = kLoop(mb, halves, m, inits, q0, q1);
+                                for (int64_t i = 0; i < 2; ++i)
+                                  for (int64_t h = 0; h < 2; ++h)
+                                    amx::TileStoreOp::create(mb, loc, acc, outputAt(mb, i, h),
+                                                             loop.getResult(2 * i + h));
+                                scf::YieldOp::create(mb, loc);
+                              });
+                          scf::YieldOp::create(ib, loc);
+                        });
+                    scf::YieldOp::create(pb, loc);
+                  });
+              scf::YieldOp::create(cb, loc);
             });
-        scf::YieldOp::create(cb, loc);
+        scf::YieldOp::create(gb, loc);
       });
   // Then the blocks at an edge, each over the whole reduction: the last
   // rows' block of every panel, and every block of a panel that straddles

@@ -35,6 +35,9 @@ struct ColumnMask {
 constexpr int64_t kAmxTileRows = 16, kAmxTileK = 32, kAmxBlockRows = 32;
 /// The reduction's chunk (k) of the AMX whole blocks' outermost loop.
 constexpr int64_t kAmxChunkK = 2048;
+/// The rows of whole blocks that go through all chunks and panels before the
+/// next rows do (their activations' chunk, 1 MiB, stays in L2).
+constexpr int64_t kAmxRowGroup = 256;
 /// The fewest rows a call multiplies on AMX tiles (fewer: one at a time).
 constexpr int64_t kAmxMinRows = 4;
 
