@@ -47,7 +47,8 @@ def compile(path, target="cpu", dtype=None, fuse=True, output=None, cpu=None, ta
     the target's (f32 on the CPU, bf16 on CUDA).
     `cpu_dot="bf16"` (with dtype="bf16", on a CPU with AVX512-BF16) rounds
     the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`);
-    `cpu_dot="amx"` (a CPU with AMX) the same, prompts on AMX tiles."""
+    `cpu_dot="amx"` (a CPU with AMX) the same, prompts (projections and
+    attention) on AMX tiles."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
     if not os.access(tool, os.X_OK):
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")
