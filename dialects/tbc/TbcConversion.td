@@ -61,6 +61,9 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
            "tdpbf16ps, 32 rows x 32 columns x 32 k a step) where the reduction is a multiple "
            "of 32; single rows stay on vdpbf16ps. An attention call of 4 queries or more "
            "(head_dim a multiple of 32, no position bias) attends on AMX tiles">,
+    Option<"activationTerms", "activation-terms", "int64_t", /*default=*/"1",
+           "With bf16-dot: the activations as a sum of this many bf16 terms (1, 2 or 3; "
+           "3 is an f32 exactly), each multiplied in turn">,
     Option<"decodePrefetch", "decode-prefetch", "int64_t", /*default=*/"8192",
            "Bytes ahead that a single-row (decode) projection tile prefetches its weight "
            "panel into L2; 0: no software prefetch">,

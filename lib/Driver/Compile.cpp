@@ -295,7 +295,7 @@ int tbc::compileMain(int argc, char **argv) {
       "cpu-features", cl::cat(cat), cl::value_desc("+a,-b"),
       cl::desc("--target cpu: extensions to add or remove, e.g. -avx512f"));
   static cl::opt<std::string> cpuDot(
-      "cpu-dot", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|amx"),
+      "cpu-dot", cl::cat(cat), cl::init("f32"), cl::value_desc("f32|bf16|amx|amx-f32"),
       cl::desc("--target cpu --dtype bf16: how projections multiply. f32 (the "
                "default): activations stay f32 and the bf16 weights are widened, "
                "exactly the checkpoint's products. bf16: activations are rounded "
@@ -306,7 +306,11 @@ int tbc::compileMain(int argc, char **argv) {
                "rows or more multiplied on Intel's AMX tiles (tdpbf16ps; Sapphire "
                "Rapids and later), fewer rows on vdpbf16ps; a prompt's attention "
                "on the tiles too (queries, keys, values and probabilities rounded "
-               "to bf16; head_dim a multiple of 32, no ALiBi or relative bias)"));
+               "to bf16; head_dim a multiple of 32, no ALiBi or relative bias). "
+               "amx-f32: f32's arithmetic on the tiles: each activation split into "
+               "three bf16 terms that sum to it exactly, every product taken once "
+               "per term (so the checkpoint's exact products, as f32; attention "
+               "in f32), prompts ~3x f32's speed"));
   static cl::opt<int64_t> cpuDecodeStreams(
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "

@@ -25,7 +25,8 @@ using namespace mlir;
 
 void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, Value acc,
                             Value rows, Value blockEnd, Value panelBegin, Value panelEnd,
-                            Value colBegin, Value colEnd, bool accumulate) {
+                            Value colBegin, Value colEnd, bool accumulate, int64_t terms,
+                            Value termRows) {
   const int64_t k = cast<MemRefType>(packed.getType()).getShape()[1];
   const int64_t panel = cast<MemRefType>(packed.getType()).getShape()[2];
   assert(panel == 2 * kAmxTileRows && k % kAmxTileK == 0 && "AMX blocks: 32-column panels, "
@@ -105,19 +106,35 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
         mb, loc, q0, q1, idx(mb, kAmxTileK / 2), inits,
         [&](OpBuilder &kb, Location, Value q, ValueRange accs) {
           Value kk = arith::MulIOp::create(kb, loc, q, idx(kb, 2));
-          SmallVector<Value, 2> as, ws;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value row = arith::AddIOp::create(kb, loc, m, idx(kb, i * kAmxTileRows));
-            as.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, xb, ValueRange{row, kk}));
-          }
+          // The activation tiles of term j (two row tiles).
+          auto activations = [&](int64_t j) {
+            SmallVector<Value, 2> as;
+            Value base = m;
+            if (j > 0)
+              base = arith::AddIOp::create(
+                  kb, loc, m, arith::MulIOp::create(kb, loc, termRows, idx(kb, j)));
+            for (int64_t i = 0; i < 2; ++i) {
+              Value row = arith::AddIOp::create(kb, loc, base, idx(kb, i * kAmxTileRows));
+              as.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, xb, ValueRange{row, kk}));
+            }
+            return as;
+          };
+          SmallVector<Value, 2> as = activations(0), ws;
           for (int64_t h = 0; h < 2; ++h)
             ws.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, halves[h],
                                                  ValueRange{q, idx(kb, 0)}));
-          SmallVector<Value, 4> next;
-          for (int64_t i = 0; i < 2; ++i)
-            for (int64_t h = 0; h < 2; ++h)
-              next.push_back(amx::TileMulFOp::create(kb, loc, f32Tile, as[i], ws[h],
-                                                     accs[2 * i + h]));
+          SmallVector<Value, 4> next(accs.begin(), accs.end());
+          // Each term's products onto the same sums: the weight tiles are
+          // loaded once for all (three terms took 1.6x one's time, not 3x:
+          // bench/NOTES.md).
+          for (int64_t j = 0; j < terms; ++j) {
+            if (j > 0)
+              as = activations(j);
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t h = 0; h < 2; ++h)
+                next[2 * i + h] =
+                    amx::TileMulFOp::create(kb, loc, f32Tile, as[i], ws[h], next[2 * i + h]);
+          }
           scf::YieldOp::create(kb, loc, next);
         });
   };
@@ -141,7 +158,11 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   // 830 GFLOP/s; +3% at 1024 wide, +10% at 4096; bench/NOTES.md).
   Value wholeEnd = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, rows, idx(b, kAmxBlockRows)), idx(b, kAmxBlockRows));
-  const int64_t chunkPairs = kAmxChunkK / 2;
+  // With more activation terms a chunk is that much shorter, so that a
+  // group's chunk of all terms still fits L2 (three terms of 2048 k: 3 MiB,
+  // and the projections ran at a fifth of one term's rate).
+  const int64_t chunkK = terms == 1 ? kAmxChunkK : terms == 2 ? kAmxChunkK / 2 : kAmxChunkK / 4;
+  const int64_t chunkPairs = chunkK / 2;
   // The rows in groups of kAmxRowGroup, each through every chunk and panel
   // before the next: a group's chunk of activations (256 rows x 4 KB) stays
   // in L2 while the panels stream past; all of a long prompt's rows (a

@@ -754,7 +754,7 @@ private:
                       a.getRelativeBias() ? in[3] : Value());
     emitAttention(b, loc, a, in[0], in[1], in[2], a.getWindowSize() ? in.back() : Value(),
                   out, caches[0], caches[1], rangeBegin, rangeEnd, bias, tile.vector,
-                  tile.amx);
+                  /*amx=*/tile.amx && tile.activationTerms == 1);
     return success();
   }
 };
@@ -790,7 +790,8 @@ struct TbcLowerToCPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, amx, decodePrefetch, decodeStreams};
+    CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, amx, activationTerms,
+                 decodePrefetch, decodeStreams};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
         tile.decodePrefetch < 0 ||
         !isDecodeStreamCount(tile.decodeStreams) ||
@@ -807,6 +808,10 @@ struct TbcLowerToCPUPass
     }
     if (amx && !bf16Dot) {
       module.emitError("amx multiplies bf16 weights packed in k pairs: it needs bf16-dot");
+      return signalPassFailure();
+    }
+    if (activationTerms < 1 || activationTerms > 3 || (activationTerms > 1 && !bf16Dot)) {
+      module.emitError("activation-terms is 1, 2 or 3, and more than 1 needs bf16-dot");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels, others;

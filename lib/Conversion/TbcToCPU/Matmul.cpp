@@ -41,30 +41,50 @@ static constexpr int64_t kDecodeUnroll = 4;
 /// 2q] | x[0, t, 2q + 1] << 16 (vdpbf16ps takes the even element of a pair
 /// from the low half), and `halves`, the same bytes as bf16 [rows, k] (an AMX
 /// tile's rows). `allocRows` >= the call's rows; rows past them are zeros
-/// (AMX blocks of 32 rows read them).
+/// (AMX blocks of 32 rows read them). With `terms` > 1 the buffer holds that
+/// many such row sets, term j's row t at j * allocRows + t: x's bf16
+/// rounding, then the rounding of what it left, and so on (x - term 0 is
+/// exact in f32, and so on down: three terms sum to x exactly).
+// Padding at the end of an activation row, in pairs (64 bytes).
+static constexpr int64_t kRowPadPairs = 16;
 struct ActivationPairs {
   Value bytes, pairs, halves;
 };
 static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, int64_t k,
-                                           Value allocRows, bool padded) {
+                                           Value allocRows, bool padded, int64_t terms) {
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ob, loc, v);
   };
   Value rows = memref::DimOp::create(b, loc, x, 1);
   Value zero = idx(b, 0);
-  Value size = arith::MulIOp::create(b, loc, allocRows, idx(b, 2 * k));
+  Value setRows = arith::MulIOp::create(b, loc, allocRows, idx(b, terms));
+  // Rows a cache line longer than k: at a multiple of 4 KiB (k = 2048,
+  // 4096, ...) the 16 rows of an AMX tile all fell into one L1 set (12
+  // ways), and three activation terms' 96 rows of a block thrashed it
+  // (--cpu-dot amx-f32 ran at a fifth of one term's rate; bench/NOTES.md).
+  const int64_t rowPairs = k / 2 + kRowPadPairs;
+  Value size = arith::MulIOp::create(b, loc, setRows, idx(b, 4 * rowPairs));
   // On a cache line: an AMX tile row is 64 bytes, and rows that straddle
   // two lines load at half the speed (malloc's 16-byte alignment put every
   // row across two: the tiles ran at 0.5x).
   Value bytes = memref::AllocOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{size},
       b.getI64IntegerAttr(64));
-  Value pairs = memref::ViewOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), bytes, zero,
-      ValueRange{allocRows});
-  Value halves = memref::ViewOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, k}, b.getBF16Type()), bytes, zero,
-      ValueRange{allocRows});
+  Value paddedPairs = memref::ViewOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, rowPairs}, b.getI32Type()), bytes, zero,
+      ValueRange{setRows});
+  Value paddedHalves = memref::ViewOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, 2 * rowPairs}, b.getBF16Type()), bytes,
+      zero, ValueRange{setRows});
+  // The rows' first k (k / 2 pairs), the padding never read.
+  auto firstColumns = [&](Value padded, int64_t width) -> Value {
+    SmallVector<OpFoldResult> at{b.getIndexAttr(0), b.getIndexAttr(0)},
+        size{OpFoldResult(setRows), b.getIndexAttr(width)},
+        step{b.getIndexAttr(1), b.getIndexAttr(1)};
+    return memref::SubViewOp::create(b, loc, padded, at, size, step);
+  };
+  Value pairs = firstColumns(paddedPairs, k / 2);
+  Value halves = firstColumns(paddedHalves, k);
   scf::ForOp::create(
       b, loc, zero, rows, idx(b, 1), ValueRange{},
       [&](OpBuilder &rb, Location, Value t, ValueRange) {
@@ -72,35 +92,56 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
             rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
             [&](OpBuilder &qb, Location, Value q, ValueRange) {
               Value k0 = arith::MulIOp::create(qb, loc, q, idx(qb, 2));
-              auto half = [&](Value kk) -> Value {
-                Value v = memref::LoadOp::create(qb, loc, x, ValueRange{zero, t, kk});
-                Value h = arith::TruncFOp::create(qb, loc, qb.getBF16Type(), v);
+              // Term j of element e: the bf16 rounding of what terms 0..j-1
+              // left of it, as the low or high half of an i32.
+              Value left[2];
+              auto term = [&](int e) -> Value {
+                if (!left[e]) {
+                  Value kk = e ? arith::AddIOp::create(qb, loc, k0, idx(qb, 1)).getResult() : k0;
+                  left[e] = memref::LoadOp::create(qb, loc, x, ValueRange{zero, t, kk});
+                }
+                Value h = arith::TruncFOp::create(qb, loc, qb.getBF16Type(), left[e]);
+                if (terms > 1)
+                  left[e] = arith::SubFOp::create(
+                      qb, loc, left[e], arith::ExtFOp::create(qb, loc, qb.getF32Type(), h));
                 return arith::ExtUIOp::create(
                     qb, loc, qb.getI32Type(),
                     arith::BitcastOp::create(qb, loc, qb.getI16Type(), h));
               };
-              Value lo = half(k0);
-              Value hi = half(arith::AddIOp::create(qb, loc, k0, idx(qb, 1)));
-              Value sixteen = arith::ConstantOp::create(qb, loc, qb.getI32IntegerAttr(16));
-              Value pair = arith::OrIOp::create(
-                  qb, loc, lo, arith::ShLIOp::create(qb, loc, hi, sixteen));
-              memref::StoreOp::create(qb, loc, pair, pairs, ValueRange{t, q});
+              for (int64_t j = 0; j < terms; ++j) {
+                Value lo = term(0);
+                Value hi = term(1);
+                Value sixteen = arith::ConstantOp::create(qb, loc, qb.getI32IntegerAttr(16));
+                Value pair = arith::OrIOp::create(
+                    qb, loc, lo, arith::ShLIOp::create(qb, loc, hi, sixteen));
+                Value row = j == 0 ? t
+                                   : arith::AddIOp::create(
+                                         qb, loc, t,
+                                         arith::MulIOp::create(qb, loc, allocRows, idx(qb, j)))
+                                         .getResult();
+                memref::StoreOp::create(qb, loc, pair, pairs, ValueRange{row, q});
+              }
               scf::YieldOp::create(qb, loc);
             });
         scf::YieldOp::create(rb, loc);
       });
   if (padded) {
-    scf::ForOp::create(
-        b, loc, rows, allocRows, idx(b, 1), ValueRange{},
-        [&](OpBuilder &rb, Location, Value t, ValueRange) {
-          Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
-          scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
-                             [&](OpBuilder &qb, Location, Value q, ValueRange) {
-                               memref::StoreOp::create(qb, loc, none, pairs, ValueRange{t, q});
-                               scf::YieldOp::create(qb, loc);
-                             });
-          scf::YieldOp::create(rb, loc);
-        });
+    for (int64_t j = 0; j < terms; ++j) {
+      Value base = arith::MulIOp::create(b, loc, allocRows, idx(b, j));
+      scf::ForOp::create(
+          b, loc, arith::AddIOp::create(b, loc, base, rows),
+          arith::AddIOp::create(b, loc, base, allocRows), idx(b, 1), ValueRange{},
+          [&](OpBuilder &rb, Location, Value t, ValueRange) {
+            Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
+            scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
+                               [&](OpBuilder &qb, Location, Value q, ValueRange) {
+                                 memref::StoreOp::create(qb, loc, none, pairs,
+                                                         ValueRange{t, q});
+                                 scf::YieldOp::create(qb, loc);
+                               });
+            scf::YieldOp::create(rb, loc);
+          });
+    }
   }
   return {bytes, pairs, halves};
 }
@@ -148,6 +189,8 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // With bf16 dot products the k loops count pairs of k and a 32-wide
   // bf16 load of the panel holds 16 columns of two k (KernelABI.h).
   const bool dot = shape.bf16Dot;
+  // With bf16 dot products, the activation terms each k step multiplies.
+  const int64_t terms = dot ? shape.activationTerms : 1;
   assert((!dot || (k % 2 == 0 && kPanelWidth == 2 * kVector)) &&
          "bf16 dot products need an even reduction and panels of two vectors");
   const int64_t kSteps = dot ? k / 2 : k, kStepsPerBlock = dot ? kBlockK / 2 : kBlockK;
@@ -217,12 +260,11 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
                                 .getResult()
                           : Value();
   ActivationPairs packedX;
-  if (dot)
-    packedX = packActivationPairs(b, loc, x, k,
-                                  amxTiles ? arith::MaxUIOp::create(b, loc, rows, amxEnd)
-                                                 .getResult()
-                                           : rows,
-                                  amxTiles);
+  Value termRows; // rows between one activation term's and the next's
+  if (dot) {
+    termRows = amxTiles ? arith::MaxUIOp::create(b, loc, rows, amxEnd).getResult() : rows;
+    packedX = packActivationPairs(b, loc, x, k, termRows, amxTiles, terms);
+  }
   Value xPairs = packedX.pairs;
   // Panels that hold a column of [colBegin, colEnd); stores are masked to it.
   Value panelBegin = arith::DivUIOp::create(b, loc, colBegin, idx(b, kPanelWidth));
@@ -251,12 +293,6 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     for (int64_t i = 0; i < r; ++i) {
       tokenRows.push_back(arith::AddIOp::create(cb, loc, t, idx(cb, i)));
       if (dot) {
-        SmallVector<OpFoldResult> at{tokenRows.back(), cb.getIndexAttr(0)},
-            size{cb.getIndexAttr(1), cb.getIndexAttr(kSteps)};
-        auto rowType = memref::SubViewOp::inferRankReducedResultType(
-            {kSteps}, cast<MemRefType>(xPairs.getType()), at, size, unit(2));
-        xRows.push_back(memref::SubViewOp::create(cb, loc, cast<MemRefType>(rowType), xPairs,
-                                                  at, size, unit(2)));
         continue;
       }
       auto rowType = memref::SubViewOp::inferRankReducedResultType(
@@ -270,6 +306,21 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           ArrayRef<OpFoldResult>{cb.getIndexAttr(1), cb.getIndexAttr(1), cb.getIndexAttr(k)},
           unit(3)));
     }
+    // With bf16 dot products: term j of row i is xRows[j * r + i].
+    for (int64_t j = 0; dot && j < terms; ++j)
+      for (int64_t i = 0; i < r; ++i) {
+        Value row = j == 0 ? tokenRows[i]
+                           : arith::AddIOp::create(
+                                 cb, loc, tokenRows[i],
+                                 arith::MulIOp::create(cb, loc, termRows, idx(cb, j)))
+                                 .getResult();
+        SmallVector<OpFoldResult> at{row, cb.getIndexAttr(0)},
+            size{cb.getIndexAttr(1), cb.getIndexAttr(kSteps)};
+        auto rowType = memref::SubViewOp::inferRankReducedResultType(
+            {kSteps}, cast<MemRefType>(xPairs.getType()), at, size, unit(2));
+        xRows.push_back(memref::SubViewOp::create(cb, loc, cast<MemRefType>(rowType), xPairs,
+                                                  at, size, unit(2)));
+      }
     SmallVector<Value> panels;
     for (Value p : ps) {
       auto panelType = memref::SubViewOp::inferRankReducedResultType(
@@ -298,14 +349,16 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
           ws.push_back(
               vector::LoadOp::create(kb, loc, pairVec, panel, ValueRange{row, idx(kb, 0)}));
         }
-        for (int64_t i = 0; i < r; ++i) {
-          Value pair = memref::LoadOp::create(kb, loc, xRows[i], ValueRange{kk});
-          Value xb = vector::BitCastOp::create(
-              kb, loc, pairVec, vector::BroadcastOp::create(kb, loc, pairLanes, pair));
-          for (int64_t h = 0; h < kVectorsPerPanel; ++h)
-            next.push_back(x86vector::DotBF16Op::create(
-                kb, loc, vecType, accs[i * kVectorsPerPanel + h], xb, ws[h]));
-        }
+        next.assign(accs.begin(), accs.end());
+        for (int64_t j = 0; j < terms; ++j)
+          for (int64_t i = 0; i < r; ++i) {
+            Value pair = memref::LoadOp::create(kb, loc, xRows[j * r + i], ValueRange{kk});
+            Value xb = vector::BitCastOp::create(
+                kb, loc, pairVec, vector::BroadcastOp::create(kb, loc, pairLanes, pair));
+            for (int64_t h = 0; h < kVectorsPerPanel; ++h)
+              next[i * kVectorsPerPanel + h] = x86vector::DotBF16Op::create(
+                  kb, loc, vecType, next[i * kVectorsPerPanel + h], xb, ws[h]);
+          }
         return next;
       }
       if (evenOdd) {
@@ -546,7 +599,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
   // Whole tiles of rows, panel after panel.
   if (amxTiles) {
     emitAmxPanelTiles(b, loc, packedX.halves, packed, acc, rows, amxEnd, panelBegin, panelEnd,
-                      colBegin, colEnd, accumulate);
+                      colBegin, colEnd, accumulate, terms, termRows);
   } else {
     scf::ForOp::create(
         b, loc, panelBegin, panelEnd, idx(b, 1), ValueRange{},

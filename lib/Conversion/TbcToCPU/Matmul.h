@@ -45,11 +45,14 @@ constexpr int64_t kAmxMinRows = 4;
 /// `rows` of the blocks of 32 in [0, blockEnd) (blockEnd a multiple of 32;
 /// xb, bf16 [>= blockEnd, in], holds zeros past `rows`) and the columns n in
 /// [colBegin, colEnd) of panels [panelBegin, panelEnd), with W packed in k
-/// pairs (KernelABI.h; 32-column panels, `in` a multiple of 32).
+/// pairs (KernelABI.h; 32-column panels, `in` a multiple of 32). With
+/// `terms` > 1, xb holds that many bf16 terms of the activations, term j's
+/// row t at j * termRows + t, each multiplied in turn.
 void emitAmxPanelTiles(mlir::OpBuilder &b, mlir::Location loc, mlir::Value xb,
                        mlir::Value packed, mlir::Value acc, mlir::Value rows,
                        mlir::Value blockEnd, mlir::Value panelBegin, mlir::Value panelEnd,
-                       mlir::Value colBegin, mlir::Value colEnd, bool accumulate);
+                       mlir::Value colBegin, mlir::Value colEnd, bool accumulate,
+                       int64_t terms, mlir::Value termRows);
 
 } // namespace tbc
 

@@ -82,8 +82,11 @@ int64_t decodeStreamsFor(StringRef cpu) { return readsFourDecodeStreams(cpu) ? 4
 CpuTile tileFor(const TargetOptions &options) {
   HostTarget target = hostTarget(options);
   CpuTile tile = hostTargetHas(target, "avx512f") ? kAvx512Tile : kAvx2Tile;
-  tile.bf16Dot = options.cpuDot == "bf16" || options.cpuDot == "amx";
-  tile.amx = options.cpuDot == "amx";
+  const bool amx = options.cpuDot == "amx" || options.cpuDot == "amx-f32";
+  tile.bf16Dot = options.cpuDot == "bf16" || amx;
+  tile.amx = amx;
+  // amx-f32: f32 activations as three bf16 terms, exactly (KernelABI.h).
+  tile.activationTerms = options.cpuDot == "amx-f32" ? 3 : 1;
   tile.decodePrefetch = options.cpuDecodePrefetch >= 0
                             ? options.cpuDecodePrefetch
                             : decodePrefetchFor(hostTargetCpu(target), options.weightType);
@@ -105,8 +108,9 @@ public:
     if (options.cpuDecodePrefetch < -1 || options.cpuDecodePrefetch > (1 << 20))
       return "--cpu-decode-prefetch " + std::to_string(options.cpuDecodePrefetch) +
              ": bytes ahead, 0 (none) to 1048576 (-1: the target CPU's choice)";
-    if (options.cpuDot != "f32" && options.cpuDot != "bf16" && options.cpuDot != "amx")
-      return "unknown --cpu-dot '" + options.cpuDot + "' (f32, bf16 or amx)";
+    const bool amx = options.cpuDot == "amx" || options.cpuDot == "amx-f32";
+    if (options.cpuDot != "f32" && options.cpuDot != "bf16" && !amx)
+      return "unknown --cpu-dot '" + options.cpuDot + "' (f32, bf16, amx or amx-f32)";
     if (options.cpuDot == "f32")
       return "";
     if (options.weightType != "bf16")
@@ -118,10 +122,11 @@ public:
       return "--cpu-dot " + options.cpuDot +
              " needs AVX512-BF16 (vdpbf16ps), which the target CPU lacks (" + target +
              "); compile for one that has it, e.g. --cpu " +
-             (options.cpuDot == "amx" ? "sapphirerapids" : "znver4 or sapphirerapids");
+             (amx ? "sapphirerapids" : "znver4 or sapphirerapids");
     for (const char *feature : kAmxFeatures)
-      if (options.cpuDot == "amx" && !hostTargetHas(hostTarget(options), feature))
-        return "--cpu-dot amx needs AMX-BF16 (tdpbf16ps), which the target CPU lacks (" + target +
+      if (amx && !hostTargetHas(hostTarget(options), feature))
+        return "--cpu-dot " + options.cpuDot +
+               " needs AMX-BF16 (tdpbf16ps), which the target CPU lacks (" + target +
                "); compile for one that has it, e.g. --cpu sapphirerapids";
     return "";
   }

@@ -37,6 +37,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const Cpu
   options.tileRows = tile.rows;
   options.bf16Dot = tile.bf16Dot;
   options.amx = tile.amx;
+  options.activationTerms = tile.activationTerms;
   options.decodePrefetch = tile.decodePrefetch;
   options.decodeStreams = tile.decodeStreams;
   pm.addPass(createTbcLowerToCPU(options));

@@ -60,6 +60,11 @@ struct CpuTile {
   /// rows x one panel x 32 k per step) where the reduction is a multiple of
   /// 32; single rows (decode) stay on vdpbf16ps. Same packing.
   bool amx = false;
+  /// With bf16Dot: the activations as the sum of this many bf16 terms (each
+  /// the rounding of what the previous left), every product taken once per
+  /// term: 1 rounds them to bf16; 3 holds an f32 exactly (8 + 8 + 8 bits of
+  /// significand), the products then the f32 path's (`--cpu-dot amx-f32`).
+  int64_t activationTerms = 1;
   /// How far ahead (bytes) a single-row (decode) tile prefetches its panel
   /// into L2; 0: none, the hardware prefetcher alone. Chosen per CPU and
   /// weight width (CpuBackend.cpp's tileFor).
