@@ -27,7 +27,9 @@ with --cpu-dot bf16: activations rounded to bf16 and multiplied by vdpbf16ps,
 as llama.cpp's bf16 GGUF path does; `tbc` keeps f32 activations. Engine
 `tbc-amx` (bf16 weights, on a CPU with AMX: Sapphire Rapids and later) is tbc
 compiled with --cpu-dot amx: the same rounding, prompts multiplied on AMX
-tiles (tdpbf16ps), decode on vdpbf16ps.
+tiles (tdpbf16ps), decode on vdpbf16ps. Engine `tbc-amxf` (not run unless
+named in --engines) is --cpu-dot amx-f32: `tbc`'s f32 arithmetic on the
+tiles, each activation as three bf16 terms.
 
 Engine `tbc-f32` (bf16 models) is tbc compiled with --dtype f32 from the same
 bf16 checkpoint (its weights widened to f32 at bind time: the same products
@@ -306,7 +308,7 @@ class TorchEngine:
         return self._run([token], self.past)
 
 
-ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-amx": TbcEngine, "tbc-f32": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
+ENGINES = {"tbc": TbcEngine, "tbc-dot": TbcEngine, "tbc-amx": TbcEngine, "tbc-amxf": TbcEngine, "tbc-f32": TbcEngine, "tbc-base": TbcEngine, "llama.cpp": LlamaCppEngine,
            "eager": TorchEngine, "compile": TorchEngine}
 
 
@@ -537,6 +539,7 @@ def main():
     p.add_argument("--engines", default="tbc,tbc-f32,tbc-dot,tbc-amx,llama.cpp,eager,compile",
                    help="tbc-dot: tbc --cpu-dot bf16 (bf16 weights, AVX512-BF16 only); "
                    "tbc-amx: tbc --cpu-dot amx (bf16 weights, AMX only); "
+                   "tbc-amxf: tbc --cpu-dot amx-f32 (likewise; f32 arithmetic); "
                    "tbc-f32: tbc --dtype f32 of the bf16 checkpoint (bf16 models only)")
     p.add_argument("--cpu", default="host", help="tbc compile --cpu (e.g. znver3 for AVX2 code)")
     p.add_argument("--cpu-features", default="",
@@ -638,7 +641,8 @@ def main():
             # tbc-amx likewise: bf16 weights and a CPU with AMX-BF16.
             amx_cpu = "amx_bf16" in ext if a.cpu == "host" else a.cpu in ("sapphirerapids", "emeraldrapids", "graniterapids")
             engines = [e for e in all_engines if e != "tbc-dot" or (dtype == "bf16" and dot_cpu)]
-            engines = [e for e in engines if e != "tbc-amx" or (dtype == "bf16" and amx_cpu)]
+            engines = [e for e in engines
+                       if e not in ("tbc-amx", "tbc-amxf") or (dtype == "bf16" and amx_cpu)]
             engines = [e for e in engines if e != "tbc-f32" or dtype == "bf16"]
             with tempfile.TemporaryDirectory() as tmp:
                 folder = os.path.join(tmp, "hf")
@@ -646,10 +650,12 @@ def main():
                 module = os.path.join(tmp, "m.tbcm")
                 module_dot = os.path.join(tmp, "dot.tbcm")
                 module_amx = os.path.join(tmp, "amx.tbcm")
+                module_amxf = os.path.join(tmp, "amxf.tbcm")
                 module_base = os.path.join(tmp, "base.tbcm")
                 module_f32 = os.path.join(tmp, "f32.tbcm")
                 builds = {"tbc": (module, a.build, []), "tbc-dot": (module_dot, a.build, ["--cpu-dot", "bf16"]),
                           "tbc-amx": (module_amx, a.build, ["--cpu-dot", "amx"]),
+                          "tbc-amxf": (module_amxf, a.build, ["--cpu-dot", "amx-f32"]),
                           "tbc-base": (module_base, a.baseline_build, []),
                           "tbc-f32": (module_f32, a.build, [])}
                 for e in engines:
@@ -735,7 +741,7 @@ def main():
                       f"{max(pairs, default=float('nan')):.2f}); tbc-f32 decode at "
                       f"{100 * base['tbc-f32'] * engine_bytes['tbc-f32'] / (round_bandwidth * 1e9):.0f}% "
                       "of the roofline (twice the bytes)")
-            ours = [e for e in engines if e in ("tbc", "tbc-dot", "tbc-amx")]
+            ours = [e for e in engines if e in ("tbc", "tbc-dot", "tbc-amx", "tbc-amxf")]
             for t in ours:
                 for peer in engines:
                     if peer == t or (peer in ours and t == "tbc"):

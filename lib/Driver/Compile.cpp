@@ -310,7 +310,7 @@ int tbc::compileMain(int argc, char **argv) {
                "amx-f32: f32's arithmetic on the tiles: each activation split into "
                "three bf16 terms that sum to it exactly, every product taken once "
                "per term (so the checkpoint's exact products, as f32; attention "
-               "in f32), prompts ~3x f32's speed"));
+               "in f32): prompts 1.4-2.2x f32's speed (a 2-core Xeon; bench/NOTES.md)"));
   static cl::opt<int64_t> cpuDecodeStreams(
       "cpu-decode-streams", cl::cat(cat), cl::init(0), cl::value_desc("0|1|2|4"),
       cl::desc("--target cpu: weight panels a decode (one-row) projection "
