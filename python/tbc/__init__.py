@@ -48,7 +48,8 @@ def compile(path, target="cpu", dtype=None, fuse=True, output=None, cpu=None, ta
     `cpu_dot="bf16"` (with dtype="bf16", on a CPU with AVX512-BF16) rounds
     the projections' activations to bf16 for vdpbf16ps (`--cpu-dot`);
     `cpu_dot="amx"` (a CPU with AMX) the same, prompts (projections and
-    attention) on AMX tiles."""
+    attention) on AMX tiles; `cpu_dot="amx-f32"` the tiles with f32
+    activations exactly (three bf16 terms each), the default's arithmetic."""
     tool = os.environ.get("TBC_BIN", TBC_BIN)
     if not os.access(tool, os.X_OK):
         raise Error(f"the tbc compiler is not at {tool} (set TBC_BIN)")

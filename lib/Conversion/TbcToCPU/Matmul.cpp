@@ -36,6 +36,9 @@ static constexpr int64_t kBlockK = 128;
 // Independent accumulator sets of a single-row (decode) tile.
 static constexpr int64_t kDecodeUnroll = 4;
 
+// Padding at the end of an activation row, in pairs (64 bytes).
+static constexpr int64_t kRowPadPairs = 16;
+
 /// The activations rounded to bf16 for bf16 dot products, in one buffer
 /// (`bytes`, freed by the caller) seen two ways: `pairs`, xp[t, q] = x[0, t,
 /// 2q] | x[0, t, 2q + 1] << 16 (vdpbf16ps takes the even element of a pair
@@ -45,8 +48,6 @@ static constexpr int64_t kDecodeUnroll = 4;
 /// many such row sets, term j's row t at j * allocRows + t: x's bf16
 /// rounding, then the rounding of what it left, and so on (x - term 0 is
 /// exact in f32, and so on down: three terms sum to x exactly).
-// Padding at the end of an activation row, in pairs (64 bytes).
-static constexpr int64_t kRowPadPairs = 16;
 struct ActivationPairs {
   Value bytes, pairs, halves;
 };
@@ -77,11 +78,11 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
       b, loc, MemRefType::get({ShapedType::kDynamic, 2 * rowPairs}, b.getBF16Type()), bytes,
       zero, ValueRange{setRows});
   // The rows' first k (k / 2 pairs), the padding never read.
-  auto firstColumns = [&](Value padded, int64_t width) -> Value {
+  auto firstColumns = [&](Value full, int64_t width) -> Value {
     SmallVector<OpFoldResult> at{b.getIndexAttr(0), b.getIndexAttr(0)},
         size{OpFoldResult(setRows), b.getIndexAttr(width)},
         step{b.getIndexAttr(1), b.getIndexAttr(1)};
-    return memref::SubViewOp::create(b, loc, padded, at, size, step);
+    return memref::SubViewOp::create(b, loc, full, at, size, step);
   };
   Value pairs = firstColumns(paddedPairs, k / 2);
   Value halves = firstColumns(paddedHalves, k);
