@@ -165,7 +165,8 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
   Value past = arith::SubIOp::create(b, loc, L, T);
   Value lastRow = arith::SubIOp::create(b, loc, L, one);
   // The caches' rows rounded up to whole steps (zeros past L).
-  Value padded = mul(b, div(b, add(b, L, idx(b, kKeyStep - 1)), kKeyStep), idx(b, kKeyStep));
+  Value padded =
+      mul(b, arith::CeilDivUIOp::create(b, loc, L, idx(b, kKeyStep)), idx(b, kKeyStep));
   auto alloc = [&](ArrayRef<int64_t> shape, Type element, ValueRange sizes) -> Value {
     return memref::AllocOp::create(b, loc, MemRefType::get(shape, element), sizes,
                                    b.getI64IntegerAttr(64));
@@ -196,9 +197,9 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
       Value live = arith::CmpIOp::create(jb, loc, arith::CmpIPredicate::slt,
                                          arith::AddIOp::create(jb, loc, toLanes(jb, j), iota),
                                          toLanes(jb, L));
+      // Row min(j, L - 1): a real one even where the whole step is past L.
+      Value row = arith::MinUIOp::create(jb, loc, j, lastRow);
       forLoop(jb, zero, idx(jb, D), 1, [&](OpBuilder &db, Value d) {
-        // Row min(j, L - 1): a real one even where the whole step is past L.
-        Value row = arith::MinUIOp::create(db, loc, j, lastRow);
         Value v =
             vector::GatherOp::create(db, loc, vecType, vCache, ValueRange{row, add(db, kvCol, d)},
                                      vOffsets, live, splat(db, 0.0f));

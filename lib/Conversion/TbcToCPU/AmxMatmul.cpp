@@ -102,6 +102,11 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   // (i, h) holds rows 16 i, columns 16 h of the block.
   auto kLoop = [&](OpBuilder &mb, ArrayRef<Value> halves, Value m, ValueRange inits, Value q0,
                    Value q1) {
+    // The block's first row in each term's row set.
+    SmallVector<Value, 3> bases{m};
+    for (int64_t j = 1; j < terms; ++j)
+      bases.push_back(arith::AddIOp::create(
+          mb, loc, m, arith::MulIOp::create(mb, loc, termRows, idx(mb, j))));
     return scf::ForOp::create(
         mb, loc, q0, q1, idx(mb, kAmxTileK / 2), inits,
         [&](OpBuilder &kb, Location, Value q, ValueRange accs) {
@@ -109,12 +114,8 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
           // The activation tiles of term j (two row tiles).
           auto activations = [&](int64_t j) {
             SmallVector<Value, 2> as;
-            Value base = m;
-            if (j > 0)
-              base = arith::AddIOp::create(
-                  kb, loc, m, arith::MulIOp::create(kb, loc, termRows, idx(kb, j)));
             for (int64_t i = 0; i < 2; ++i) {
-              Value row = arith::AddIOp::create(kb, loc, base, idx(kb, i * kAmxTileRows));
+              Value row = arith::AddIOp::create(kb, loc, bases[j], idx(kb, i * kAmxTileRows));
               as.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, xb, ValueRange{row, kk}));
             }
             return as;
@@ -124,9 +125,9 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
             ws.push_back(amx::TileLoadOp::create(kb, loc, bf16Tile, halves[h],
                                                  ValueRange{q, idx(kb, 0)}));
           SmallVector<Value, 4> next(accs.begin(), accs.end());
-          // Each term's products onto the same sums: the weight tiles are
-          // loaded once for all (three terms took 1.6x one's time, not 3x:
-          // bench/NOTES.md).
+          // Each term's products onto the same sums, the weight tiles loaded
+          // once for all (three terms still take ~3x one's time: the tile
+          // products bound it; bench/NOTES.md).
           for (int64_t j = 0; j < terms; ++j) {
             if (j > 0)
               as = activations(j);

@@ -31,8 +31,8 @@ bool amxAttends(AttentionOp a, const PositionBias &bias);
 
 /// The attention of the query rows [0, T) of the heads of key/value heads
 /// [kvBegin, kvEnd) on AMX tiles (AmxAttention.cpp), over the caches' L rows
-/// (the chunk's already appended); `past` = L - T, `window` the sliding
-/// window (an index) or null.
+/// (the chunk's already appended: query row t is at position L - T + t);
+/// `window` the sliding window (an index) or null.
 void emitAmxAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a, mlir::Value q,
                       mlir::Value window, mlir::Value out, mlir::Value kCache,
                       mlir::Value vCache, mlir::Value kvBegin, mlir::Value kvEnd);

@@ -89,6 +89,11 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
   scf::ForOp::create(
       b, loc, zero, rows, idx(b, 1), ValueRange{},
       [&](OpBuilder &rb, Location, Value t, ValueRange) {
+        // Row t of each term's set.
+        SmallVector<Value, 3> termRow{t};
+        for (int64_t j = 1; j < terms; ++j)
+          termRow.push_back(arith::AddIOp::create(
+              rb, loc, t, arith::MulIOp::create(rb, loc, allocRows, idx(rb, j))));
         scf::ForOp::create(
             rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
             [&](OpBuilder &qb, Location, Value q, ValueRange) {
@@ -115,12 +120,7 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
                 Value sixteen = arith::ConstantOp::create(qb, loc, qb.getI32IntegerAttr(16));
                 Value pair = arith::OrIOp::create(
                     qb, loc, lo, arith::ShLIOp::create(qb, loc, hi, sixteen));
-                Value row = j == 0 ? t
-                                   : arith::AddIOp::create(
-                                         qb, loc, t,
-                                         arith::MulIOp::create(qb, loc, allocRows, idx(qb, j)))
-                                         .getResult();
-                memref::StoreOp::create(qb, loc, pair, pairs, ValueRange{row, q});
+                memref::StoreOp::create(qb, loc, pair, pairs, ValueRange{termRow[j], q});
               }
               scf::YieldOp::create(qb, loc);
             });
