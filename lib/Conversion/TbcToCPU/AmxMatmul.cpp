@@ -103,10 +103,9 @@ void tbc::emitAmxPanelTiles(OpBuilder &b, Location loc, Value xb, Value packed, 
   auto kLoop = [&](OpBuilder &mb, ArrayRef<Value> halves, Value m, ValueRange inits, Value q0,
                    Value q1) {
     // The block's first row in each term's row set.
-    SmallVector<Value, 3> bases{m};
-    for (int64_t j = 1; j < terms; ++j)
-      bases.push_back(arith::AddIOp::create(
-          mb, loc, m, arith::MulIOp::create(mb, loc, termRows, idx(mb, j))));
+    SmallVector<Value, 3> bases;
+    for (int64_t j = 0; j < terms; ++j)
+      bases.push_back(activationTermRow(mb, loc, m, termRows, j));
     return scf::ForOp::create(
         mb, loc, q0, q1, idx(mb, kAmxTileK / 2), inits,
         [&](OpBuilder &kb, Location, Value q, ValueRange accs) {

@@ -48,6 +48,15 @@ static constexpr int64_t kRowPadPairs = 16;
 /// many such row sets, term j's row t at j * allocRows + t: x's bf16
 /// rounding, then the rounding of what it left, and so on (x - term 0 is
 /// exact in f32, and so on down: three terms sum to x exactly).
+Value tbc::activationTermRow(OpBuilder &b, Location loc, Value row, Value termRows,
+                            int64_t term) {
+  if (term == 0)
+    return row;
+  Value offset = arith::MulIOp::create(b, loc, termRows,
+                                       arith::ConstantIndexOp::create(b, loc, term));
+  return arith::AddIOp::create(b, loc, row, offset);
+}
+
 struct ActivationPairs {
   Value bytes, pairs, halves;
 };
@@ -90,10 +99,9 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
       b, loc, zero, rows, idx(b, 1), ValueRange{},
       [&](OpBuilder &rb, Location, Value t, ValueRange) {
         // Row t of each term's set.
-        SmallVector<Value, 3> termRow{t};
-        for (int64_t j = 1; j < terms; ++j)
-          termRow.push_back(arith::AddIOp::create(
-              rb, loc, t, arith::MulIOp::create(rb, loc, allocRows, idx(rb, j))));
+        SmallVector<Value, 3> termRow;
+        for (int64_t j = 0; j < terms; ++j)
+          termRow.push_back(tbc::activationTermRow(rb, loc, t, allocRows, j));
         scf::ForOp::create(
             rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
             [&](OpBuilder &qb, Location, Value q, ValueRange) {
@@ -128,10 +136,10 @@ static ActivationPairs packActivationPairs(OpBuilder &b, Location loc, Value x, 
       });
   if (padded) {
     for (int64_t j = 0; j < terms; ++j) {
-      Value base = arith::MulIOp::create(b, loc, allocRows, idx(b, j));
+      Value begin = tbc::activationTermRow(b, loc, rows, allocRows, j);
+      Value end = tbc::activationTermRow(b, loc, allocRows, allocRows, j);
       scf::ForOp::create(
-          b, loc, arith::AddIOp::create(b, loc, base, rows),
-          arith::AddIOp::create(b, loc, base, allocRows), idx(b, 1), ValueRange{},
+          b, loc, begin, end, idx(b, 1), ValueRange{},
           [&](OpBuilder &rb, Location, Value t, ValueRange) {
             Value none = arith::ConstantOp::create(rb, loc, rb.getI32IntegerAttr(0));
             scf::ForOp::create(rb, loc, zero, idx(rb, k / 2), idx(rb, 1), ValueRange{},
@@ -310,11 +318,7 @@ void tbc::emitPanelMatmul(OpBuilder &b, Location loc, Value x, Value packed,
     // With bf16 dot products: term j of row i is xRows[j * r + i].
     for (int64_t j = 0; dot && j < terms; ++j)
       for (int64_t i = 0; i < r; ++i) {
-        Value row = j == 0 ? tokenRows[i]
-                           : arith::AddIOp::create(
-                                 cb, loc, tokenRows[i],
-                                 arith::MulIOp::create(cb, loc, termRows, idx(cb, j)))
-                                 .getResult();
+        Value row = activationTermRow(cb, loc, tokenRows[i], termRows, j);
         SmallVector<OpFoldResult> at{row, cb.getIndexAttr(0)},
             size{cb.getIndexAttr(1), cb.getIndexAttr(kSteps)};
         auto rowType = memref::SubViewOp::inferRankReducedResultType(

@@ -48,6 +48,11 @@ constexpr int64_t kAmxMinRows = 4;
 /// pairs (KernelABI.h; 32-column panels, `in` a multiple of 32). With
 /// `terms` > 1, xb holds that many bf16 terms of the activations, term j's
 /// row t at j * termRows + t, each multiplied in turn.
+/// Row `row` of activation term `term` in a buffer of term row sets
+/// `termRows` rows apart: term j's row t is row j * termRows + t.
+mlir::Value activationTermRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                              mlir::Value termRows, int64_t term);
+
 void emitAmxPanelTiles(mlir::OpBuilder &b, mlir::Location loc, mlir::Value xb,
                        mlir::Value packed, mlir::Value acc, mlir::Value rows,
                        mlir::Value blockEnd, mlir::Value panelBegin, mlir::Value panelEnd,
