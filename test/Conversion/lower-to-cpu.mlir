@@ -23,13 +23,40 @@
 // CHECK: vector.maskedstore
 
 // Attention takes its key/value caches and then the range of key/value
-// heads to do; per row it scores only the positions it may see (causal:
-// up to its own), with 16-wide dot products and value sums. The four query
-// heads of the key/value head go together: each key row is loaded once for
-// their four scores (a row of scores each), each value row once for their
-// four sums.
+// heads to do. A chunk of 4 queries or more (a prompt) attends in register
+// tiles (TiledAttention.cpp): the key/value head's keys packed transposed
+// in blocks of 48 positions (three 16-wide vectors), then per tile of the
+// four query heads scores vectorised over keys (12 accumulators, three
+// loads of packed keys a step), each row's softmax over the positions it
+// sees, and the four rows' weighted sums of the values.
 // CHECK-LABEL: func.func @k{{[0-9]+}}_attention(
 // CHECK-SAME: %{{.*}}: memref<?x?x64xf32>, %[[KC:.*]]: memref<?x16xf32>, %[[VC:.*]]: memref<?x16xf32>, %{{.*}}: memref<2xi64>)
+// CHECK: scf.if
+// CHECK: %[[KP:.*]] = memref.alloc(%{{.*}}) : memref<?x16x48xf32>
+// CHECK: %[[TS:.*]] = memref.alloc(%{{.*}}) : memref<4x?xf32>
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-3: vector.load %[[KP]]
+// CHECK-NOT: vector.load %[[KP]]
+// CHECK-COUNT-12: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.load %[[KP]]
+// CHECK: scf.yield
+// CHECK-COUNT-12: vector.store %{{.*}}, %[[TS]]
+// CHECK: arith.maxnumf {{.*}} : vector<16xf32>
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK: vector.load %[[VC]]
+// CHECK-NOT: vector.load %[[VC]]
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.load %[[VC]]
+// CHECK: scf.yield
+// CHECK: memref.dealloc %[[TS]]
+// CHECK: memref.dealloc %[[KP]]
+// Fewer queries (decoding) attend one row at a time: per row it scores
+// only the positions it may see (causal: up to its own), with 16-wide dot
+// products and value sums. The four query heads of the key/value head go
+// together: each key row is loaded once for their four scores (a row of
+// scores each), each value row once for their four sums.
+// CHECK: } else {
 // CHECK: %[[S:.*]] = memref.alloc(%{{.*}}) : memref<4x?xf32>
 // CHECK: scf.for
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4

@@ -82,6 +82,78 @@ static SmallVector<Value> horizontalSums(OpBuilder &b, Location loc, ArrayRef<Va
   return sums;
 }
 
+Value tbc::emitWindowStart(OpBuilder &b, Location loc, Value p, Value window) {
+  // j > p - window  <=>  j >= p + 1 - window (clamped at 0).
+  Value pw = arith::AddIOp::create(b, loc, p, arith::ConstantIndexOp::create(b, loc, 1));
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, pw, window);
+  Value start = arith::SubIOp::create(b, loc, pw, window);
+  return arith::SelectOp::create(b, loc, inside, start,
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+}
+
+/// The end of the `width`-wide steps from jBegin towards jEnd.
+static Value vectorStepsEnd(OpBuilder &b, Location loc, Value jBegin, Value jEnd,
+                            int64_t width) {
+  Value w = arith::ConstantIndexOp::create(b, loc, width);
+  Value steps = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, jEnd, jBegin), w);
+  return arith::AddIOp::create(b, loc, jBegin, arith::MulIOp::create(b, loc, steps, w));
+}
+
+Value tbc::emitRowMax(OpBuilder &b, Location loc, Value S, Value row, Value jBegin, Value jEnd,
+                      int64_t width) {
+  auto vecType = VectorType::get({width}, b.getF32Type());
+  float negInf = -std::numeric_limits<float>::infinity();
+  Value jVecEnd = vectorStepsEnd(b, loc, jBegin, jEnd, width);
+  // maxnumf, as the one-row kernel's score loop: a NaN score still makes
+  // the row NaN through its exp.
+  auto vecLoop = scf::ForOp::create(
+      b, loc, jBegin, jVecEnd, arith::ConstantIndexOp::create(b, loc, width),
+      ValueRange{arith::ConstantOp::create(b, loc, vecType,
+                                           DenseElementsAttr::get(vecType, negInf))},
+      [&](OpBuilder &jb, Location, Value j, ValueRange m) {
+        Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{row, j});
+        scf::YieldOp::create(jb, loc, ValueRange{arith::MaxNumFOp::create(jb, loc, m[0], s)});
+      });
+  Value vecMax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
+                                             vecLoop.getResult(0));
+  auto loop = scf::ForOp::create(
+      b, loc, jVecEnd, jEnd, arith::ConstantIndexOp::create(b, loc, 1), ValueRange{vecMax},
+      [&](OpBuilder &jb, Location, Value j, ValueRange m) {
+        Value s = memref::LoadOp::create(jb, loc, S, ValueRange{row, j});
+        scf::YieldOp::create(jb, loc, ValueRange{arith::MaxNumFOp::create(jb, loc, m[0], s)});
+      });
+  return loop.getResult(0);
+}
+
+Value tbc::emitExpAndSum(OpBuilder &b, Location loc, Value S, Value row, Value jBegin,
+                         Value jEnd, Value max, int64_t width) {
+  // `width` at a time (the polynomial exp vectorised; scalar, it cost as
+  // much as the scores), then the rest one by one.
+  auto vecType = VectorType::get({width}, b.getF32Type());
+  Value jVecEnd = vectorStepsEnd(b, loc, jBegin, jEnd, width);
+  Value maxVec = vector::BroadcastOp::create(b, loc, vecType, max);
+  auto vecLoop = scf::ForOp::create(
+      b, loc, jBegin, jVecEnd, arith::ConstantIndexOp::create(b, loc, width),
+      ValueRange{arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f))},
+      [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
+        Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{row, j});
+        Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, maxVec));
+        vector::StoreOp::create(jb, loc, e, S, ValueRange{row, j});
+        scf::YieldOp::create(jb, loc, ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
+      });
+  Value vecSum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                             vecLoop.getResult(0), arith::FastMathFlags::reassoc);
+  auto loop = scf::ForOp::create(
+      b, loc, jVecEnd, jEnd, arith::ConstantIndexOp::create(b, loc, 1), ValueRange{vecSum},
+      [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
+        Value s = memref::LoadOp::create(jb, loc, S, ValueRange{row, j});
+        Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, max));
+        memref::StoreOp::create(jb, loc, e, S, ValueRange{row, j});
+        scf::YieldOp::create(jb, loc, ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
+      });
+  return loop.getResult(0);
+}
+
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value windowSize, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
@@ -135,6 +207,12 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     b.setInsertionPointToStart(branch.thenBlock());
     emitAmxAttention(b, loc, a, q, window, out, kCache, vCache, kvBegin, kvEnd);
     b.setInsertionPointToStart(branch.elseBlock());
+  } else if (bias.empty()) {
+    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, T, idx(b, kTiledMinRows));
+    auto branch = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(branch.thenBlock());
+    emitTiledAttention(b, loc, a, q, window, out, kCache, vCache, kvBegin, kvEnd, vectorFloats);
+    b.setInsertionPointToStart(branch.elseBlock());
   }
 
   // The query heads of a key/value head's group read the same keys and
@@ -165,14 +243,7 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     // The positions this row sees: [jBegin, jEnd).
     Value p = arith::AddIOp::create(tb, loc, past, t);
     Value jEnd = causal ? arith::AddIOp::create(tb, loc, p, one).getResult() : L;
-    Value jBegin = zero;
-    if (causal && window) {
-      // j > p - window  <=>  j >= p + 1 - window (clamped at 0).
-      Value pw = arith::AddIOp::create(tb, loc, p, idx(tb, 1));
-      jBegin = arith::SelectOp::create(
-          tb, loc, arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ugt, pw, window),
-          arith::SubIOp::create(tb, loc, pw, window), zero);
-    }
+    Value jBegin = causal && window ? emitWindowStart(tb, loc, p, window) : zero;
     scf::ForOp::create(tb, loc, headBegin, headEnd, idx(tb, heads), ValueRange{},
                        [&](OpBuilder &hb, Location, Value h0, ValueRange) {
       Value kvCol = arith::MulIOp::create(
@@ -222,46 +293,12 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
             }
             scf::YieldOp::create(jb, loc, next);
           });
-      // Probabilities (unnormalised) and their sum, head by head: `width`
-      // at a time (the polynomial exp vectorised; scalar, it cost as much
-      // as the scores), then the rest one by one.
-      Value jVecEnd = arith::AddIOp::create(
-          hb, loc, jBegin,
-          arith::MulIOp::create(
-              hb, loc,
-              arith::DivUIOp::create(hb, loc, arith::SubIOp::create(hb, loc, jEnd, jBegin),
-                                     idx(hb, width)),
-              idx(hb, width)));
+      // Probabilities (unnormalised) and their sum, head by head.
       SmallVector<Value> invs;
       for (int64_t r = 0; r < heads; ++r) {
-        Value m = maxLoop.getResult(r);
-        Value mVec = vector::BroadcastOp::create(hb, loc, vecType, m);
-        auto vecSumLoop = scf::ForOp::create(
-            hb, loc, jBegin, jVecEnd, idx(hb, width),
-            ValueRange{arith::ConstantOp::create(hb, loc, vecType,
-                                                 DenseElementsAttr::get(vecType, 0.0f))},
-            [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
-              Value s = vector::LoadOp::create(jb, loc, vecType, S, ValueRange{rs[r], j});
-              Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, mVec));
-              vector::StoreOp::create(jb, loc, e, S, ValueRange{rs[r], j});
-              scf::YieldOp::create(jb, loc,
-                                   ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
-            });
-        Value vecSum = vector::ReductionOp::create(hb, loc, vector::CombiningKind::ADD,
-                                                   vecSumLoop.getResult(0),
-                                                   arith::FastMathFlags::reassoc);
-        auto sumLoop = scf::ForOp::create(
-            hb, loc, jVecEnd, jEnd, one, ValueRange{vecSum},
-            [&](OpBuilder &jb, Location, Value j, ValueRange sum) {
-              Value s = memref::LoadOp::create(jb, loc, S, ValueRange{rs[r], j});
-              Value e = math::ExpOp::create(jb, loc, arith::SubFOp::create(jb, loc, s, m));
-              memref::StoreOp::create(jb, loc, e, S, ValueRange{rs[r], j});
-              scf::YieldOp::create(jb, loc,
-                                   ValueRange{arith::AddFOp::create(jb, loc, sum[0], e)});
-            });
+        Value sum = emitExpAndSum(hb, loc, S, rs[r], jBegin, jEnd, maxLoop.getResult(r), width);
         invs.push_back(vector::BroadcastOp::create(
-            hb, loc, vecType,
-            arith::DivFOp::create(hb, loc, f32(hb, 1.0), sumLoop.getResult(0))));
+            hb, loc, vecType, arith::DivFOp::create(hb, loc, f32(hb, 1.0), sum)));
       }
       // Weighted sums of the values, `chunksPerPass` chunks of every head
       // a pass (each value row's chunks loaded once for the heads), then

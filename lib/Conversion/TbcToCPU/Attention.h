@@ -37,6 +37,36 @@ void emitAmxAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a, mli
                       mlir::Value window, mlir::Value out, mlir::Value kCache,
                       mlir::Value vCache, mlir::Value kvBegin, mlir::Value kvEnd);
 
+/// The fewest queries of a chunk that attend in register tiles
+/// (TiledAttention.cpp); fewer (decoding) attend one row at a time.
+constexpr int64_t kTiledMinRows = 4;
+
+/// The attention of the query rows [0, T) of the heads of key/value heads
+/// [kvBegin, kvEnd) in register tiles of `vectorFloats`-wide vectors
+/// (TiledAttention.cpp), over the caches' L rows (the chunk's already
+/// appended), logits without a position bias; `window` as for
+/// emitAmxAttention.
+void emitTiledAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a, mlir::Value q,
+                        mlir::Value window, mlir::Value out, mlir::Value kCache,
+                        mlir::Value vCache, mlir::Value kvBegin, mlir::Value kvEnd,
+                        int64_t vectorFloats);
+
+/// The first position a query at position `p` sees through a sliding
+/// `window` (index values): p + 1 - window, clamped at 0.
+mlir::Value emitWindowStart(mlir::OpBuilder &b, mlir::Location loc, mlir::Value p,
+                            mlir::Value window);
+
+/// The maximum of S[row][jBegin, jEnd) (f32 scores; index bounds, jBegin <
+/// jEnd), `width` at a time, then the rest one by one.
+mlir::Value emitRowMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value S, mlir::Value row,
+                       mlir::Value jBegin, mlir::Value jEnd, int64_t width);
+
+/// Replaces the scores S[row][jBegin, jEnd) by exp(s - max) (unnormalised
+/// probabilities) and returns their sum.
+mlir::Value emitExpAndSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value S,
+                          mlir::Value row, mlir::Value jBegin, mlir::Value jEnd,
+                          mlir::Value max, int64_t width);
+
 } // namespace tbc
 
 #endif // TBC_LIB_CONVERSION_ATTENTION_H
