@@ -7,7 +7,9 @@ vfmadd (or, with --cpu-dot bf16, vdpbf16ps) instructions follow each other
 fits the register file has none. Prints one line: the kernels checked, the
 spills found and how many kernels multiply with vdpbf16ps and how many with
 AMX's tdpbf16ps (--cpu-dot amx); then a line for the attention kernels
-(k<N>_attention): how many, and how many with tdpbf16ps."""
+(k<N>_attention): how many, the spills in their FMA loops (the register
+tiles' score and value loops, and the one-row kernel's), and how many with
+tdpbf16ps."""
 import re, struct, subprocess, sys, tempfile
 
 data = open(sys.argv[1], "rb").read()
@@ -27,19 +29,27 @@ with tempfile.NamedTemporaryFile(suffix=".so") as f:
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True,
                          text=True, check=True).stdout
 kernels, spills, dots, tiles, current, lines = 0, 0, 0, 0, None, []
+attention_spills = 0
 
-def finish():
-    global spills, dots, tiles
+def fma_loop_spills(lines):
     fma = [i for i, l in enumerate(lines) if "vfmadd" in l or "vdpbf16ps" in l]
-    dots += any("vdpbf16ps" in l for l in lines)
-    tiles += any(re.search(r"\btdpbf16ps\b", l) for l in lines)
     spill = re.compile(r"%[xyz]mm\d+,.*\(%rsp\)|\(%rsp\).*,%[xyz]mm\d+")
-    start = None
+    start, found = None, 0
     for a, b in zip(fma, fma[1:] + [None]):
         start = a if start is None else start
         if b is None or b - a > 8:  # the end of an FMA stretch
-            spills += sum(1 for l in lines[start:a + 1] if spill.search(l))
+            found += sum(1 for l in lines[start:a + 1] if spill.search(l))
             start = None
+    return found
+
+def finish():
+    global spills, dots, tiles, attention_spills
+    if re.fullmatch(r"k\d+_attention", current):
+        attention_spills += fma_loop_spills(lines)
+        return
+    spills += fma_loop_spills(lines)
+    dots += any("vdpbf16ps" in l for l in lines)
+    tiles += any(re.search(r"\btdpbf16ps\b", l) for l in lines)
 
 attentions, attention_tiles, in_attention = 0, 0, False
 for line in asm.splitlines():
@@ -49,8 +59,8 @@ for line in asm.splitlines():
         attentions += in_attention
         if current:
             finish()
-        current = m.group(1) if re.fullmatch(r"k\d+_(fused_)?linear", m.group(1)) else None
-        kernels += 1 if current else 0
+        current = m.group(1) if re.fullmatch(r"k\d+_((fused_)?linear|attention)", m.group(1)) else None
+        kernels += 1 if current and not in_attention else 0
         lines = []
     elif current:
         lines.append(line)
@@ -60,4 +70,5 @@ if current:
     finish()
 print(f"{kernels} projection kernels, {spills} vector spills in their FMA loops, "
       f"{dots} with vdpbf16ps, {tiles} with tdpbf16ps")
-print(f"{attentions} attention kernels, {attention_tiles} with tdpbf16ps")
+print(f"{attentions} attention kernels, {attention_spills} vector spills in their FMA loops, "
+      f"{attention_tiles} with tdpbf16ps")
