@@ -19,7 +19,7 @@
 //           the values as head_dim takes.
 // (AVX2, Zen 3, a 512-token prefill of 16 heads over 2 KV heads, head_dim
 // 64: the one-row kernel's score loop kept four heads' queries on the stack
-// and summed each score's lanes; see bench/NOTES.md 2026-12-04.) Decoding
+// and summed each score's lanes; see bench/NOTES.md, 2026-12-03, session 32.) Decoding
 // keeps the one-row kernel (Attention.cpp): the transposition would read
 // the keys once more for one query row.
 //
