@@ -14,8 +14,10 @@
 //           many of the pass's heads' chunks of 16 columns as fit, in as
 //           many sweeps over the values as that takes.
 // Dot products and the value sums are 16-wide (or the widest of 8, 4, 1
-// that divides head_dim). With --cpu-dot amx, a chunk of kAmxMinRows
-// queries or more attends on AMX tiles instead (AmxAttention.cpp).
+// that divides head_dim). This is decoding's kernel: with --cpu-dot amx, a
+// chunk of kAmxMinRows queries or more attends on AMX tiles instead
+// (AmxAttention.cpp), and otherwise a chunk of kTiledMinRows or more whose
+// logits have no position bias in register tiles (TiledAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -41,18 +41,18 @@ constexpr int64_t kAmxRowGroup = 256;
 /// The fewest rows a call multiplies on AMX tiles (fewer: one at a time).
 constexpr int64_t kAmxMinRows = 4;
 
+/// Row `row` of activation term `term` in a buffer of term row sets
+/// `termRows` rows apart: term j's row t is row j * termRows + t.
+mlir::Value activationTermRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                              mlir::Value termRows, int64_t term);
+
 /// Emits acc[0, t, n] (+)= xb[t, :] . W[n, :] on AMX tiles for the rows t <
 /// `rows` of the blocks of 32 in [0, blockEnd) (blockEnd a multiple of 32;
 /// xb, bf16 [>= blockEnd, in], holds zeros past `rows`) and the columns n in
 /// [colBegin, colEnd) of panels [panelBegin, panelEnd), with W packed in k
 /// pairs (KernelABI.h; 32-column panels, `in` a multiple of 32). With
 /// `terms` > 1, xb holds that many bf16 terms of the activations, term j's
-/// row t at j * termRows + t, each multiplied in turn.
-/// Row `row` of activation term `term` in a buffer of term row sets
-/// `termRows` rows apart: term j's row t is row j * termRows + t.
-mlir::Value activationTermRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
-                              mlir::Value termRows, int64_t term);
-
+/// row t at activationTermRow(t, termRows, j), each multiplied in turn.
 void emitAmxPanelTiles(mlir::OpBuilder &b, mlir::Location loc, mlir::Value xb,
                        mlir::Value packed, mlir::Value acc, mlir::Value rows,
                        mlir::Value blockEnd, mlir::Value panelBegin, mlir::Value panelEnd,

@@ -4,13 +4,15 @@
 // position bias attends as a matrix product would, in register tiles of
 // kTileRows rows: the query heads of a group that share each key and value
 // (up to four), times consecutive query rows where the group is smaller.
-// Per key/value head of the call's share, its cached keys are first
-// transposed (Kt: head_dim rows of the cache's positions), so that scores
-// come out vectorised over keys, with no horizontal sums; then per tile:
-//   scores  S[r][j, j + 3v) = scale * sum_d q_r[d] Kt[d][j, j + 3v): three
-//           vectors of keys for each of the tile's rows in 12 accumulators,
-//           a d step one broadcast of q_r[d] a row and three loads of Kt,
-//           over the positions any row of the tile sees;
+// Per key/value head of the call's share, its cached keys are first packed
+// transposed in blocks of a tile's 3v positions (v the vector's floats):
+// Kp[b][d][i] = K[b * 3v + i][d], so that scores come out vectorised over
+// keys, with no horizontal sums, and a tile reads one contiguous block; then
+// per tile:
+//   scores  S[r][j, j + 3v) = scale * sum_d q_r[d] Kp[j / 3v][d][0, 3v):
+//           three vectors of keys for each of the tile's rows in 12
+//           accumulators, a d step one broadcast of q_r[d] a row and three
+//           loads of Kp, over the blocks of the positions any row sees;
 //   softmax for each row over the positions it sees (max, exp, sum); the
 //           probabilities of positions the tile computed but the row does
 //           not see are zeroed;
@@ -18,9 +20,11 @@
 //           three chunks of head_dim for every row, in as many sweeps over
 //           the values as head_dim takes.
 // (AVX2, Zen 3, a 512-token prefill of 16 heads over 2 KV heads, head_dim
-// 64: the one-row kernel's score loop kept four heads' queries on the stack
-// and summed each score's lanes; see bench/NOTES.md, 2026-12-03, session 32.) Decoding
-// keeps the one-row kernel (Attention.cpp): the transposition would read
+// 64: attention 0.65-0.78x the one-row kernel's time, whose score loop kept
+// four heads' queries on the stack and summed each score's lanes; keys
+// transposed as whole rows of the cache, 2 KiB apart, had the score loop
+// wait on 64 strided streams: bench/NOTES.md, 2026-12-03, session 32.)
+// Decoding keeps the one-row kernel (Attention.cpp): the packing would read
 // the keys once more for one query row.
 //
 //===----------------------------------------------------------------------===//
@@ -90,12 +94,9 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   Value L = memref::DimOp::create(b, loc, kCache, 0);
   Value past = arith::SubIOp::create(b, loc, L, T);
   Value lastRow = arith::SubIOp::create(b, loc, T, one);
-  // The keys packed transposed in blocks of a tile's positions: Kp[b][d][i]
-  // = K[b * tileKeys + i][d], so that a tile's score loop reads one
-  // contiguous block (Kt rows of the whole cache, 2 KiB apart, had the loop
-  // wait on L2: 64 strided streams). The last block's positions past the
-  // cache are zero (their scores are never read). S is as long as the
-  // blocks.
+  // The keys packed transposed in blocks of a tile's positions (Kp, the
+  // header). The last block's positions past the cache are zero (their
+  // scores are never read). S is as long as the blocks.
   Value blocks = arith::DivUIOp::create(b, loc, add(b, L, idx(b, tileKeys - 1)), idx(b, tileKeys));
   Value padded = mul(b, blocks, idx(b, tileKeys));
   Value Kp = memref::AllocOp::create(
