@@ -533,7 +533,9 @@ def main():
     p.add_argument("--sizes", default="1024,2048,4096", help="hidden sizes (of 1024, 2048, 4096)")
     p.add_argument("--dtypes", default="f32,bf16", help="weight precisions: f32, bf16")
     p.add_argument("--prompts", default="64,512", help="prefill lengths")
-    p.add_argument("--decode", type=int, default=32, help="decode steps after a 64-token prompt")
+    # 128 steps: 32 of hidden 1024's ~4 ms bf16 steps were 0.13 s, short enough for one stall
+    # on a shared VM to move the cell by a third (bench/NOTES.md 2026-12-03, session 32).
+    p.add_argument("--decode", type=int, default=128, help="decode steps after a 64-token prompt")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--engines", default="tbc,tbc-f32,tbc-dot,tbc-amx,llama.cpp,eager,compile",
