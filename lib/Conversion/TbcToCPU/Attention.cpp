@@ -156,6 +156,49 @@ Value tbc::emitExpAndSum(OpBuilder &b, Location loc, Value S, Value row, Value j
   return loop.getResult(0);
 }
 
+void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> rows, Value jBegin,
+                        Value jEnd, Value vCache, Value kvCol, int64_t headDim, int64_t width,
+                        int64_t chunksPerSweep, ArrayRef<Value> invs, Value out,
+                        ArrayRef<Value> ts, ArrayRef<Value> cols) {
+  auto vecType = VectorType::get({width}, b.getF32Type());
+  auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ob, loc, v);
+  };
+  // base + chunk c's first column.
+  auto at = [&](OpBuilder &ob, Value base, int64_t c) -> Value {
+    return arith::AddIOp::create(ob, loc, base, idx(ob, c * width));
+  };
+  const int64_t chunks = headDim / width, n = static_cast<int64_t>(rows.size());
+  Value zero = idx(b, 0), one = idx(b, 1);
+  Value init = arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+  for (int64_t c0 = 0; c0 < chunks; c0 += chunksPerSweep) {
+    int64_t c1 = std::min(chunks, c0 + chunksPerSweep), m = c1 - c0;
+    auto valueLoop = scf::ForOp::create(
+        b, loc, jBegin, jEnd, one, SmallVector<Value>(n * m, init),
+        [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
+          SmallVector<Value> vs, next;
+          for (int64_t c = c0; c < c1; ++c)
+            vs.push_back(vector::LoadOp::create(jb, loc, vecType, vCache,
+                                                ValueRange{j, at(jb, kvCol, c)}));
+          for (int64_t r = 0; r < n; ++r) {
+            Value pj = vector::BroadcastOp::create(
+                jb, loc, vecType, memref::LoadOp::create(jb, loc, S, ValueRange{rows[r], j}));
+            for (int64_t c = 0; c < m; ++c)
+              next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * m + c]));
+          }
+          scf::YieldOp::create(jb, loc, next);
+        });
+    // One op a statement: in an argument list the order would be the
+    // compiler's, and the IR would differ between gcc and clang builds.
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < m; ++c) {
+        Value o = arith::MulFOp::create(b, loc, valueLoop.getResult(r * m + c), invs[r]);
+        Value col = at(b, cols[r], c0 + c);
+        vector::StoreOp::create(b, loc, o, out, ValueRange{zero, ts[r], col});
+      }
+  }
+}
+
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value windowSize, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
@@ -303,34 +346,9 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
             hb, loc, vecType, arith::DivFOp::create(hb, loc, f32(hb, 1.0), sum)));
       }
       // Weighted sums of the values, `chunksPerPass` chunks of every head
-      // a pass (each value row's chunks loaded once for the heads), then
-      // one multiplication by 1 / sum per output element.
-      Value init = arith::ConstantOp::create(hb, loc, vecType,
-                                             DenseElementsAttr::get(vecType, 0.0f));
-      for (int64_t c0 = 0; c0 < chunks; c0 += chunksPerPass) {
-        int64_t c1 = std::min(chunks, c0 + chunksPerPass), n = c1 - c0;
-        auto valueLoop = scf::ForOp::create(
-            hb, loc, jBegin, jEnd, one, SmallVector<Value>(heads * n, init),
-            [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
-              SmallVector<Value> vs, next;
-              for (int64_t c = c0; c < c1; ++c)
-                vs.push_back(vector::LoadOp::create(jb, loc, vecType, vCache,
-                                                    ValueRange{j, at(jb, kvCol, c)}));
-              for (int64_t r = 0; r < heads; ++r) {
-                Value pj = vector::BroadcastOp::create(
-                    jb, loc, vecType,
-                    memref::LoadOp::create(jb, loc, S, ValueRange{rs[r], j}));
-                for (int64_t c = 0; c < n; ++c)
-                  next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * n + c]));
-              }
-              scf::YieldOp::create(jb, loc, next);
-            });
-        for (int64_t r = 0; r < heads; ++r)
-          for (int64_t c = 0; c < n; ++c)
-            vector::StoreOp::create(
-                hb, loc, arith::MulFOp::create(hb, loc, valueLoop.getResult(r * n + c), invs[r]),
-                out, ValueRange{zero, t, at(hb, qCols[r], c0 + c)});
-      }
+      // a pass.
+      emitValueSums(hb, loc, S, rs, jBegin, jEnd, vCache, kvCol, D, width, chunksPerPass, invs,
+                    out, SmallVector<Value>(heads, t), qCols);
       scf::YieldOp::create(hb, loc);
     });
     scf::YieldOp::create(tb, loc);

@@ -67,6 +67,17 @@ mlir::Value emitExpAndSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value S,
                           mlir::Value row, mlir::Value jBegin, mlir::Value jEnd,
                           mlir::Value max, int64_t width);
 
+/// out[0, ts[r], cols[r] + d] = invs[r] * sum_j S[rows[r]][j] V[j][kvCol + d]
+/// for j in [jBegin, jEnd) and d < headDim (index values but the sizes),
+/// `width`-wide: `chunksPerSweep` chunks of head_dim of every row a sweep
+/// over the values, each value row's chunks loaded once for all the rows
+/// (their accumulators: rows x chunksPerSweep vectors).
+void emitValueSums(mlir::OpBuilder &b, mlir::Location loc, mlir::Value S,
+                   llvm::ArrayRef<mlir::Value> rows, mlir::Value jBegin, mlir::Value jEnd,
+                   mlir::Value vCache, mlir::Value kvCol, int64_t headDim, int64_t width,
+                   int64_t chunksPerSweep, llvm::ArrayRef<mlir::Value> invs, mlir::Value out,
+                   llvm::ArrayRef<mlir::Value> ts, llvm::ArrayRef<mlir::Value> cols);
+
 } // namespace tbc
 
 #endif // TBC_LIB_CONVERSION_ATTENTION_H

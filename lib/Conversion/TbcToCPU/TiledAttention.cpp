@@ -65,7 +65,6 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   int64_t width = vf;
   while (D % width != 0)
     width /= 2;
-  const int64_t chunks = D / width;
   Type f32 = b.getF32Type();
   auto keyType = VectorType::get({vf}, f32);
   auto valueType = VectorType::get({width}, f32);
@@ -204,33 +203,9 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
             });
         }
         // Weighted sums of the values: kValueChunks chunks of every row a
-        // sweep, each value row's chunks loaded once for the tile's rows.
-        for (int64_t c0 = 0; c0 < chunks; c0 += kValueChunks) {
-          int64_t c1 = std::min(chunks, c0 + kValueChunks), n = c1 - c0;
-          auto valueLoop = scf::ForOp::create(
-              rb, loc, tileBegin, tileEnd, one,
-              SmallVector<Value>(kTileRows * n, zeros(rb, valueType)),
-              [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
-                SmallVector<Value> vs, next;
-                for (int64_t c = c0; c < c1; ++c)
-                  vs.push_back(vector::LoadOp::create(
-                      jb, loc, valueType, vCache, ValueRange{j, add(jb, kvCol, idx(jb, c * width))}));
-                for (int64_t r = 0; r < kTileRows; ++r) {
-                  Value pj = vector::BroadcastOp::create(
-                      jb, loc, valueType, memref::LoadOp::create(jb, loc, S, ValueRange{rowIdx[r], j}));
-                  for (int64_t c = 0; c < n; ++c)
-                    next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * n + c]));
-                }
-                scf::YieldOp::create(jb, loc, next);
-              });
-          for (int64_t r = 0; r < kTileRows; ++r)
-            for (int64_t c = 0; c < n; ++c) {
-              Value o = arith::MulFOp::create(rb, loc, valueLoop.getResult(r * n + c), invs[r]);
-              vector::StoreOp::create(
-                  rb, loc, o, out,
-                  ValueRange{zero, rowTs[r], add(rb, rowCols[r], idx(rb, (c0 + c) * width))});
-            }
-        }
+        // sweep.
+        emitValueSums(rb, loc, S, rowIdx, tileBegin, tileEnd, vCache, kvCol, D, width,
+                      kValueChunks, invs, out, rowTs, rowCols);
       });
     });
   });
