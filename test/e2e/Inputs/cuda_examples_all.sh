@@ -6,7 +6,8 @@
 # block-tiled projections on wgmma): each PTX assembled by check_ptx.py (zero
 # spill bytes), and with a disassembler the bf16 machine code read by
 # check_sass.py (tensor-core instructions). One line per model, dtype and
-# architecture.
+# architecture. A kernel an earlier model's module already assembled cleanly
+# is not assembled again (check_ptx.py --seen).
 ptxas=$1 sass=$2 examples=$3 out=$4
 here=$(dirname "$0")
 source "$here/example_models.sh"
@@ -19,7 +20,7 @@ for m in "${models[@]}"; do
     if ! tbc compile "$m" --target cuda --dtype "$dtype" "${archs[@]}" --emit ptx -o "$o" 2>"$o.err"; then
       echo "$n $dtype: COMPILE FAIL: $(cat "$o.err")"; continue
     fi
-    python3 "$here/check_ptx.py" "$ptxas" "$o" | sed "s/^/$n $dtype /"
+    python3 "$here/check_ptx.py" "$ptxas" "$o" --seen "$out/assembled-kernels" | sed "s/^/$n $dtype /"
     if [ "$dtype" = bf16 ] && [ -n "$sass" ]; then
       python3 "$here/check_sass.py" "$ptxas" "$sass" "$o" | sed "s/^/$n $dtype sass /"
     fi
