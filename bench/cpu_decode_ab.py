@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Decode A/B of tbc's decode-tile choices on this CPU, in interleaved rounds.
+"""A/B of tbc's CPU kernel choices on this CPU, in interleaved rounds.
 
 tbc picks per target CPU how many weight panels a decode projection reads
 side by side and how far ahead it prefetches them (CpuBackend.cpp; measured
@@ -19,9 +19,15 @@ variant round by round.
     ~/venv-ref/bin/python bench/cpu_decode_ab.py --hidden 1024 --dtype bf16 \\
         --variants default,4/0,1/4096,2/0 --peers eager --rounds 9
 
-A variant is `default` (the CPU's own choice) or STREAMS/PREFETCH (1, 2 or
-4 panels; bytes ahead, 0 for none). --peers adds engines of bench_cpu.py
-(eager, compile, llama.cpp), --baseline-build DIR an earlier build's tbc.
+A variant is `default` (the CPU's own choice), STREAMS/PREFETCH (1, 2 or
+4 panels; bytes ahead, 0 for none) or attention=rows|tiles (how a prompt
+attends: `tbc compile --cpu-prompt-attention`; time it with a long --prompt):
+
+    ~/venv-ref/bin/python bench/cpu_decode_ab.py --hidden 1024 --dtype f32 \\
+        --variants default,attention=rows --prompt 512 --steps 16 --rounds 9
+
+--peers adds engines of bench_cpu.py (eager, compile, llama.cpp),
+--baseline-build DIR an earlier build's tbc.
 Needs the venv of scripts/bench_cpu.py and a tbc build.
 """
 import argparse
@@ -38,10 +44,13 @@ import bench_cpu  # noqa: E402  (the models, engines and probes of the CPU bench
 def variant_flags(variant):
     if variant == "default":
         return []
+    if variant.startswith("attention="):
+        return ["--cpu-prompt-attention", variant.split("=", 1)[1]]
     try:
         streams, prefetch = (int(x) for x in variant.split("/"))
     except ValueError:
-        sys.exit(f"cpu_decode_ab: variant '{variant}' is not 'default' or STREAMS/PREFETCH")
+        sys.exit(f"cpu_decode_ab: variant '{variant}' is not 'default', STREAMS/PREFETCH "
+                 "or attention=rows|tiles")
     return ["--cpu-decode-streams", str(streams), "--cpu-decode-prefetch", str(prefetch)]
 
 
@@ -122,10 +131,10 @@ def main():
         print(f" {what}:")
         for name, v in table.items():
             if not v:
-                print(f"  {name:12s} failed")
+                print(f"  {name:14s} failed")
                 continue
             ratio = statistics.median(x / y for x, y in zip(v, table[first]))
-            print(f"  {name:12s} {statistics.median(v):8.1f} tok/s  x{ratio:.3f} {first} round by round"
+            print(f"  {name:14s} {statistics.median(v):8.1f} tok/s  x{ratio:.3f} {first} round by round"
                   f"  [{' '.join(f'{x:.1f}' for x in v)}]")
 
 

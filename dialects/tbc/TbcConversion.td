@@ -70,6 +70,10 @@ def TbcLowerToCPU : Pass<"tbc-lower-to-cpu", "::mlir::ModuleOp"> {
     Option<"decodeStreams", "decode-streams", "int64_t", /*default=*/"1",
            "Weight panels a single-row (decode) projection tile reads side by side "
            "(1, 2 or 4): a core's share cut into that many runs, panel i of each at once">,
+    Option<"promptAttentionTiles", "prompt-attention-tiles", "bool", /*default=*/"true",
+           "An attention call of 4 queries or more (no position bias) attends in register "
+           "tiles: 4 query rows against blocks of keys packed transposed; false: one query "
+           "row a pass, as decoding does">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -324,6 +324,15 @@ int tbc::compileMain(int argc, char **argv) {
                "its weights into L2 (0: none). -1 (the default): the target "
                "CPU's choice (8192 on Intel, 4096 for 16-bit weights on Zen 1 "
                "and 2, 0 otherwise)"));
+  static cl::opt<std::string> cpuPromptAttention(
+      "cpu-prompt-attention", cl::cat(cat), cl::init("tiles"), cl::value_desc("tiles|rows"),
+      cl::desc("--target cpu: how a prompt's attention (4 queries or more, no "
+               "ALiBi or relative bias) runs. tiles (the default): 4 query rows "
+               "at a time against blocks of keys packed transposed, scores "
+               "vectorised over keys (0.65-0.78x the time of rows on a Zen 3 "
+               "at 512 tokens). rows: one query row a pass, as decoding does; "
+               "for comparing the two on a host (bench/cpu_decode_ab.py). "
+               "--cpu-dot amx keeps its own AMX attention"));
   static cl::opt<bool> noFuse(
       "no-fuse", cl::cat(cat),
       cl::desc("Skip the fusion pipeline (--emit fused then equals tbc)"));
@@ -401,6 +410,7 @@ int tbc::compileMain(int argc, char **argv) {
   targetOptions.cudaDecodeSplits = cudaDecodeSplits;
   targetOptions.cpuDot = cpuDot;
   targetOptions.cpuDecodeStreams = cpuDecodeStreams;
+  targetOptions.cpuPromptAttention = cpuPromptAttention;
   targetOptions.cpuDecodePrefetch = cpuDecodePrefetch;
   // Options are checked against the weights' type too (--cpu-dot bf16/amx need
   // bf16 weights); --dtype itself is checked once code is generated.

@@ -108,6 +108,10 @@ struct TargetOptions {
   /// them; 0 and -1 keep the target CPU's own (CpuBackend.cpp).
   int64_t cpuDecodeStreams = 0;
   int64_t cpuDecodePrefetch = -1;
+  /// CPU: how a prompt's attention runs (`--cpu-prompt-attention`): tiles
+  /// (several query rows against blocks of packed keys) or rows (one query
+  /// row a pass, as decoding).
+  std::string cpuPromptAttention = "tiles";
 };
 
 class TargetBackend {

@@ -202,7 +202,8 @@ void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> row
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                         Value kNew, Value vNew, Value windowSize, Value out, Value kCache,
                         Value vCache, Value kvBegin, Value kvEnd,
-                        const PositionBias &bias, int64_t vectorFloats, bool amx) {
+                        const PositionBias &bias, int64_t vectorFloats, bool amx,
+                        bool tiles) {
   OpBuilder::InsertionGuard guard(b);
   KernelBuilder kb(b, loc);
   int64_t kvHeads = a.getNumKvHeads(), D = a.getHeadDim(),
@@ -252,7 +253,7 @@ void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     b.setInsertionPointToStart(branch.thenBlock());
     emitAmxAttention(b, loc, a, q, window, out, kCache, vCache, kvBegin, kvEnd);
     b.setInsertionPointToStart(branch.elseBlock());
-  } else if (bias.empty()) {
+  } else if (tiles && bias.empty()) {
     Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, T, idx(b, kTiledMinRows));
     auto branch = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
     b.setInsertionPointToStart(branch.thenBlock());

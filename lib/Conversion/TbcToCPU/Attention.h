@@ -18,12 +18,14 @@ namespace tbc {
 /// it has one. `vectorFloats`: the floats of one SIMD register of the
 /// target (the value sums' register budget). `amx`: a chunk of
 /// kAmxMinRows queries or more attends on AMX tiles (AmxAttention.cpp)
-/// where the op allows it (amxAttends).
+/// where the op allows it (amxAttends). `tiles`: otherwise, a chunk of
+/// kTiledMinRows queries or more whose logits have no position bias attends
+/// in register tiles (TiledAttention.cpp).
 void emitAttention(mlir::OpBuilder &b, mlir::Location loc, AttentionOp a,
                    mlir::Value q, mlir::Value kNew, mlir::Value vNew, mlir::Value windowSize,
                    mlir::Value out, mlir::Value kCache, mlir::Value vCache,
                    mlir::Value kvBegin, mlir::Value kvEnd,
-                   const PositionBias &bias, int64_t vectorFloats, bool amx);
+                   const PositionBias &bias, int64_t vectorFloats, bool amx, bool tiles);
 
 /// Whether the AMX attention takes op `a`: a head_dim that is a multiple
 /// of 32 (one tile's k) and logits without a position bias.

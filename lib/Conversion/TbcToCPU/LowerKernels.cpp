@@ -754,7 +754,7 @@ private:
                       a.getRelativeBias() ? in[3] : Value());
     emitAttention(b, loc, a, in[0], in[1], in[2], a.getWindowSize() ? in.back() : Value(),
                   out, caches[0], caches[1], rangeBegin, rangeEnd, bias, tile.vector,
-                  /*amx=*/tile.amx && tile.activationTerms == 1);
+                  /*amx=*/tile.amx && tile.activationTerms == 1, tile.promptTiles);
     return success();
   }
 };
@@ -791,7 +791,7 @@ struct TbcLowerToCPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     CpuTile tile{vectorWidth, panelWidth, tileRows, bf16Dot, amx, activationTerms,
-                 decodePrefetch, decodeStreams};
+                 decodePrefetch, decodeStreams, promptAttentionTiles};
     if (tile.vector < 1 || tile.panel % tile.vector != 0 || tile.rows < 1 ||
         tile.decodePrefetch < 0 ||
         !isDecodeStreamCount(tile.decodeStreams) ||

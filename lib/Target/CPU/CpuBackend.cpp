@@ -92,6 +92,7 @@ CpuTile tileFor(const TargetOptions &options) {
                             : decodePrefetchFor(hostTargetCpu(target), options.weightType);
   tile.decodeStreams = options.cpuDecodeStreams > 0 ? options.cpuDecodeStreams
                                                     : decodeStreamsFor(hostTargetCpu(target));
+  tile.promptTiles = options.cpuPromptAttention == "tiles";
   return tile;
 }
 
@@ -108,6 +109,9 @@ public:
     if (options.cpuDecodePrefetch < -1 || options.cpuDecodePrefetch > (1 << 20))
       return "--cpu-decode-prefetch " + std::to_string(options.cpuDecodePrefetch) +
              ": bytes ahead, 0 (none) to 1048576 (-1: the target CPU's choice)";
+    if (options.cpuPromptAttention != "tiles" && options.cpuPromptAttention != "rows")
+      return "unknown --cpu-prompt-attention '" + options.cpuPromptAttention +
+             "' (tiles or rows)";
     const bool amx = options.cpuDot == "amx" || options.cpuDot == "amx-f32";
     if (options.cpuDot != "f32" && options.cpuDot != "bf16" && !amx)
       return "unknown --cpu-dot '" + options.cpuDot + "' (f32, bf16, amx or amx-f32)";

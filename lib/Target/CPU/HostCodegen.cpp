@@ -40,6 +40,7 @@ void tbc::buildLinalgPipeline(OpPassManager &pm, StringRef weightType, const Cpu
   options.activationTerms = tile.activationTerms;
   options.decodePrefetch = tile.decodePrefetch;
   options.decodeStreams = tile.decodeStreams;
+  options.promptAttentionTiles = tile.promptTiles;
   pm.addPass(createTbcLowerToCPU(options));
 }
 

@@ -73,6 +73,11 @@ struct CpuTile {
   /// isDecodeStreamCount): more streams for a core's prefetchers to follow.
   /// Chosen per CPU (CpuBackend.cpp's tileFor).
   int64_t decodeStreams = 1;
+  /// A prompt's attention (kTiledMinRows queries or more, no position bias)
+  /// in register tiles of several query rows against a block of packed keys
+  /// (TiledAttention.cpp); false: one query row a pass, as decoding attends
+  /// (`--cpu-prompt-attention rows`, to compare the two on a host).
+  bool promptTiles = true;
 };
 
 /// The decode stream counts a tile can have: divisors of the unrolled k
