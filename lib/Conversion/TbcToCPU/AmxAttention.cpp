@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "KernelBuilder.h"
 #include "Matmul.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -82,11 +83,7 @@ void tbc::emitAmxAttention(OpBuilder &b, Location loc, AttentionOp a, Value q, V
   };
   auto forLoop = [&](OpBuilder &ob, Value lo, Value hi, int64_t step,
                      function_ref<void(OpBuilder &, Value)> body) {
-    scf::ForOp::create(ob, loc, lo, hi, idx(ob, step), ValueRange{},
-                       [&](OpBuilder &lb, Location, Value i, ValueRange) {
-                         body(lb, i);
-                         scf::YieldOp::create(lb, loc);
-                       });
+    emitForLoop(ob, loc, lo, hi, idx(ob, step), body);
   };
   auto toBf16 = [&](OpBuilder &ob, Value v) -> Value {
     return arith::TruncFOp::create(ob, loc, halfType, v);

@@ -1,13 +1,22 @@
 //===- KernelBuilder.cpp - linalg-on-memref building blocks ---------------===//
 
 #include "KernelBuilder.h"
-
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace tbc;
 
 Value KernelBuilder::f32(double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+void tbc::emitForLoop(OpBuilder &b, Location loc, Value lo, Value hi, Value step,
+                      function_ref<void(OpBuilder &, Value)> body) {
+  scf::ForOp::create(b, loc, lo, hi, step, ValueRange{},
+                     [&](OpBuilder &lb, Location, Value i, ValueRange) {
+                       body(lb, i);
+                       scf::YieldOp::create(lb, loc);
+                     });
 }
 
 Value KernelBuilder::idx(int64_t v) {

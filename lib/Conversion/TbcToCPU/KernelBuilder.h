@@ -22,6 +22,13 @@ namespace tbc {
 using BodyFn =
     llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
 
+/// An scf.for over [lo, hi) by `step` with no loop-carried values, `body`
+/// given the loop's builder and induction variable (the yield is added).
+/// Takes the builder of the region being filled, so nests read as nests.
+void emitForLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lo, mlir::Value hi,
+                 mlir::Value step,
+                 llvm::function_ref<void(mlir::OpBuilder &, mlir::Value)> body);
+
 class KernelBuilder {
 public:
   KernelBuilder(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "KernelBuilder.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -82,11 +83,7 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   };
   auto forLoop = [&](OpBuilder &ob, Value lo, Value hi, Value step,
                      function_ref<void(OpBuilder &, Value)> body) {
-    scf::ForOp::create(ob, loc, lo, hi, step, ValueRange{},
-                       [&](OpBuilder &lb, Location, Value i, ValueRange) {
-                         body(lb, i);
-                         scf::YieldOp::create(lb, loc);
-                       });
+    emitForLoop(ob, loc, lo, hi, step, body);
   };
   Value zero = idx(b, 0), one = idx(b, 1);
   Value T = memref::DimOp::create(b, loc, q, 1);
