@@ -78,10 +78,10 @@ status = 0
 for chip, raw in objects:
     ptx = raw.decode()
     head, entries = split_entries(ptx)
-    keys = [kernel_key(chip, head, n, t) for n, t in entries]
-    fresh = [t for k, (n, t) in zip(keys, entries) if k not in seen]
-    if seen_path is None or ".func" in head or not entries:
-        fresh, keys = [t for _, t in entries], []
+    keys, fresh = [], [t for _, t in entries]
+    if seen_path is not None and ".func" not in head:
+        keys = [kernel_key(chip, head, n, t) for n, t in entries]
+        fresh = [t for k, t in zip(keys, fresh) if k not in seen]
     log, rc = assemble(chip, head + "".join(fresh)) if fresh or not entries else ("", 0)
     assembled = len(re.findall(r"Compiling entry function", log))
     spills = [l for l in log.splitlines() if "spill" in l and " 0 bytes spill stores, 0 bytes spill loads" not in l]
