@@ -156,6 +156,32 @@ Value tbc::emitExpAndSum(OpBuilder &b, Location loc, Value S, Value row, Value j
   return loop.getResult(0);
 }
 
+SmallVector<Value> tbc::emitValueLoop(OpBuilder &b, Location loc, Value S, ArrayRef<Value> rows,
+                                      Value jBegin, Value jEnd, Value vCache, Value colBegin,
+                                      int64_t width, int64_t chunks, ValueRange inits) {
+  auto vecType = VectorType::get({width}, b.getF32Type());
+  const int64_t n = static_cast<int64_t>(rows.size());
+  assert(static_cast<int64_t>(inits.size()) == n * chunks && "an accumulator a row and chunk");
+  auto valueLoop = scf::ForOp::create(
+      b, loc, jBegin, jEnd, arith::ConstantIndexOp::create(b, loc, 1), inits,
+      [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
+        SmallVector<Value> vs, next;
+        for (int64_t c = 0; c < chunks; ++c) {
+          Value col = arith::AddIOp::create(
+              jb, loc, colBegin, arith::ConstantIndexOp::create(jb, loc, c * width));
+          vs.push_back(vector::LoadOp::create(jb, loc, vecType, vCache, ValueRange{j, col}));
+        }
+        for (int64_t r = 0; r < n; ++r) {
+          Value pj = vector::BroadcastOp::create(
+              jb, loc, vecType, memref::LoadOp::create(jb, loc, S, ValueRange{rows[r], j}));
+          for (int64_t c = 0; c < chunks; ++c)
+            next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * chunks + c]));
+        }
+        scf::YieldOp::create(jb, loc, next);
+      });
+  return SmallVector<Value>(valueLoop.getResults());
+}
+
 void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> rows, Value jBegin,
                         Value jEnd, Value vCache, Value kvCol, int64_t headDim, int64_t width,
                         int64_t chunksPerSweep, ArrayRef<Value> invs, Value out,
@@ -169,30 +195,18 @@ void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> row
     return arith::AddIOp::create(ob, loc, base, idx(ob, c * width));
   };
   const int64_t chunks = headDim / width, n = static_cast<int64_t>(rows.size());
-  Value zero = idx(b, 0), one = idx(b, 1);
+  Value zero = idx(b, 0);
   Value init = arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
   for (int64_t c0 = 0; c0 < chunks; c0 += chunksPerSweep) {
     int64_t c1 = std::min(chunks, c0 + chunksPerSweep), m = c1 - c0;
-    auto valueLoop = scf::ForOp::create(
-        b, loc, jBegin, jEnd, one, SmallVector<Value>(n * m, init),
-        [&](OpBuilder &jb, Location, Value j, ValueRange accs) {
-          SmallVector<Value> vs, next;
-          for (int64_t c = c0; c < c1; ++c)
-            vs.push_back(vector::LoadOp::create(jb, loc, vecType, vCache,
-                                                ValueRange{j, at(jb, kvCol, c)}));
-          for (int64_t r = 0; r < n; ++r) {
-            Value pj = vector::BroadcastOp::create(
-                jb, loc, vecType, memref::LoadOp::create(jb, loc, S, ValueRange{rows[r], j}));
-            for (int64_t c = 0; c < m; ++c)
-              next.push_back(vector::FMAOp::create(jb, loc, pj, vs[c], accs[r * m + c]));
-          }
-          scf::YieldOp::create(jb, loc, next);
-        });
+    SmallVector<Value> sums =
+        emitValueLoop(b, loc, S, rows, jBegin, jEnd, vCache, at(b, kvCol, c0), width, m,
+                      SmallVector<Value>(n * m, init));
     // One op a statement: in an argument list the order would be the
     // compiler's, and the IR would differ between gcc and clang builds.
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < m; ++c) {
-        Value o = arith::MulFOp::create(b, loc, valueLoop.getResult(r * m + c), invs[r]);
+        Value o = arith::MulFOp::create(b, loc, sums[r * m + c], invs[r]);
         Value col = at(b, cols[r], c0 + c);
         vector::StoreOp::create(b, loc, o, out, ValueRange{zero, ts[r], col});
       }

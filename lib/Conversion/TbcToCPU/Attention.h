@@ -69,6 +69,18 @@ mlir::Value emitExpAndSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value S,
                           mlir::Value row, mlir::Value jBegin, mlir::Value jEnd,
                           mlir::Value max, int64_t width);
 
+/// The loop of emitValueSums for `chunks` chunks from column `colBegin` of
+/// the values: from `inits` (rows x chunks vectors, row-major) adds
+/// S[rows[r]][j] V[j][colBegin + c width, + width) for j in [jBegin, jEnd)
+/// in order and returns the sums, each value row's chunks loaded once for
+/// all the rows.
+llvm::SmallVector<mlir::Value> emitValueLoop(mlir::OpBuilder &b, mlir::Location loc,
+                                             mlir::Value S, llvm::ArrayRef<mlir::Value> rows,
+                                             mlir::Value jBegin, mlir::Value jEnd,
+                                             mlir::Value vCache, mlir::Value colBegin,
+                                             int64_t width, int64_t chunks,
+                                             mlir::ValueRange inits);
+
 /// out[0, ts[r], cols[r] + d] = invs[r] * sum_j S[rows[r]][j] V[j][kvCol + d]
 /// for j in [jBegin, jEnd) and d < headDim (index values but the sizes),
 /// `width`-wide: `chunksPerSweep` chunks of head_dim of every row a sweep

@@ -7,8 +7,9 @@
 // Per key/value head of the call's share, its cached keys are first packed
 // transposed in blocks of a tile's 3v positions (v the vector's floats):
 // Kp[b][d][i] = K[b * 3v + i][d], so that scores come out vectorised over
-// keys, with no horizontal sums, and a tile reads one contiguous block; then
-// per tile:
+// keys, with no horizontal sums, and a tile reads one contiguous block. The
+// tiles then go in passes of up to kPassTiles (the group's tiles at a few
+// consecutive query steps); per tile of a pass:
 //   scores  S[r][j, j + 3v) = scale * sum_d q_r[d] Kp[j / 3v][d][0, 3v):
 //           three vectors of keys for each of the tile's rows in 12
 //           accumulators, a d step one broadcast of q_r[d] a row and three
@@ -16,9 +17,19 @@
 //   softmax for each row over the positions it sees (max, exp, sum); the
 //           probabilities of positions the tile computed but the row does
 //           not see are zeroed;
-//   output  o_r = sum_j p_r[j] v_j / sum_r, in 12 vector accumulators:
-//           three chunks of head_dim for every row, in as many sweeps over
-//           the values as head_dim takes.
+// and then for the whole pass, a block of kValueBlockKeys positions at a
+// time, for each tile:
+//   output  o_r += sum_j p_r[j] v_j over the block, in 12 vector
+//           accumulators: three chunks of head_dim for every row, in as
+//           many sweeps over the block as head_dim takes, carried in O from
+//           block to block; finally o_r / sum_r.
+// A block's values (64 positions of one head: 16 KiB at head_dim 64) are
+// read from memory once for the pass's tiles and sweeps, where a tile that
+// swept all positions alone read them from L3 each sweep (hidden 1024,
+// head_dim 64, 2048-token prefill on Zen 3: attention 0.86x the time,
+// value loops ~50 -> ~80 % of the FMA peak; bench/NOTES.md 2026-12-04).
+// Each row adds its positions in the same order either way, so the outputs
+// are the same to the bit.
 // (AVX2, Zen 3, a 512-token prefill of 16 heads over 2 KV heads, head_dim
 // 64: attention 0.65-0.78x the one-row kernel's time, whose score loop kept
 // four heads' queries on the stack and summed each score's lanes; keys
@@ -40,12 +51,29 @@
 
 using namespace mlir;
 
+namespace {
+/// A tile's geometry: the positions each of its queryRows query rows sees
+/// ([jBegins, jEnds)), the span of positions it computes ([begin,
+/// end)), and for each of its kTileRows rows, the query row, the first
+/// column of its head in q and out, and its row of the pass's buffers.
+struct Tile {
+  SmallVector<Value> jBegins, jEnds;
+  Value begin, end;
+  SmallVector<Value> rowTs, rowCols, rows;
+};
+} // namespace
+
 // Rows of a score tile (with three vectors of keys: 12 accumulators, three
 // key vectors and a broadcast query element, AVX2's 16 registers).
 static constexpr int64_t kTileRows = 4;
 static constexpr int64_t kKeyVectors = 3;
 // Value chunks a row per sweep (kTileRows of them: 12 accumulators).
 static constexpr int64_t kValueChunks = 3;
+// Tiles whose value sums go through the values together, a block of
+// kValueBlockKeys positions at a time (a pass), and that block: each block
+// of values is read from memory once for the pass and then from L1.
+static constexpr int64_t kPassTiles = 8;
+static constexpr int64_t kValueBlockKeys = 64;
 
 void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                              Value window, Value out, Value kCache, Value vCache,
@@ -62,10 +90,16 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   while (heads < kTileRows && group % (heads * 2) == 0)
     heads *= 2;
   const int64_t queryRows = kTileRows / heads;
+  // A pass: stepsPerPass steps of queryRows query rows, each of the
+  // group's tilesPerGroup tiles.
+  const int64_t tilesPerGroup = group / heads;
+  const int64_t stepsPerPass = std::max<int64_t>(1, kPassTiles / tilesPerGroup);
+  const int64_t passRows = stepsPerPass * tilesPerGroup * kTileRows;
   const int64_t vf = vectorFloats, tileKeys = kKeyVectors * vf;
   int64_t width = vf;
   while (D % width != 0)
     width /= 2;
+  const int64_t chunks = D / width;
   Type f32 = b.getF32Type();
   auto keyType = VectorType::get({vf}, f32);
   auto valueType = VectorType::get({width}, f32);
@@ -97,8 +131,12 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
   Value padded = mul(b, blocks, idx(b, tileKeys));
   Value Kp = memref::AllocOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic, D, tileKeys}, f32), ValueRange{blocks});
-  Value S = memref::AllocOp::create(b, loc, MemRefType::get({kTileRows, ShapedType::kDynamic}, f32),
+  // The pass's scores (then probabilities), value sums and 1 / sums of
+  // probabilities, a row for each row of its tiles.
+  Value S = memref::AllocOp::create(b, loc, MemRefType::get({passRows, ShapedType::kDynamic}, f32),
                                     ValueRange{padded});
+  Value O = memref::AllocOp::create(b, loc, MemRefType::get({passRows, D}, f32));
+  Value invs = memref::AllocOp::create(b, loc, MemRefType::get({passRows}, f32));
   Value scalarZero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   auto packedAt = [&](OpBuilder &ob, Value j, Value d) -> SmallVector<Value> {
     Value block = arith::DivUIOp::create(ob, loc, j, idx(ob, tileKeys));
@@ -122,34 +160,53 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
       }
     });
     Value headBegin = mul(hb, kvHead, idx(hb, group));
-    Value headEnd = add(hb, headBegin, idx(hb, group));
-    forLoop(hb, zero, T, idx(hb, queryRows), [&](OpBuilder &tb, Value t0) {
-      // Query row i of the tile: t0 + i, the last row repeated where T is
+    // Tile g of the group at query step s of the pass from query row t0.
+    auto tileAt = [&](OpBuilder &tb, Value t0, Value s, Value g) {
+      Tile tile;
+      SmallVector<Value> ts;
+      Value tq = add(tb, t0, mul(tb, s, idx(tb, queryRows)));
+      // Query row i of the tile: tq + i, the last row repeated where T is
       // no multiple of queryRows (its output is written twice, the same).
       // The positions it sees: [jBegins[i], jEnds[i]), both growing with i.
-      SmallVector<Value> ts, jBegins, jEnds;
       for (int64_t i = 0; i < queryRows; ++i) {
-        Value t = arith::MinUIOp::create(tb, loc, add(tb, t0, idx(tb, i)), lastRow);
+        Value t = arith::MinUIOp::create(tb, loc, add(tb, tq, idx(tb, i)), lastRow);
         Value p = add(tb, past, t);
         ts.push_back(t);
-        jEnds.push_back(causal ? add(tb, p, one) : L);
-        jBegins.push_back(causal && window ? emitWindowStart(tb, loc, p, window) : zero);
+        tile.jEnds.push_back(causal ? add(tb, p, one) : L);
+        tile.jBegins.push_back(causal && window ? emitWindowStart(tb, loc, p, window) : zero);
       }
       // The tile's span: from the block of the first row's first position
       // to the last row's last.
-      Value tileBegin = mul(tb, arith::DivUIOp::create(tb, loc, jBegins.front(), idx(tb, tileKeys)),
-                            idx(tb, tileKeys));
-      Value tileEnd = jEnds.back();
-      forLoop(tb, headBegin, headEnd, idx(tb, heads), [&](OpBuilder &rb, Value h0) {
-        // Row r: head h0 + r % heads, query row ts[r / heads].
-        SmallVector<Value> rowTs, rowCols, rowIdx;
-        for (int64_t r = 0; r < kTileRows; ++r) {
-          rowTs.push_back(ts[r / heads]);
-          rowCols.push_back(mul(rb, add(rb, h0, idx(rb, r % heads)), idx(rb, D)));
-          rowIdx.push_back(idx(rb, r));
-        }
+      tile.begin = mul(tb, arith::DivUIOp::create(tb, loc, tile.jBegins.front(), idx(tb, tileKeys)),
+                       idx(tb, tileKeys));
+      tile.end = tile.jEnds.back();
+      // Row r: head h0 + r % heads, query row ts[r / heads].
+      Value h0 = add(tb, headBegin, mul(tb, g, idx(tb, heads)));
+      Value row0 = mul(tb, add(tb, mul(tb, s, idx(tb, tilesPerGroup)), g), idx(tb, kTileRows));
+      for (int64_t r = 0; r < kTileRows; ++r) {
+        tile.rowTs.push_back(ts[r / heads]);
+        tile.rowCols.push_back(mul(tb, add(tb, h0, idx(tb, r % heads)), idx(tb, D)));
+        tile.rows.push_back(add(tb, row0, idx(tb, r)));
+      }
+      return tile;
+    };
+    auto forTiles = [&](OpBuilder &ob, Value t0, Value steps,
+                        function_ref<void(OpBuilder &, const Tile &)> body) {
+      forLoop(ob, zero, steps, one, [&](OpBuilder &sb, Value s) {
+        forLoop(sb, zero, idx(sb, tilesPerGroup), one,
+                [&](OpBuilder &gb, Value g) { body(gb, tileAt(gb, t0, s, g)); });
+      });
+    };
+    forLoop(hb, zero, T, idx(hb, queryRows * stepsPerPass), [&](OpBuilder &pb, Value t0) {
+      // The pass's query steps: stepsPerPass, fewer at the end of the chunk.
+      Value steps = arith::MinUIOp::create(
+          pb, loc, idx(pb, stepsPerPass),
+          arith::CeilDivUIOp::create(pb, loc, arith::SubIOp::create(pb, loc, T, t0),
+                                     idx(pb, queryRows)));
+      // Each tile of the pass: scores, softmax, 1 / sum of each row.
+      forTiles(pb, t0, steps, [&](OpBuilder &rb, const Tile &tile) {
         // Scores.
-        forLoop(rb, tileBegin, tileEnd, idx(rb, tileKeys), [&](OpBuilder &jb, Value j0) {
+        forLoop(rb, tile.begin, tile.end, idx(rb, tileKeys), [&](OpBuilder &jb, Value j0) {
           Value block = arith::DivUIOp::create(jb, loc, j0, idx(jb, tileKeys));
           SmallVector<Value> keyCols;
           for (int64_t c = 0; c < kKeyVectors; ++c)
@@ -164,7 +221,7 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                                                       ValueRange{block, d, idx(db, c * vf)}));
                 for (int64_t r = 0; r < kTileRows; ++r) {
                   Value qd = memref::LoadOp::create(
-                      db, loc, q, ValueRange{zero, rowTs[r], add(db, rowCols[r], d)});
+                      db, loc, q, ValueRange{zero, tile.rowTs[r], add(db, tile.rowCols[r], d)});
                   Value qs = vector::BroadcastOp::create(db, loc, keyType, qd);
                   for (int64_t c = 0; c < kKeyVectors; ++c)
                     next.push_back(vector::FMAOp::create(db, loc, qs, ks[c],
@@ -180,32 +237,77 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
               Value s = arith::MulFOp::create(jb, loc, dLoop.getResult(r * kKeyVectors + c), scale);
               if (cap)
                 s = emitSoftcap(jb, loc, *cap, s);
-              vector::StoreOp::create(jb, loc, s, S, ValueRange{rowIdx[r], keyCols[c]});
+              vector::StoreOp::create(jb, loc, s, S, ValueRange{tile.rows[r], keyCols[c]});
             }
         });
         // Softmax, row by row over the positions it sees; zero elsewhere
         // in the tile's span.
-        SmallVector<Value> invs;
         for (int64_t r = 0; r < kTileRows; ++r) {
-          Value jBegin = jBegins[r / heads], jEnd = jEnds[r / heads];
-          Value m = emitRowMax(rb, loc, S, rowIdx[r], jBegin, jEnd, vf);
-          Value sum = emitExpAndSum(rb, loc, S, rowIdx[r], jBegin, jEnd, m, vf);
-          invs.push_back(vector::BroadcastOp::create(
-              rb, loc, valueType,
-              arith::DivFOp::create(
-                  rb, loc, arith::ConstantOp::create(rb, loc, rb.getF32FloatAttr(1.0f)), sum)));
-          for (auto [lo, hi] : {std::pair{tileBegin, jBegin}, std::pair{jEnd, tileEnd}})
+          Value jBegin = tile.jBegins[r / heads], jEnd = tile.jEnds[r / heads];
+          Value m = emitRowMax(rb, loc, S, tile.rows[r], jBegin, jEnd, vf);
+          Value sum = emitExpAndSum(rb, loc, S, tile.rows[r], jBegin, jEnd, m, vf);
+          Value inv = arith::DivFOp::create(
+              rb, loc, arith::ConstantOp::create(rb, loc, rb.getF32FloatAttr(1.0f)), sum);
+          memref::StoreOp::create(rb, loc, inv, invs, ValueRange{tile.rows[r]});
+          for (auto [lo, hi] : {std::pair{tile.begin, jBegin}, std::pair{jEnd, tile.end}})
             forLoop(rb, lo, hi, one, [&](OpBuilder &zb, Value j) {
-              memref::StoreOp::create(zb, loc, scalarZero, S, ValueRange{rowIdx[r], j});
+              memref::StoreOp::create(zb, loc, scalarZero, S, ValueRange{tile.rows[r], j});
             });
         }
-        // Weighted sums of the values: kValueChunks chunks of every row a
-        // sweep.
-        emitValueSums(rb, loc, S, rowIdx, tileBegin, tileEnd, vCache, kvCol, D, width,
-                      kValueChunks, invs, out, rowTs, rowCols);
+      });
+      // Weighted sums of the values, a block of keys at a time for all the
+      // pass's tiles: kValueChunks chunks of every row of a tile a sweep,
+      // the sums carried from block to block in O. Each row still adds its
+      // positions in order, so the sums are the unblocked ones to the bit.
+      Tile first = tileAt(pb, t0, zero, zero);
+      Tile last = tileAt(pb, t0, arith::SubIOp::create(pb, loc, steps, one),
+                         idx(pb, tilesPerGroup - 1));
+      forLoop(pb, first.begin, last.end, idx(pb, kValueBlockKeys), [&](OpBuilder &kb, Value j0) {
+        Value j1 = arith::MinUIOp::create(kb, loc, add(kb, j0, idx(kb, kValueBlockKeys)), last.end);
+        forTiles(kb, t0, steps, [&](OpBuilder &vb, const Tile &tile) {
+          // The block's positions in the tile's span (none: an empty loop,
+          // the sums stored back as they were, or zeros before the span).
+          Value lo = arith::MaxUIOp::create(vb, loc, j0, tile.begin);
+          Value hi = arith::MinUIOp::create(vb, loc, j1, tile.end);
+          Value fresh = arith::CmpIOp::create(vb, loc, arith::CmpIPredicate::eq, lo, tile.begin);
+          for (int64_t c0 = 0; c0 < chunks; c0 += kValueChunks) {
+            const int64_t m = std::min(chunks, c0 + kValueChunks) - c0;
+            SmallVector<Value> inits;
+            for (int64_t r = 0; r < kTileRows; ++r)
+              for (int64_t c = 0; c < m; ++c) {
+                Value held = vector::LoadOp::create(vb, loc, valueType, O,
+                                                    ValueRange{tile.rows[r], idx(vb, (c0 + c) * width)});
+                inits.push_back(arith::SelectOp::create(vb, loc, fresh, zeros(vb, valueType), held));
+              }
+            SmallVector<Value> sums =
+                emitValueLoop(vb, loc, S, tile.rows, lo, hi, vCache,
+                              add(vb, kvCol, idx(vb, c0 * width)), width, m, inits);
+            for (int64_t r = 0; r < kTileRows; ++r)
+              for (int64_t c = 0; c < m; ++c)
+                vector::StoreOp::create(vb, loc, sums[r * m + c], O,
+                                        ValueRange{tile.rows[r], idx(vb, (c0 + c) * width)});
+          }
+        });
+      });
+      // The outputs: the sums over the rows' sums of probabilities.
+      forTiles(pb, t0, steps, [&](OpBuilder &ob, const Tile &tile) {
+        for (int64_t r = 0; r < kTileRows; ++r) {
+          Value inv = vector::BroadcastOp::create(
+              ob, loc, valueType, memref::LoadOp::create(ob, loc, invs, ValueRange{tile.rows[r]}));
+          for (int64_t c = 0; c < chunks; ++c) {
+            Value sum = vector::LoadOp::create(ob, loc, valueType, O,
+                                               ValueRange{tile.rows[r], idx(ob, c * width)});
+            Value o = arith::MulFOp::create(ob, loc, sum, inv);
+            vector::StoreOp::create(ob, loc, o, out,
+                                    ValueRange{zero, tile.rowTs[r],
+                                               add(ob, tile.rowCols[r], idx(ob, c * width))});
+          }
+        }
       });
     });
   });
+  memref::DeallocOp::create(b, loc, invs);
+  memref::DeallocOp::create(b, loc, O);
   memref::DeallocOp::create(b, loc, S);
   memref::DeallocOp::create(b, loc, Kp);
 }
