@@ -27,13 +27,18 @@
 // tiles (TiledAttention.cpp): the key/value head's keys packed transposed
 // in blocks of 48 positions (three 16-wide vectors), then per tile of the
 // four query heads scores vectorised over keys (12 accumulators, three
-// loads of packed keys a step), each row's softmax over the positions it
-// sees, and the four rows' weighted sums of the values.
+// loads of packed keys a step) and each row's softmax over the positions it
+// sees, into the scores of a pass of 8 tiles (32 rows); then the pass's
+// weighted sums of the values a block of 64 positions at a time, each
+// tile's sums carried from block to block in a 32-row buffer (zeros where
+// the block is the tile's first).
 // CHECK-LABEL: func.func @k{{[0-9]+}}_attention(
 // CHECK-SAME: %{{.*}}: memref<?x?x64xf32>, %[[KC:.*]]: memref<?x16xf32>, %[[VC:.*]]: memref<?x16xf32>, %{{.*}}: memref<2xi64>)
 // CHECK: scf.if
 // CHECK: %[[KP:.*]] = memref.alloc(%{{.*}}) : memref<?x16x48xf32>
-// CHECK: %[[TS:.*]] = memref.alloc(%{{.*}}) : memref<4x?xf32>
+// CHECK: %[[TS:.*]] = memref.alloc(%{{.*}}) : memref<32x?xf32>
+// CHECK: %[[SUMS:.*]] = memref.alloc() : memref<32x16xf32>
+// CHECK: %[[INVS:.*]] = memref.alloc() : memref<32xf32>
 // CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK-COUNT-3: vector.load %[[KP]]
 // CHECK-NOT: vector.load %[[KP]]
@@ -43,12 +48,20 @@
 // CHECK-COUNT-12: vector.store %{{.*}}, %[[TS]]
 // CHECK: arith.maxnumf {{.*}} : vector<16xf32>
 // CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK: memref.store %{{.*}}, %[[INVS]]
+// CHECK: scf.for {{.*}} step %c64 {
+// CHECK-COUNT-4: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK: vector.load %[[VC]]
 // CHECK-NOT: vector.load %[[VC]]
 // CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: vector.load %[[VC]]
 // CHECK: scf.yield
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[SUMS]]
+// CHECK: memref.load %[[INVS]]
+// CHECK: vector.load %[[SUMS]]
+// CHECK: memref.dealloc %[[INVS]]
+// CHECK: memref.dealloc %[[SUMS]]
 // CHECK: memref.dealloc %[[TS]]
 // CHECK: memref.dealloc %[[KP]]
 // Fewer queries (decoding) attend one row at a time: per row it scores
