@@ -52,12 +52,13 @@
 using namespace mlir;
 
 namespace {
-/// A tile's geometry: the positions each of its queryRows query rows sees
-/// ([jBegins, jEnds)), the span of positions it computes ([begin,
-/// end)), and for each of its kTileRows rows, the query row, the first
-/// column of its head in q and out, and its row of the pass's buffers.
+/// A tile's geometry: its queryRows query rows (ts), the positions each
+/// sees ([jBegins, jEnds)), the span of positions it computes ([begin,
+/// end)) — all its query step's — and for each of its kTileRows rows, the
+/// query row, the first column of its head in q and out, and its row of the
+/// pass's buffers.
 struct Tile {
-  SmallVector<Value> jBegins, jEnds;
+  SmallVector<Value> ts, jBegins, jEnds;
   Value begin, end;
   SmallVector<Value> rowTs, rowCols, rows;
 };
@@ -160,31 +161,36 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
       }
     });
     Value headBegin = mul(hb, kvHead, idx(hb, group));
-    // Tile g of the group at query step s of the pass from query row t0.
-    auto tileAt = [&](OpBuilder &tb, Value t0, Value s, Value g) {
-      Tile tile;
-      SmallVector<Value> ts;
+    // Query step s of the pass from query row t0: its rows and their
+    // positions, the same for each of the group's tiles (no row geometry).
+    auto stepAt = [&](OpBuilder &tb, Value t0, Value s) {
+      Tile step;
       Value tq = add(tb, t0, mul(tb, s, idx(tb, queryRows)));
-      // Query row i of the tile: tq + i, the last row repeated where T is
+      // Query row i of the step: tq + i, the last row repeated where T is
       // no multiple of queryRows (its output is written twice, the same).
       // The positions it sees: [jBegins[i], jEnds[i]), both growing with i.
       for (int64_t i = 0; i < queryRows; ++i) {
         Value t = arith::MinUIOp::create(tb, loc, add(tb, tq, idx(tb, i)), lastRow);
         Value p = add(tb, past, t);
-        ts.push_back(t);
-        tile.jEnds.push_back(causal ? add(tb, p, one) : L);
-        tile.jBegins.push_back(causal && window ? emitWindowStart(tb, loc, p, window) : zero);
+        step.ts.push_back(t);
+        step.jEnds.push_back(causal ? add(tb, p, one) : L);
+        step.jBegins.push_back(causal && window ? emitWindowStart(tb, loc, p, window) : zero);
       }
-      // The tile's span: from the block of the first row's first position
-      // to the last row's last.
-      tile.begin = mul(tb, arith::DivUIOp::create(tb, loc, tile.jBegins.front(), idx(tb, tileKeys)),
+      // The span: from the block of the first row's first position to the
+      // last row's last.
+      step.begin = mul(tb, arith::DivUIOp::create(tb, loc, step.jBegins.front(), idx(tb, tileKeys)),
                        idx(tb, tileKeys));
-      tile.end = tile.jEnds.back();
+      step.end = step.jEnds.back();
+      return step;
+    };
+    // Tile g of the group at query step s of the pass from query row t0.
+    auto tileAt = [&](OpBuilder &tb, Value t0, Value s, Value g) {
+      Tile tile = stepAt(tb, t0, s);
       // Row r: head h0 + r % heads, query row ts[r / heads].
       Value h0 = add(tb, headBegin, mul(tb, g, idx(tb, heads)));
       Value row0 = mul(tb, add(tb, mul(tb, s, idx(tb, tilesPerGroup)), g), idx(tb, kTileRows));
       for (int64_t r = 0; r < kTileRows; ++r) {
-        tile.rowTs.push_back(ts[r / heads]);
+        tile.rowTs.push_back(tile.ts[r / heads]);
         tile.rowCols.push_back(mul(tb, add(tb, h0, idx(tb, r % heads)), idx(tb, D)));
         tile.rows.push_back(add(tb, row0, idx(tb, r)));
       }
@@ -259,9 +265,8 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
       // pass's tiles: kValueChunks chunks of every row of a tile a sweep,
       // the sums carried from block to block in O. Each row still adds its
       // positions in order, so the sums are the unblocked ones to the bit.
-      Tile first = tileAt(pb, t0, zero, zero);
-      Tile last = tileAt(pb, t0, arith::SubIOp::create(pb, loc, steps, one),
-                         idx(pb, tilesPerGroup - 1));
+      Tile first = stepAt(pb, t0, zero);
+      Tile last = stepAt(pb, t0, arith::SubIOp::create(pb, loc, steps, one));
       forLoop(pb, first.begin, last.end, idx(pb, kValueBlockKeys), [&](OpBuilder &kb, Value j0) {
         Value j1 = arith::MinUIOp::create(kb, loc, add(kb, j0, idx(kb, kValueBlockKeys)), last.end);
         forTiles(kb, t0, steps, [&](OpBuilder &vb, const Tile &tile) {
