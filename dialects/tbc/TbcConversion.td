@@ -12,7 +12,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def TbcApproximateMath : Pass<"tbc-approximate-math", "::mlir::ModuleOp"> {
+def TbcApproximateMath : Pass<"tbc-approximate-math"> {
   let summary = "Replace exp, tanh, erf and friends by inline polynomials (the CPU path)";
   let description = [{
     Rewrites the transcendental math ops of the kernels (`math.exp` in
@@ -21,7 +21,8 @@ def TbcApproximateMath : Pass<"tbc-approximate-math", "::mlir::ModuleOp"> {
     LLVM vectorises, instead of one libm call per element. Their error is a
     few ulp of f32; the conformance tests hold every architecture to 1e-4
     of transformers through them. Runs between `--tbc-lower-to-cpu` and
-    the conversion to LLVM.
+    the conversion to LLVM, on any op (the CPU pipeline nests it on each
+    kernel function, so the kernels are rewritten side by side).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];

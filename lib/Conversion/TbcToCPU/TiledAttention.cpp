@@ -152,13 +152,18 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
 
   forLoop(b, kvBegin, kvEnd, one, [&](OpBuilder &hb, Value kvHead) {
     Value kvCol = mul(hb, kvHead, idx(hb, D));
-    // Position by position: the cache's rows are read in order.
+    // Position by position: the cache's rows are read in order, a vector
+    // at a time. (A loop over the row, not D unrolled copies: at head_dim
+    // 256 those were a basic block of 512 memory ops, a third of LLVM's
+    // time on the whole attention kernel, bench/NOTES.md 2026-12-04.)
     forLoop(hb, zero, L, one, [&](OpBuilder &jb, Value j) {
       SmallVector<Value> at = packedAt(jb, j, zero);
-      for (int64_t d = 0; d < D; ++d) {
-        Value k = memref::LoadOp::create(jb, loc, kCache, ValueRange{j, add(jb, kvCol, idx(jb, d))});
-        memref::StoreOp::create(jb, loc, k, Kp, ValueRange{at[0], idx(jb, d), at[2]});
-      }
+      forLoop(jb, zero, idx(jb, D), idx(jb, width), [&](OpBuilder &db, Value d0) {
+        Value k = vector::LoadOp::create(db, loc, valueType, kCache, ValueRange{j, add(db, kvCol, d0)});
+        for (int64_t i = 0; i < width; ++i)
+          memref::StoreOp::create(db, loc, vector::ExtractOp::create(db, loc, k, i), Kp,
+                                  ValueRange{at[0], add(db, d0, idx(db, i)), at[2]});
+      });
     });
     Value headBegin = mul(hb, kvHead, idx(hb, group));
     // Query step s of the pass from query row t0: its rows and their
@@ -241,25 +246,44 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
           for (int64_t r = 0; r < kTileRows; ++r)
             for (int64_t c = 0; c < kKeyVectors; ++c) {
               Value s = arith::MulFOp::create(jb, loc, dLoop.getResult(r * kKeyVectors + c), scale);
-              if (cap)
-                s = emitSoftcap(jb, loc, *cap, s);
               vector::StoreOp::create(jb, loc, s, S, ValueRange{tile.rows[r], keyCols[c]});
             }
         });
         // Softmax, row by row over the positions it sees; zero elsewhere
-        // in the tile's span.
-        for (int64_t r = 0; r < kTileRows; ++r) {
-          Value jBegin = tile.jBegins[r / heads], jEnd = tile.jEnds[r / heads];
-          Value m = emitRowMax(rb, loc, S, tile.rows[r], jBegin, jEnd, vf);
-          Value sum = emitExpAndSum(rb, loc, S, tile.rows[r], jBegin, jEnd, m, vf);
-          Value inv = arith::DivFOp::create(
-              rb, loc, arith::ConstantOp::create(rb, loc, rb.getF32FloatAttr(1.0f)), sum);
-          memref::StoreOp::create(rb, loc, inv, invs, ValueRange{tile.rows[r]});
-          for (auto [lo, hi] : {std::pair{tile.begin, jBegin}, std::pair{jEnd, tile.end}})
-            forLoop(rb, lo, hi, one, [&](OpBuilder &zb, Value j) {
-              memref::StoreOp::create(zb, loc, scalarZero, S, ValueRange{tile.rows[r], j});
+        // in the tile's span. A loop over the rows (one copy of the
+        // exponentials' loops, not kTileRows): row r is the tile's first
+        // row + r, and sees the positions of its query row, r / heads.
+        forLoop(rb, zero, idx(rb, kTileRows), one, [&](OpBuilder &sb, Value r) {
+          Value row = add(sb, tile.rows.front(), r);
+          Value i = arith::DivUIOp::create(sb, loc, r, idx(sb, heads));
+          Value jBegin = tile.jBegins.front(), jEnd = tile.jEnds.front();
+          for (int64_t k = 1; k < queryRows; ++k) {
+            Value isK = arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::eq, i, idx(sb, k));
+            jBegin = arith::SelectOp::create(sb, loc, isK, tile.jBegins[k], jBegin);
+            jEnd = arith::SelectOp::create(sb, loc, isK, tile.jEnds[k], jEnd);
+          }
+          // A soft-cap, elementwise, over the row's scores a vector at a
+          // time (one copy of tanh's polynomial, not one a score vector of
+          // the tile): the same bits as capping each as it was stored.
+          if (cap) {
+            Value vectors = arith::CeilDivUIOp::create(
+                sb, loc, arith::SubIOp::create(sb, loc, tile.end, tile.begin), idx(sb, vf));
+            Value capEnd = add(sb, tile.begin, mul(sb, vectors, idx(sb, vf)));
+            forLoop(sb, tile.begin, capEnd, idx(sb, vf), [&](OpBuilder &cb, Value j) {
+              Value x = vector::LoadOp::create(cb, loc, keyType, S, ValueRange{row, j});
+              vector::StoreOp::create(cb, loc, emitSoftcap(cb, loc, *cap, x), S, ValueRange{row, j});
             });
-        }
+          }
+          Value m = emitRowMax(sb, loc, S, row, jBegin, jEnd, vf);
+          Value sum = emitExpAndSum(sb, loc, S, row, jBegin, jEnd, m, vf);
+          Value inv = arith::DivFOp::create(
+              sb, loc, arith::ConstantOp::create(sb, loc, sb.getF32FloatAttr(1.0f)), sum);
+          memref::StoreOp::create(sb, loc, inv, invs, ValueRange{row});
+          for (auto [lo, hi] : {std::pair{tile.begin, jBegin}, std::pair{jEnd, tile.end}})
+            forLoop(sb, lo, hi, one, [&](OpBuilder &zb, Value j) {
+              memref::StoreOp::create(zb, loc, scalarZero, S, ValueRange{row, j});
+            });
+        });
       });
       // Weighted sums of the values, a block of keys at a time for all the
       // pass's tiles: kValueChunks chunks of every row of a tile a sweep,
@@ -275,39 +299,51 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
           Value lo = arith::MaxUIOp::create(vb, loc, j0, tile.begin);
           Value hi = arith::MinUIOp::create(vb, loc, j1, tile.end);
           Value fresh = arith::CmpIOp::create(vb, loc, arith::CmpIPredicate::eq, lo, tile.begin);
-          for (int64_t c0 = 0; c0 < chunks; c0 += kValueChunks) {
-            const int64_t m = std::min(chunks, c0 + kValueChunks) - c0;
-            SmallVector<Value> inits;
+          // One sweep: m chunks of every row from chunk c0 (an index).
+          auto sweep = [&](OpBuilder &sb, Value c0, int64_t m) {
+            Value col0 = mul(sb, c0, idx(sb, width));
+            SmallVector<Value> cols, inits;
+            for (int64_t c = 0; c < m; ++c)
+              cols.push_back(add(sb, col0, idx(sb, c * width)));
             for (int64_t r = 0; r < kTileRows; ++r)
               for (int64_t c = 0; c < m; ++c) {
-                Value held = vector::LoadOp::create(vb, loc, valueType, O,
-                                                    ValueRange{tile.rows[r], idx(vb, (c0 + c) * width)});
-                inits.push_back(arith::SelectOp::create(vb, loc, fresh, zeros(vb, valueType), held));
+                Value held = vector::LoadOp::create(sb, loc, valueType, O,
+                                                    ValueRange{tile.rows[r], cols[c]});
+                inits.push_back(arith::SelectOp::create(sb, loc, fresh, zeros(sb, valueType), held));
               }
-            SmallVector<Value> sums =
-                emitValueLoop(vb, loc, S, tile.rows, lo, hi, vCache,
-                              add(vb, kvCol, idx(vb, c0 * width)), width, m, inits);
+            SmallVector<Value> sums = emitValueLoop(sb, loc, S, tile.rows, lo, hi, vCache,
+                                                    add(sb, kvCol, col0), width, m, inits);
             for (int64_t r = 0; r < kTileRows; ++r)
               for (int64_t c = 0; c < m; ++c)
-                vector::StoreOp::create(vb, loc, sums[r * m + c], O,
-                                        ValueRange{tile.rows[r], idx(vb, (c0 + c) * width)});
-          }
+                vector::StoreOp::create(sb, loc, sums[r * m + c], O,
+                                        ValueRange{tile.rows[r], cols[c]});
+          };
+          // The full sweeps in a loop (one copy of the value loop, not
+          // head_dim / (3 width) of them), then what is left of head_dim.
+          const int64_t full = chunks / kValueChunks, rest = chunks % kValueChunks;
+          if (full > 1)
+            forLoop(vb, zero, idx(vb, full * kValueChunks), idx(vb, kValueChunks),
+                    [&](OpBuilder &sb, Value c0) { sweep(sb, c0, kValueChunks); });
+          else if (full == 1)
+            sweep(vb, zero, kValueChunks);
+          if (rest)
+            sweep(vb, idx(vb, full * kValueChunks), rest);
         });
       });
       // The outputs: the sums over the rows' sums of probabilities.
       forTiles(pb, t0, steps, [&](OpBuilder &ob, const Tile &tile) {
-        for (int64_t r = 0; r < kTileRows; ++r) {
-          Value inv = vector::BroadcastOp::create(
-              ob, loc, valueType, memref::LoadOp::create(ob, loc, invs, ValueRange{tile.rows[r]}));
-          for (int64_t c = 0; c < chunks; ++c) {
-            Value sum = vector::LoadOp::create(ob, loc, valueType, O,
-                                               ValueRange{tile.rows[r], idx(ob, c * width)});
-            Value o = arith::MulFOp::create(ob, loc, sum, inv);
-            vector::StoreOp::create(ob, loc, o, out,
-                                    ValueRange{zero, tile.rowTs[r],
-                                               add(ob, tile.rowCols[r], idx(ob, c * width))});
+        SmallVector<Value> rowInvs;
+        for (int64_t r = 0; r < kTileRows; ++r)
+          rowInvs.push_back(vector::BroadcastOp::create(
+              ob, loc, valueType, memref::LoadOp::create(ob, loc, invs, ValueRange{tile.rows[r]})));
+        forLoop(ob, zero, idx(ob, D), idx(ob, width), [&](OpBuilder &cb, Value col) {
+          for (int64_t r = 0; r < kTileRows; ++r) {
+            Value sum = vector::LoadOp::create(cb, loc, valueType, O, ValueRange{tile.rows[r], col});
+            Value o = arith::MulFOp::create(cb, loc, sum, rowInvs[r]);
+            vector::StoreOp::create(cb, loc, o, out,
+                                    ValueRange{zero, tile.rowTs[r], add(cb, tile.rowCols[r], col)});
           }
-        }
+        });
       });
     });
   });

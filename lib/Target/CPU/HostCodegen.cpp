@@ -51,12 +51,18 @@ LogicalResult tbc::buildLLVMPipeline(OpPassManager &pm) {
       // is left (sin, cos of the RoPE tables) calls libm. x86vector ops
       // (the bf16 dot products) and amx ops (the AMX tiles) become their
       // intrinsics; LLVM configures the tiles (ldtilecfg) itself.
-      "tbc-approximate-math,convert-linalg-to-loops,lower-affine,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector enable-amx},"
-      "convert-math-to-llvm,"
-      "convert-math-to-libm,finalize-memref-to-llvm,convert-arith-to-llvm,"
-      "convert-index-to-llvm,convert-to-llvm{filter-dialects=cf,amx},convert-func-to-llvm,"
-      "reconcile-unrealized-casts",
+      // Whatever converts ops inside a function runs nested on func.func,
+      // so the kernels convert side by side on the context's threads; only
+      // the passes that add or rewrite module-level symbols (libm
+      // declarations, memref globals, function signatures) run on the
+      // module. The IR is the same as from one module-wide pass each.
+      "func.func(tbc-approximate-math,convert-linalg-to-loops,lower-affine,"
+      "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+      "convert-vector-to-llvm{enable-x86vector enable-amx},convert-math-to-llvm),"
+      "convert-math-to-libm,finalize-memref-to-llvm,"
+      "func.func(convert-arith-to-llvm,convert-index-to-llvm,"
+      "convert-to-llvm{filter-dialects=cf,amx}),"
+      "convert-func-to-llvm,reconcile-unrealized-casts",
       pm);
 }
 
