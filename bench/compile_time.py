@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""Compile time of every example model for CUDA, stage by stage.
+"""Compile time of every example model for CUDA or the CPU, stage by stage.
 
-Runs `tbc compile MODEL --target cuda --dtype D -o X.tbcm --mlir-timing` for
-every example model (Hugging Face configs and native specs) in f32 and bf16
-(the default architectures, sm_80 and sm_90) and in bf16 for sm_90a alone
-(`--cuda-arch sm_90a`, H100/H200: the prefill GEMM on wgmma), several times
-each, and prints the median wall time of the whole compile and
-of each top-level stage (frontend, fuse, outline kernels, lower to gpu, lower
-to nvvm, lower to ptx, output), next to the numbers recorded in
-bench/compile_times.json by an earlier run (ratio = now / then; the host is
-named, since only numbers from the same kind of host compare). Needs only a
-tbc build: no GPU, no PyTorch.
+Runs `tbc compile MODEL --target T --dtype D -o X.tbcm --mlir-timing` for
+every example model (Hugging Face configs and native specs), several times
+each, and prints the median wall time of the whole compile and of each
+top-level stage. For CUDA (the default): f32 and bf16 (the default
+architectures, sm_80 and sm_90) and bf16 for sm_90a alone (`--cuda-arch
+sm_90a`, H100/H200: the prefill GEMM on wgmma); stages frontend, fuse, lower
+to gpu, lower to nvvm, lower to ptx, output. For `--target cpu`: f32 and
+bf16 weights for this machine's CPU; stages frontend, fuse, lower to linalg,
+lower to llvm, output (LLVM's optimiser and code generator, and the link).
+Next to each: the numbers recorded in bench/compile_times.json by an earlier
+run (ratio = now / then; the host is named, since only numbers from the same
+kind of host compare), and with `--against OTHER_TBC` another build's time
+of the same compile in the same run, the two alternating (ratio = this
+build / that one: what says something about the code on a host whose speed
+moves). Needs only a tbc build: no GPU, no PyTorch.
 
-  bench/compile_time.py [--tbc build/bin/tbc] [--runs 5] [--update]
+  bench/compile_time.py [--target cuda|cpu] [--tbc build/bin/tbc] [--runs 5]
+                        [--against /tmp/tbc-base/bin/tbc] [--models NAME,...]
+                        [--update]
 """
 import argparse, json, os, platform, re, statistics, subprocess, sys, tempfile, time
 
@@ -45,19 +52,24 @@ def host():
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-# (dtype, --cuda-arch or None for the default): the rows of a model.
-CONFIGS = [("f32", None), ("bf16", None), ("bf16", "sm_90a")]
+# Per target: (dtype, --cuda-arch or None for the default), the rows of a
+# model, and the stages shown.
+CONFIGS = {"cuda": [("f32", None), ("bf16", None), ("bf16", "sm_90a")],
+           "cpu": [("f32", None), ("bf16", None)]}
+STAGES = {"cuda": ["frontend", "fuse", "lower to gpu", "lower to nvvm", "lower to ptx", "output"],
+          "cpu": ["frontend", "fuse", "lower to linalg", "lower to llvm", "output"]}
 
 
-def compile_once(tbc, model, dtype, arch, out):
+def compile_once(tbc, target, model, dtype, arch, out):
     t0 = time.perf_counter()
-    r = subprocess.run([tbc, "compile", model, "--target", "cuda", "--dtype", dtype, "-o", out,
+    r = subprocess.run([tbc, "compile", model, "--target", target, "--dtype", dtype, "-o", out,
                         "--mlir-timing", "--mlir-timing-display=tree"] +
                        (["--cuda-arch", arch] if arch else []),
                        capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
-        sys.exit(f"compile_time: {model} ({dtype}{' ' + arch if arch else ''}) failed:\n{r.stderr}")
+        sys.exit(f"compile_time: {tbc}: {model} ({target} {dtype}{' ' + arch if arch else ''}) "
+                 f"failed:\n{r.stderr}")
     stages = {}
     for line in r.stderr.splitlines():
         m = STAGE.match(line)
@@ -69,35 +81,56 @@ def compile_once(tbc, model, dtype, arch, out):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tbc", default=os.path.join(ROOT, "build", "bin", "tbc"))
+    p.add_argument("--target", choices=sorted(CONFIGS), default="cuda")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--against", metavar="OTHER_TBC",
+                   help="another build's tbc, timed on the same compiles in the same run")
+    p.add_argument("--models", metavar="NAME,...",
+                   help="only the example models whose names contain one of these")
     p.add_argument("--update", action="store_true", help="record these numbers as the baseline")
     a = p.parse_args()
     old = json.load(open(BASELINE)) if os.path.exists(BASELINE) else {}
-    now = {"host": host(), "runs": a.runs, "models": {}}
-    print(f"tbc compile --target cuda, median of {a.runs} runs, on {now['host']}")
+    # CUDA's rows keep their names from before the CPU had rows of its own.
+    prefix = "" if a.target == "cuda" else a.target + " "
+    now = {"host": host(), "runs": a.runs, "models": dict(old.get("models", {}))}
+    print(f"tbc compile --target {a.target}, median of {a.runs} runs, on {now['host']}")
     if old:
         print(f"baseline: {old.get('date', '?')} on {old.get('host', '?')}")
-    cols = ["frontend", "fuse", "lower to gpu", "lower to nvvm", "lower to ptx", "output"]
-    print(f"{'model':44} {'dtype':11} {'total s':>8} {'vs base':>8}  " +
-          "  ".join(f"{c:>13}" for c in cols))
+    if a.against:
+        print(f"against: {a.against}, alternating with this build's runs")
+    cols = STAGES[a.target]
+    print(f"{'model':44} {'dtype':11} {'total s':>8} {'vs base':>8}" +
+          (f" {'against s':>9} {'ratio':>6}" if a.against else "") + "  " +
+          "  ".join(f"{c:>15}" for c in cols))
     with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "m.tbcm")
+        wanted = a.models.split(",") if a.models else None
         for name, path in models():
-            for dtype, arch in CONFIGS:
-                walls, stages = [], {}
+            if wanted and not any(w in name for w in wanted):
+                continue
+            for dtype, arch in CONFIGS[a.target]:
+                walls, others, stages = [], [], {}
                 for _ in range(a.runs):
-                    wall, s = compile_once(a.tbc, path, dtype, arch, os.path.join(d, "m.tbcm"))
+                    wall, s = compile_once(a.tbc, a.target, path, dtype, arch, out)
                     walls.append(wall)
                     for k, v in s.items():
                         stages.setdefault(k, []).append(v)
+                    if a.against:
+                        others.append(compile_once(a.against, a.target, path, dtype, arch, out)[0])
                 label = f"{dtype} {arch}" if arch else dtype
-                key = f"{name} {label}"
+                key = f"{name} {prefix}{label}"
                 entry = {"total": statistics.median(walls),
-                         "stages": {k: statistics.median(v) for k, v in stages.items()}}
+                         "stages": {k: statistics.median(v) for k, v in stages.items()},
+                         "host": now["host"], "date": time.strftime("%Y-%m-%d")}
                 now["models"][key] = entry
                 before = old.get("models", {}).get(key, {}).get("total")
                 ratio = f"{entry['total'] / before:8.2f}" if before else f"{'-':>8}"
-                print(f"{name:44} {label:11} {entry['total']:8.3f} {ratio}  " +
-                      "  ".join(f"{entry['stages'].get(c, 0.0):13.4f}" for c in cols))
+                against = ""
+                if a.against:
+                    other = statistics.median(others)
+                    against = f" {other:9.3f} {entry['total'] / other:6.2f}"
+                print(f"{name:44} {label:11} {entry['total']:8.3f} {ratio}{against}  " +
+                      "  ".join(f"{entry['stages'].get(c, 0.0):15.4f}" for c in cols), flush=True)
     if a.update:
         now["date"] = time.strftime("%Y-%m-%d")
         json.dump(now, open(BASELINE, "w"), indent=1)
