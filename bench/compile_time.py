@@ -92,10 +92,13 @@ def main():
     old = json.load(open(BASELINE)) if os.path.exists(BASELINE) else {}
     # CUDA's rows keep their names from before the CPU had rows of its own.
     prefix = "" if a.target == "cuda" else a.target + " "
-    now = {"host": host(), "runs": a.runs, "models": dict(old.get("models", {}))}
-    print(f"tbc compile --target {a.target}, median of {a.runs} runs, on {now['host']}")
-    if old:
-        print(f"baseline: {old.get('date', '?')} on {old.get('host', '?')}")
+    now = dict(old)
+    now.update({prefix + "host": host(), prefix + "runs": a.runs,
+                "models": dict(old.get("models", {}))})
+    print(f"tbc compile --target {a.target}, median of {a.runs} runs, on {host()}")
+    # The baseline's date and host, per target (CUDA's under the plain keys).
+    if prefix + "date" in old:
+        print(f"baseline: {old.get(prefix + 'date', '?')} on {old.get(prefix + 'host', '?')}")
     if a.against:
         print(f"against: {a.against}, alternating with this build's runs")
     cols = STAGES[a.target]
@@ -121,7 +124,7 @@ def main():
                 key = f"{name} {prefix}{label}"
                 entry = {"total": statistics.median(walls),
                          "stages": {k: statistics.median(v) for k, v in stages.items()},
-                         "host": now["host"], "date": time.strftime("%Y-%m-%d")}
+                         "host": host(), "date": time.strftime("%Y-%m-%d")}
                 now["models"][key] = entry
                 before = old.get("models", {}).get(key, {}).get("total")
                 ratio = f"{entry['total'] / before:8.2f}" if before else f"{'-':>8}"
@@ -132,7 +135,7 @@ def main():
                 print(f"{name:44} {label:11} {entry['total']:8.3f} {ratio}{against}  " +
                       "  ".join(f"{entry['stages'].get(c, 0.0):15.4f}" for c in cols), flush=True)
     if a.update:
-        now["date"] = time.strftime("%Y-%m-%d")
+        now[prefix + "date"] = time.strftime("%Y-%m-%d")
         json.dump(now, open(BASELINE, "w"), indent=1)
         print(f"recorded {BASELINE}")
 

@@ -205,20 +205,34 @@ void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> row
   const int64_t chunks = headDim / width, n = static_cast<int64_t>(rows.size());
   Value zero = idx(b, 0);
   Value init = arith::ConstantOp::create(b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-  for (int64_t c0 = 0; c0 < chunks; c0 += chunksPerSweep) {
-    int64_t c1 = std::min(chunks, c0 + chunksPerSweep), m = c1 - c0;
-    SmallVector<Value> sums =
-        emitValueLoop(b, loc, S, rows, jBegin, jEnd, vCache, at(b, kvCol, c0), width, m,
-                      SmallVector<Value>(n * m, init));
+  // One sweep: m chunks of every row from chunk c0 (an index).
+  auto sweep = [&](OpBuilder &sb, Value c0, int64_t m) {
+    Value col0 = arith::MulIOp::create(sb, loc, c0, idx(sb, width));
+    Value colBegin = arith::AddIOp::create(sb, loc, kvCol, col0);
+    SmallVector<Value> sums = emitValueLoop(sb, loc, S, rows, jBegin, jEnd, vCache, colBegin,
+                                            width, m, SmallVector<Value>(n * m, init));
     // One op a statement: in an argument list the order would be the
     // compiler's, and the IR would differ between gcc and clang builds.
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < m; ++c) {
-        Value o = arith::MulFOp::create(b, loc, sums[r * m + c], invs[r]);
-        Value col = at(b, cols[r], c0 + c);
-        vector::StoreOp::create(b, loc, o, out, ValueRange{zero, ts[r], col});
+        Value o = arith::MulFOp::create(sb, loc, sums[r * m + c], invs[r]);
+        Value first = arith::AddIOp::create(sb, loc, cols[r], col0);
+        Value col = at(sb, first, c);
+        vector::StoreOp::create(sb, loc, o, out, ValueRange{zero, ts[r], col});
       }
+  };
+  // The full sweeps in a loop (one copy of the value loop, not one a sweep
+  // of head_dim), then what is left of it.
+  const int64_t full = chunks / chunksPerSweep, rest = chunks % chunksPerSweep;
+  if (full > 1) {
+    Value fullChunks = idx(b, full * chunksPerSweep);
+    emitForLoop(b, loc, zero, fullChunks, idx(b, chunksPerSweep),
+                [&](OpBuilder &sb, Value c0) { sweep(sb, c0, chunksPerSweep); });
+  } else if (full == 1) {
+    sweep(b, zero, chunksPerSweep);
   }
+  if (rest)
+    sweep(b, idx(b, full * chunksPerSweep), rest);
 }
 
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,

@@ -158,11 +158,15 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
     // time on the whole attention kernel, bench/NOTES.md 2026-12-04.)
     forLoop(hb, zero, L, one, [&](OpBuilder &jb, Value j) {
       SmallVector<Value> at = packedAt(jb, j, zero);
-      forLoop(jb, zero, idx(jb, D), idx(jb, width), [&](OpBuilder &db, Value d0) {
+      Value headDim = idx(jb, D);
+      forLoop(jb, zero, headDim, idx(jb, width), [&](OpBuilder &db, Value d0) {
         Value k = vector::LoadOp::create(db, loc, valueType, kCache, ValueRange{j, add(db, kvCol, d0)});
-        for (int64_t i = 0; i < width; ++i)
-          memref::StoreOp::create(db, loc, vector::ExtractOp::create(db, loc, k, i), Kp,
-                                  ValueRange{at[0], add(db, d0, idx(db, i)), at[2]});
+        // One op a statement (an argument list's order is the compiler's).
+        for (int64_t i = 0; i < width; ++i) {
+          Value ki = vector::ExtractOp::create(db, loc, k, i);
+          Value d = add(db, d0, idx(db, i));
+          memref::StoreOp::create(db, loc, ki, Kp, ValueRange{at[0], d, at[2]});
+        }
       });
     });
     Value headBegin = mul(hb, kvHead, idx(hb, group));
@@ -266,8 +270,8 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
           // time (one copy of tanh's polynomial, not one a score vector of
           // the tile): the same bits as capping each as it was stored.
           if (cap) {
-            Value vectors = arith::CeilDivUIOp::create(
-                sb, loc, arith::SubIOp::create(sb, loc, tile.end, tile.begin), idx(sb, vf));
+            Value span = arith::SubIOp::create(sb, loc, tile.end, tile.begin);
+            Value vectors = arith::CeilDivUIOp::create(sb, loc, span, idx(sb, vf));
             Value capEnd = add(sb, tile.begin, mul(sb, vectors, idx(sb, vf)));
             forLoop(sb, tile.begin, capEnd, idx(sb, vf), [&](OpBuilder &cb, Value j) {
               Value x = vector::LoadOp::create(cb, loc, keyType, S, ValueRange{row, j});
@@ -321,9 +325,11 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
           // The full sweeps in a loop (one copy of the value loop, not
           // head_dim / (3 width) of them), then what is left of head_dim.
           const int64_t full = chunks / kValueChunks, rest = chunks % kValueChunks;
-          if (full > 1)
-            forLoop(vb, zero, idx(vb, full * kValueChunks), idx(vb, kValueChunks),
+          if (full > 1) {
+            Value fullChunks = idx(vb, full * kValueChunks);
+            forLoop(vb, zero, fullChunks, idx(vb, kValueChunks),
                     [&](OpBuilder &sb, Value c0) { sweep(sb, c0, kValueChunks); });
+          }
           else if (full == 1)
             sweep(vb, zero, kValueChunks);
           if (rest)
@@ -336,7 +342,8 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
         for (int64_t r = 0; r < kTileRows; ++r)
           rowInvs.push_back(vector::BroadcastOp::create(
               ob, loc, valueType, memref::LoadOp::create(ob, loc, invs, ValueRange{tile.rows[r]})));
-        forLoop(ob, zero, idx(ob, D), idx(ob, width), [&](OpBuilder &cb, Value col) {
+        Value headDim = idx(ob, D);
+        forLoop(ob, zero, headDim, idx(ob, width), [&](OpBuilder &cb, Value col) {
           for (int64_t r = 0; r < kTileRows; ++r) {
             Value sum = vector::LoadOp::create(cb, loc, valueType, O, ValueRange{tile.rows[r], col});
             Value o = arith::MulFOp::create(cb, loc, sum, rowInvs[r]);
