@@ -41,15 +41,26 @@ def models():
 
 
 def host():
+    """The CPU's model name, family and model (KVM guests often show only a
+    brand), widest vector extension and core count."""
     cpu = platform.processor() or platform.machine()
+    info = {}
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "flags") and key not in info:
+                info[key] = value.strip()
+            if not line.strip():
                 break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores"
+    cpu = info.get("model name", cpu)
+    if "cpu family" in info and "model" in info:
+        cpu += f" (family {info['cpu family']} model {info['model']})"
+    flags = info.get("flags", "").split()
+    isa = "avx512f" if "avx512f" in flags else "avx2" if "avx2" in flags else ""
+    return f"{cpu}, {isa + ', ' if isa else ''}{os.cpu_count()} cores"
 
 
 # Per target: (dtype, --cuda-arch or None for the default), the rows of a
