@@ -103,10 +103,11 @@ def main():
     old = json.load(open(BASELINE)) if os.path.exists(BASELINE) else {}
     # CUDA's rows keep their names from before the CPU had rows of its own.
     prefix = "" if a.target == "cuda" else a.target + " "
+    this_host = host()
     now = dict(old)
-    now.update({prefix + "host": host(), prefix + "runs": a.runs,
+    now.update({prefix + "host": this_host, prefix + "runs": a.runs,
                 "models": dict(old.get("models", {}))})
-    print(f"tbc compile --target {a.target}, median of {a.runs} runs, on {host()}")
+    print(f"tbc compile --target {a.target}, median of {a.runs} runs, on {this_host}")
     # The baseline's date and host, per target (CUDA's under the plain keys).
     if prefix + "date" in old:
         print(f"baseline: {old.get(prefix + 'date', '?')} on {old.get(prefix + 'host', '?')}")
@@ -135,7 +136,7 @@ def main():
                 key = f"{name} {prefix}{label}"
                 entry = {"total": statistics.median(walls),
                          "stages": {k: statistics.median(v) for k, v in stages.items()},
-                         "host": host(), "date": time.strftime("%Y-%m-%d")}
+                         "host": this_host, "date": time.strftime("%Y-%m-%d")}
                 now["models"][key] = entry
                 before = old.get("models", {}).get(key, {}).get("total")
                 ratio = f"{entry['total'] / before:8.2f}" if before else f"{'-':>8}"

@@ -221,18 +221,22 @@ void tbc::emitValueSums(OpBuilder &b, Location loc, Value S, ArrayRef<Value> row
         vector::StoreOp::create(sb, loc, o, out, ValueRange{zero, ts[r], col});
       }
   };
-  // The full sweeps in a loop (one copy of the value loop, not one a sweep
-  // of head_dim), then what is left of it.
-  const int64_t full = chunks / chunksPerSweep, rest = chunks % chunksPerSweep;
+  emitSweeps(b, loc, zero, chunks, chunksPerSweep, sweep);
+}
+
+void tbc::emitSweeps(OpBuilder &b, Location loc, Value zero, int64_t chunks, int64_t perSweep,
+                     function_ref<void(OpBuilder &, Value, int64_t)> sweep) {
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  const int64_t full = chunks / perSweep, rest = chunks % perSweep;
   if (full > 1) {
-    Value fullChunks = idx(b, full * chunksPerSweep);
-    emitForLoop(b, loc, zero, fullChunks, idx(b, chunksPerSweep),
-                [&](OpBuilder &sb, Value c0) { sweep(sb, c0, chunksPerSweep); });
+    Value fullChunks = idx(full * perSweep);
+    emitForLoop(b, loc, zero, fullChunks, idx(perSweep),
+                [&](OpBuilder &sb, Value c0) { sweep(sb, c0, perSweep); });
   } else if (full == 1) {
-    sweep(b, zero, chunksPerSweep);
+    sweep(b, zero, perSweep);
   }
   if (rest)
-    sweep(b, idx(b, full * chunksPerSweep), rest);
+    sweep(b, idx(full * perSweep), rest);
 }
 
 void tbc::emitAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,

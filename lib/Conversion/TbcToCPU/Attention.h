@@ -81,6 +81,14 @@ llvm::SmallVector<mlir::Value> emitValueLoop(mlir::OpBuilder &b, mlir::Location 
                                              int64_t width, int64_t chunks,
                                              mlir::ValueRange inits);
 
+/// Chunks [0, chunks) of head_dim in sweeps of `perSweep`: the full sweeps
+/// in a loop (one copy of `sweep`, the value loop of both attention
+/// kernels, whatever head_dim is), then the rest. `sweep(b, c0, m)` does m
+/// chunks from chunk c0 (an index value); `zero` is the index 0.
+void emitSweeps(mlir::OpBuilder &b, mlir::Location loc, mlir::Value zero, int64_t chunks,
+                int64_t perSweep,
+                llvm::function_ref<void(mlir::OpBuilder &, mlir::Value, int64_t)> sweep);
+
 /// out[0, ts[r], cols[r] + d] = invs[r] * sum_j S[rows[r]][j] V[j][kvCol + d]
 /// for j in [jBegin, jEnd) and d < headDim (index values but the sizes),
 /// `width`-wide: `chunksPerSweep` chunks of head_dim of every row a sweep

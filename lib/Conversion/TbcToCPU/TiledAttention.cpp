@@ -322,18 +322,7 @@ void tbc::emitTiledAttention(OpBuilder &b, Location loc, AttentionOp a, Value q,
                 vector::StoreOp::create(sb, loc, sums[r * m + c], O,
                                         ValueRange{tile.rows[r], cols[c]});
           };
-          // The full sweeps in a loop (one copy of the value loop, not
-          // head_dim / (3 width) of them), then what is left of head_dim.
-          const int64_t full = chunks / kValueChunks, rest = chunks % kValueChunks;
-          if (full > 1) {
-            Value fullChunks = idx(vb, full * kValueChunks);
-            forLoop(vb, zero, fullChunks, idx(vb, kValueChunks),
-                    [&](OpBuilder &sb, Value c0) { sweep(sb, c0, kValueChunks); });
-          }
-          else if (full == 1)
-            sweep(vb, zero, kValueChunks);
-          if (rest)
-            sweep(vb, idx(vb, full * kValueChunks), rest);
+          emitSweeps(vb, loc, zero, chunks, kValueChunks, sweep);
         });
       });
       // The outputs: the sums over the rows' sums of probabilities.
